@@ -1,0 +1,45 @@
+import { createHash } from 'node:crypto';
+import { ForbiddenError, UnauthenticatedError } from './errors.js';
+
+/** API keys and scopes (API.md "Authentication"): `produce|consume|admin:<queue|*>`. */
+
+export type Action = 'produce' | 'consume' | 'admin';
+
+export interface Principal {
+  name: string;
+  scopes: readonly string[];
+}
+
+export function hashApiKey(key: string): string {
+  return createHash('sha256').update(key, 'utf8').digest('hex');
+}
+
+export function hasScope(principal: Principal, action: Action, queue: string): boolean {
+  return principal.scopes.includes(`${action}:${queue}`) || principal.scopes.includes(`${action}:*`);
+}
+
+export function requireScope(principal: Principal, action: Action, queue: string): void {
+  if (!hasScope(principal, action, queue)) throw new ForbiddenError(`${action}:${queue}`);
+}
+
+/** Reads the bearer token from an Authorization header value. */
+export function bearerToken(header: string | undefined): string {
+  const match = header ? /^Bearer\s+(\S+)\s*$/i.exec(header) : null;
+  if (!match?.[1]) throw new UnauthenticatedError();
+  return match[1];
+}
+
+/** Key hash → principal. The map is built once per function instance. */
+export class KeyRing {
+  private readonly byHash: Map<string, Principal>;
+
+  constructor(keys: readonly { sha256: string; name: string; scopes: readonly string[] }[]) {
+    this.byHash = new Map(keys.map((k) => [k.sha256, { name: k.name, scopes: k.scopes }]));
+  }
+
+  authenticate(authorization: string | undefined): Principal {
+    const principal = this.byHash.get(hashApiKey(bearerToken(authorization)));
+    if (!principal) throw new UnauthenticatedError('unknown API key');
+    return principal;
+  }
+}

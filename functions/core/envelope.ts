@@ -1,0 +1,43 @@
+import { z } from 'zod';
+
+/**
+ * The message envelope: what a Kinesis record of a queue holds. Defined once; the producer
+ * writes it and every reader (dispatch, consumers, tools) parses it with this schema.
+ */
+
+export const MESSAGE_ID = /^[A-Za-z0-9_.:-]{1,128}$/;
+
+export const claimRefSchema = z.object({
+  /** S3 object key of the payload; the bucket is the tenant's. */
+  key: z.string(),
+  bytes: z.number().int().nonnegative(),
+  sha256: z.string(),
+});
+
+export const envelopeSchema = z.object({
+  v: z.literal(1),
+  message_id: z.string().regex(MESSAGE_ID),
+  queue: z.string(),
+  key: z.string().optional(),
+  headers: z.record(z.string(), z.string()).optional(),
+  /** When the producer's request first accepted the message. */
+  produced_at: z.iso.datetime(),
+  /** When this copy was appended to the stream (a retry appends a new copy). */
+  enqueued_at: z.iso.datetime(),
+  attempt: z.number().int().min(1),
+  /** Not deliverable before this time (delay_seconds on produce, or a retry tier). */
+  deliver_after: z.iso.datetime().optional(),
+  payload: z.unknown().optional(),
+  claim: claimRefSchema.optional(),
+});
+
+export type Envelope = z.infer<typeof envelopeSchema>;
+export type ClaimRef = z.infer<typeof claimRefSchema>;
+
+export function encodeEnvelope(envelope: Envelope): Uint8Array {
+  return Buffer.from(JSON.stringify(envelope), 'utf8');
+}
+
+export function decodeEnvelope(data: Uint8Array): Envelope {
+  return envelopeSchema.parse(JSON.parse(Buffer.from(data).toString('utf8')));
+}

@@ -1,0 +1,95 @@
+/**
+ * Typed errors with a stable `code`. The HTTP status of each lives here, in one place
+ * (API.md "Authentication and errors").
+ */
+
+export interface ErrorIssue {
+  path: string;
+  message: string;
+}
+
+export class LeaseqError extends Error {
+  constructor(
+    readonly code: string,
+    readonly status: number,
+    message: string,
+    readonly details?: Record<string, unknown>,
+    /** Seconds, sent as Retry-After. */
+    readonly retryAfter?: number,
+  ) {
+    super(message);
+    this.name = new.target.name;
+  }
+}
+
+export class InvalidRequestError extends LeaseqError {
+  constructor(message: string, issues: ErrorIssue[] = []) {
+    super('INVALID_REQUEST', 400, message, { issues });
+  }
+}
+
+export class UnauthenticatedError extends LeaseqError {
+  constructor(message = 'a valid API key is required: Authorization: Bearer <key>') {
+    super('UNAUTHENTICATED', 401, message);
+  }
+}
+
+export class ForbiddenError extends LeaseqError {
+  constructor(scope: string) {
+    super('FORBIDDEN', 403, `this API key lacks the scope ${scope}`, { required_scope: scope });
+  }
+}
+
+export class QueueNotFoundError extends LeaseqError {
+  constructor(queue: string) {
+    super('QUEUE_NOT_FOUND', 404, `no queue named ${JSON.stringify(queue)}`);
+  }
+}
+
+export class MessageNotFoundError extends LeaseqError {
+  constructor(messageId: string) {
+    super('MESSAGE_NOT_FOUND', 404, `no message with id ${JSON.stringify(messageId)}`);
+  }
+}
+
+export class NotFoundError extends LeaseqError {
+  constructor(message = 'no such route') {
+    super('NOT_FOUND', 404, message);
+  }
+}
+
+export class MethodNotAllowedError extends LeaseqError {
+  constructor(method: string, path: string) {
+    super('METHOD_NOT_ALLOWED', 405, `${method} is not allowed on ${path}`);
+  }
+}
+
+export class StaleReceiptError extends LeaseqError {
+  constructor() {
+    super('STALE_RECEIPT', 409, 'the receipt belongs to an earlier delivery of this message');
+  }
+}
+
+export class PayloadTooLargeError extends LeaseqError {
+  constructor(message: string) {
+    super('PAYLOAD_TOO_LARGE', 413, message);
+  }
+}
+
+export class UnsupportedMediaTypeError extends LeaseqError {
+  constructor() {
+    super('UNSUPPORTED_MEDIA_TYPE', 415, 'send the body as content-type: application/json');
+  }
+}
+
+export class QuotaExceededError extends LeaseqError {
+  constructor(message: string, retryAfter: number) {
+    super('QUOTA_EXCEEDED', 429, message, undefined, retryAfter);
+  }
+}
+
+export class UnavailableError extends LeaseqError {
+  constructor(message = 'the queue is busy, retry shortly', retryAfter = 1) {
+    super('UNAVAILABLE', 503, message, undefined, retryAfter);
+  }
+}

@@ -1,0 +1,43 @@
+import { z } from 'zod';
+import { parseTenantConfig, type TenantConfig } from './config.js';
+
+/**
+ * What a function instance needs to run: the tenant, the names of its resources and where
+ * AWS is. Validated once at the edge (the handler module) and passed in; nothing deeper
+ * reads `process.env`.
+ */
+export interface RuntimeConfig {
+  tenant: TenantConfig;
+  tableName: string;
+  bucketName: string;
+  region: string;
+  /** Local emulators; absent on AWS. */
+  endpoints?: { dynamodb: string; kinesis: string; s3: string };
+  /** Extra API keys (hashes) beyond the tenant file's, e.g. the local admin key. */
+  extraKeys?: { name: string; sha256: string; scopes: string[] }[];
+}
+
+/** The environment the stack gives each function (names fixed here and used by infra/). */
+export const ENV = {
+  tenantConfig: 'LEASEQ_TENANT_CONFIG',
+  table: 'LEASEQ_TABLE',
+  bucket: 'LEASEQ_BUCKET',
+  region: 'AWS_REGION',
+} as const;
+
+const envSchema = z.object({
+  [ENV.tenantConfig]: z.string().min(2),
+  [ENV.table]: z.string().min(3),
+  [ENV.bucket]: z.string().min(3),
+  [ENV.region]: z.string().min(1),
+});
+
+export function runtimeConfigFromEnv(env: Record<string, string | undefined>): RuntimeConfig {
+  const parsed = envSchema.parse(env);
+  return {
+    tenant: parseTenantConfig(JSON.parse(parsed[ENV.tenantConfig]), ENV.tenantConfig),
+    tableName: parsed[ENV.table],
+    bucketName: parsed[ENV.bucket],
+    region: parsed[ENV.region],
+  };
+}
