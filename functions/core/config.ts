@@ -110,3 +110,7 @@ export function parseTenantConfig(raw: unknown, source = 'tenant file'): TenantC
 export function streamName(tenant: string, queue: string): string {
   return `leaseq-${tenant}-${queue}`;
 }
+
+export function tableName(tenant: string): string {
+  return `leaseq-${tenant}`;
+}
