@@ -35,8 +35,16 @@ export function createClients(options: ClientOptions): AwsClients {
   };
   // kinesalite fails the SDK's default HTTP/2 handler; HTTP/1.1 keep-alive is also what Lambda uses.
   const requestHandler = new NodeHttpHandler({ connectionTimeout: 3000, requestTimeout: 10_000 });
-  const dynamodb = new DynamoDBClient({ ...common, requestHandler, ...(local ? { endpoint: local.dynamodb } : {}) });
-  const kinesis = new KinesisClient({ ...common, requestHandler, ...(local ? { endpoint: local.kinesis } : {}) });
+  const dynamodb = new DynamoDBClient({
+    ...common,
+    requestHandler,
+    ...(local ? { endpoint: local.dynamodb } : {}),
+  });
+  const kinesis = new KinesisClient({
+    ...common,
+    requestHandler,
+    ...(local ? { endpoint: local.kinesis } : {}),
+  });
   const s3 = new S3Client({
     ...common,
     requestHandler,

@@ -67,7 +67,10 @@ export class FaultInjector {
             : (realEntries.shift() ?? {}),
         );
         const failed = records.filter((r) => r.ErrorCode).length;
-        return { ...inner, output: { ...(inner.output as object), Records: records, FailedRecordCount: failed } };
+        return {
+          ...inner,
+          output: { ...(inner.output as object), Records: records, FailedRecordCount: failed },
+        };
       },
       { step: 'initialize', name: 'leaseqRecordFaults', override: true },
     );

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { issuesOf } from './validation.js';
 
 /** The tenant file (API.md "Tenant configuration"): one schema for the CDK stack and the local runtime. */
 
@@ -10,7 +11,12 @@ export const queueConfigSchema = z
   .strictObject({
     ordered: z.boolean().default(false),
     shards: z.number().int().min(1).max(500).default(2),
-    lease_seconds: z.number().int().min(1).max(12 * HOUR).default(60),
+    lease_seconds: z
+      .number()
+      .int()
+      .min(1)
+      .max(12 * HOUR)
+      .default(60),
     max_lease_seconds: z
       .number()
       .int()
@@ -18,7 +24,17 @@ export const queueConfigSchema = z
       .max(12 * HOUR)
       .default(HOUR),
     max_attempts: z.number().int().min(1).max(100).default(5),
-    backoff_seconds: z.array(z.number().int().min(0).max(12 * HOUR)).min(1).max(20).default([10, 60, 600, 3600]),
+    backoff_seconds: z
+      .array(
+        z
+          .number()
+          .int()
+          .min(0)
+          .max(12 * HOUR),
+      )
+      .min(1)
+      .max(20)
+      .default([10, 60, 600, 3600]),
     retention_hours: z
       .number()
       .int()
@@ -32,7 +48,12 @@ export const queueConfigSchema = z
       .max(2 * 365 * 24)
       .default(336),
     dedup_window_seconds: z.number().int().min(300).default(86_400),
-    claim_check_bytes: z.number().int().min(1024).max(900 * 1024).default(262_144),
+    claim_check_bytes: z
+      .number()
+      .int()
+      .min(1024)
+      .max(900 * 1024)
+      .default(262_144),
     window_size: z.number().int().min(1).max(1_000_000).default(10_000),
   })
   .superRefine((q, ctx) => {
@@ -88,18 +109,11 @@ export class ConfigError extends Error {
   }
 }
 
-export function formatPath(path: readonly PropertyKey[]): string {
-  return path.reduce<string>(
-    (acc, p) => (typeof p === 'number' ? `${acc}[${p}]` : acc ? `${acc}.${String(p)}` : String(p)),
-    '',
-  );
-}
-
 /** Validates a parsed tenant file and fills in every default. */
 export function parseTenantConfig(raw: unknown, source = 'tenant file'): TenantConfig {
   const result = tenantConfigSchema.safeParse(raw);
   if (result.success) return result.data;
-  const issues = result.error.issues.map((i) => ({ path: formatPath(i.path) || '(root)', message: i.message }));
+  const issues = issuesOf(result.error, '(root)');
   throw new ConfigError(
     `${source} is invalid: ${issues.map((i) => `${i.path}: ${i.message}`).join('; ')}`,
     issues,

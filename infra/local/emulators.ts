@@ -1,7 +1,7 @@
 import { mkdirSync } from 'node:fs';
+import type { Server } from 'node:http';
 import { createRequire } from 'node:module';
 import type { AddressInfo } from 'node:net';
-import type { Server } from 'node:http';
 import { join } from 'node:path';
 
 /**

@@ -1,0 +1,110 @@
+import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from 'aws-lambda';
+import type { z } from 'zod';
+import { isTransientAwsError } from '../aws/transient.js';
+import {
+  InvalidRequestError,
+  LeaseqError,
+  MethodNotAllowedError,
+  NotFoundError,
+  PayloadTooLargeError,
+  UnavailableError,
+  UnsupportedMediaTypeError,
+} from '../core/errors.js';
+import { issuesOf } from '../core/validation.js';
+import { MAX_BODY_BYTES } from './schemas.js';
+
+/** HTTP edge helpers: JSON bodies in, JSON responses and the error format out. */
+
+export type HttpResponse = APIGatewayProxyStructuredResultV2;
+
+export function json(statusCode: number, body: unknown, headers: Record<string, string> = {}): HttpResponse {
+  return {
+    statusCode,
+    headers: { 'content-type': 'application/json', ...headers },
+    body: JSON.stringify(body),
+  };
+}
+
+export function noContent(): HttpResponse {
+  return { statusCode: 204, headers: {}, body: '' };
+}
+
+/** Maps any error to API.md's error format. Only a bug reaches the 500 branch. */
+export function errorResponse(err: unknown): { response: HttpResponse; internal: boolean } {
+  const known = asLeaseqError(err);
+  if (!known) {
+    return {
+      internal: true,
+      response: json(500, {
+        error: { code: 'INTERNAL', message: 'internal error; this is a bug in leaseq' },
+      }),
+    };
+  }
+  const error: Record<string, unknown> = { code: known.code, message: known.message };
+  if (known.details) error.details = known.details;
+  const headers: Record<string, string> = known.retryAfter ? { 'retry-after': String(known.retryAfter) } : {};
+  return { internal: false, response: json(known.status, { error }, headers) };
+}
+
+function asLeaseqError(err: unknown): LeaseqError | undefined {
+  if (err instanceof LeaseqError) return err;
+  // The router raises middy http errors for unknown paths.
+  const status = (err as { statusCode?: number })?.statusCode;
+  if (status === 404) return new NotFoundError();
+  if (status === 405) return new MethodNotAllowedError('this method', 'this path');
+  if (isTransientAwsError(err)) return new UnavailableError();
+  return undefined;
+}
+
+export function header(event: APIGatewayProxyEventV2, name: string): string | undefined {
+  const wanted = name.toLowerCase();
+  for (const [k, v] of Object.entries(event.headers ?? {})) if (k.toLowerCase() === wanted) return v;
+  return undefined;
+}
+
+/** Reads and validates a JSON body: 415 for another media type, 413 over 5 MB, 400 otherwise. */
+export function parseBody<S extends z.ZodType>(event: APIGatewayProxyEventV2, schema: S): z.infer<S> {
+  const contentType = header(event, 'content-type');
+  if (!contentType || !/^application\/json\b/i.test(contentType.trim()))
+    throw new UnsupportedMediaTypeError();
+  const raw = event.body ?? '';
+  const bytes = event.isBase64Encoded ? Buffer.from(raw, 'base64') : Buffer.from(raw, 'utf8');
+  if (bytes.byteLength > MAX_BODY_BYTES) {
+    throw new PayloadTooLargeError(
+      `the request body is ${bytes.byteLength} bytes; the limit is ${MAX_BODY_BYTES}`,
+    );
+  }
+  let value: unknown;
+  try {
+    value = JSON.parse(bytes.toString('utf8'));
+  } catch {
+    throw new InvalidRequestError('the body is not valid JSON', [
+      { path: '(body)', message: 'not valid JSON' },
+    ]);
+  }
+  return validate(schema, value);
+}
+
+export function validate<S extends z.ZodType>(schema: S, value: unknown): z.infer<S> {
+  const result = schema.safeParse(value);
+  if (result.success) return result.data;
+  const issues = issuesOf(result.error, '(body)');
+  throw new InvalidRequestError(
+    `the request is invalid: ${issues
+      .slice(0, 5)
+      .map((i) => `${i.path}: ${i.message}`)
+      .join('; ')}`,
+    issues,
+  );
+}
+
+/** Path parameters arrive percent-encoded from the router. */
+export function pathParam(event: APIGatewayProxyEventV2, name: string): string {
+  const raw = event.pathParameters?.[name];
+  if (raw === undefined) throw new NotFoundError();
+  try {
+    return decodeURIComponent(raw);
+  } catch {
+    throw new InvalidRequestError(`the path parameter ${name} is not valid percent-encoding`);
+  }
+}

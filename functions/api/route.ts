@@ -1,0 +1,55 @@
+import type { Logger } from '@aws-lambda-powertools/logger';
+import type { APIGatewayProxyEventV2 } from 'aws-lambda';
+import { type Action, type KeyRing, type Principal, requireScope } from '../core/auth.js';
+import type { QueueConfig } from '../core/config.js';
+import { QueueNotFoundError } from '../core/errors.js';
+import type { RuntimeConfig } from '../core/runtime-config.js';
+import type { Producer } from '../produce/producer.js';
+import { type HttpResponse, header, pathParam } from './http.js';
+
+/** What every route can use, built once per function instance. */
+export interface ApiServices {
+  config: RuntimeConfig;
+  keys: KeyRing;
+  producer: Producer;
+  logger: Logger;
+}
+
+export interface QueueRequest {
+  event: APIGatewayProxyEventV2;
+  services: ApiServices;
+  principal: Principal;
+  queue: { name: string; config: QueueConfig };
+}
+
+export interface Route {
+  method: 'GET' | 'POST' | 'DELETE';
+  path: string;
+  handler: (event: APIGatewayProxyEventV2, services: ApiServices) => Promise<HttpResponse>;
+}
+
+/**
+ * A route on `/queues/{queue}/...`: authenticates (401), finds the queue (404), checks the
+ * scope for `action` on it (403), then runs `handler`.
+ */
+export function queueRoute(
+  method: Route['method'],
+  path: string,
+  action: Action,
+  handler: (req: QueueRequest) => Promise<HttpResponse>,
+): Route {
+  return {
+    method,
+    path,
+    handler: async (event, services) => {
+      const principal = services.keys.authenticate(header(event, 'authorization'));
+      const name = pathParam(event, 'queue');
+      const config = Object.hasOwn(services.config.tenant.queues, name)
+        ? services.config.tenant.queues[name]
+        : undefined;
+      if (!config) throw new QueueNotFoundError(name);
+      requireScope(principal, action, name);
+      return handler({ event, services, principal, queue: { name, config } });
+    },
+  };
+}

@@ -1,0 +1,126 @@
+import {
+  type KinesisClient,
+  PutRecordsCommand,
+  type PutRecordsCommandOutput,
+  type PutRecordsRequestEntry,
+} from '@aws-sdk/client-kinesis';
+import { sleep } from '../core/async.js';
+
+/**
+ * Appends records to a queue's Kinesis stream. PutRecords is not atomic: each entry lands
+ * or fails on its own, so failed entries are retried here a few times and then reported
+ * per record, never as landed.
+ */
+
+export interface AppendInput {
+  partitionKey: string;
+  data: Uint8Array;
+}
+
+export type AppendResult =
+  | { ok: true; shardId: string; sequenceNumber: string }
+  | { ok: false; errorCode: string; errorMessage: string };
+
+/** AWS limits for one PutRecords call. */
+const MAX_RECORDS = 500;
+const MAX_REQUEST_BYTES = 5 * 1024 * 1024;
+
+export interface AppendOptions {
+  /** Rounds of retry for entries that failed (throttled) inside one append. */
+  retryRounds?: number;
+  /**
+   * Ordered queues: a failed entry is not retried when a later entry of the same key in
+   * the same call already landed, since the retry would land it after that one.
+   */
+  preserveKeyOrder?: boolean;
+}
+
+export class StreamLog {
+  constructor(private readonly kinesis: KinesisClient) {}
+
+  async append(
+    stream: string,
+    inputs: readonly AppendInput[],
+    options: AppendOptions = {},
+  ): Promise<AppendResult[]> {
+    const results = new Array<AppendResult>(inputs.length);
+    for (const chunk of chunkIndexes(inputs)) {
+      await this.appendChunk(stream, inputs, chunk, results, options);
+    }
+    return results;
+  }
+
+  private async appendChunk(
+    stream: string,
+    inputs: readonly AppendInput[],
+    chunk: number[],
+    results: AppendResult[],
+    options: AppendOptions,
+  ): Promise<void> {
+    const rounds = options.retryRounds ?? 3;
+    let pending = chunk;
+    for (let round = 0; round <= rounds && pending.length > 0; round++) {
+      if (round > 0) await sleep(50 * 2 ** round);
+      const entries: PutRecordsRequestEntry[] = pending.map((i) => ({
+        PartitionKey: (inputs[i] as AppendInput).partitionKey,
+        Data: (inputs[i] as AppendInput).data,
+      }));
+      let out: PutRecordsCommandOutput;
+      try {
+        out = await this.kinesis.send(new PutRecordsCommand({ StreamName: stream, Records: entries }));
+      } catch (err) {
+        // The SDK already retried the call; every entry of it is failed (and retryable).
+        const e = err as { name?: string; message?: string };
+        for (const i of pending)
+          results[i] = { ok: false, errorCode: e.name ?? 'Error', errorMessage: e.message ?? '' };
+        return;
+      }
+      const failed: number[] = [];
+      pending.forEach((inputIndex, k) => {
+        const r = out.Records?.[k];
+        if (r?.SequenceNumber && r.ShardId && !r.ErrorCode) {
+          results[inputIndex] = { ok: true, shardId: r.ShardId, sequenceNumber: r.SequenceNumber };
+        } else {
+          results[inputIndex] = {
+            ok: false,
+            errorCode: r?.ErrorCode ?? 'InternalFailure',
+            errorMessage: r?.ErrorMessage ?? 'no result for this record',
+          };
+          failed.push(inputIndex);
+        }
+      });
+      pending = options.preserveKeyOrder
+        ? failed.filter((i) => !landedLaterWithSameKey(i, inputs, chunk, results))
+        : failed;
+    }
+  }
+}
+
+function landedLaterWithSameKey(
+  index: number,
+  inputs: readonly AppendInput[],
+  chunk: readonly number[],
+  results: readonly AppendResult[],
+): boolean {
+  const key = inputs[index]?.partitionKey;
+  return chunk.some((j) => j > index && inputs[j]?.partitionKey === key && results[j]?.ok);
+}
+
+/** Splits input indexes into PutRecords-sized chunks (count and bytes). */
+function chunkIndexes(inputs: readonly AppendInput[]): number[][] {
+  const chunks: number[][] = [];
+  let current: number[] = [];
+  let bytes = 0;
+  inputs.forEach((input, i) => {
+    const size = input.data.byteLength + Buffer.byteLength(input.partitionKey);
+    if (current.length === MAX_RECORDS || (current.length > 0 && bytes + size > MAX_REQUEST_BYTES)) {
+      chunks.push(current);
+      current = [];
+      bytes = 0;
+    }
+    current.push(i);
+    bytes += size;
+  });
+  if (current.length) chunks.push(current);
+  return chunks;
+}

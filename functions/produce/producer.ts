@@ -1,0 +1,183 @@
+import type { ProduceMessage, ProduceResult } from '../api/schemas.js';
+import type { ClaimStore } from '../claims/claims.js';
+import { mapLimit } from '../core/async.js';
+import { type QueueConfig, streamName } from '../core/config.js';
+import { type ClaimRef, type Envelope, encodeEnvelope } from '../core/envelope.js';
+import { InvalidRequestError } from '../core/errors.js';
+import { newMessageId } from '../core/ids.js';
+import type { StreamLog } from '../log/stream.js';
+import type { DedupStore } from '../store/dedup.js';
+
+/**
+ * The produce path: dedup check, claim-check, append, then the dedup record. `accepted`
+ * only for what Kinesis acknowledged; `failed` (retryable) for what it did not.
+ */
+
+export interface ProducerDeps {
+  tenant: string;
+  dedup: DedupStore;
+  claims: ClaimStore;
+  log: StreamLog;
+  now?: () => number;
+}
+
+interface Prepared {
+  index: number;
+  messageId: string;
+  message: ProduceMessage;
+}
+
+export class Producer {
+  constructor(private readonly deps: ProducerDeps) {}
+
+  async produce(
+    queue: string,
+    config: QueueConfig,
+    messages: readonly ProduceMessage[],
+  ): Promise<ProduceResult[]> {
+    if (config.ordered) requireKeys(messages);
+    const now = this.deps.now?.() ?? Date.now();
+    const prepared: Prepared[] = messages.map((message, index) => ({
+      index,
+      message,
+      messageId: message.message_id ?? newMessageId(now),
+    }));
+    const results = new Array<ProduceResult>(messages.length);
+
+    // Within one request, later copies of an id share the first copy's fate.
+    const firstById = new Map<string, Prepared>();
+    const unique: Prepared[] = [];
+    const repeats: Prepared[] = [];
+    for (const p of prepared) {
+      if (firstById.has(p.messageId)) repeats.push(p);
+      else {
+        firstById.set(p.messageId, p);
+        unique.push(p);
+      }
+    }
+
+    const known = await this.deps.dedup.findAccepted(
+      queue,
+      unique.map((p) => p.messageId),
+      now,
+    );
+    const fresh = unique.filter((p) => {
+      if (!known.has(p.messageId)) return true;
+      results[p.index] = { message_id: p.messageId, status: 'duplicate' };
+      return false;
+    });
+
+    const envelopes = await mapLimit(fresh, 8, (p) => this.envelopeFor(queue, config, p, now));
+    const toAppend = fresh.filter((p, i) => {
+      const env = envelopes[i];
+      if (env instanceof Error) {
+        results[p.index] = failed(p.messageId, 'CLAIM_CHECK_FAILED', env.message);
+        return false;
+      }
+      return true;
+    });
+    const appendEnvelopes = envelopes.filter((e): e is Envelope => !(e instanceof Error));
+
+    const appended = await this.deps.log.append(
+      streamName(this.deps.tenant, queue),
+      appendEnvelopes.map((env) => ({ partitionKey: env.key ?? env.message_id, data: encodeEnvelope(env) })),
+      { preserveKeyOrder: config.ordered },
+    );
+
+    const landed: { p: Prepared; shard: string; sequence: string }[] = [];
+    toAppend.forEach((p, i) => {
+      const r = appended[i];
+      if (r?.ok) landed.push({ p, shard: r.shardId, sequence: r.sequenceNumber });
+      else
+        results[p.index] = failed(
+          p.messageId,
+          'UNAVAILABLE',
+          r ? `${r.errorCode}: ${r.errorMessage}` : 'not sent',
+        );
+    });
+
+    const marks = await this.markLanded(queue, config, landed, now);
+    landed.forEach((l, i) => {
+      results[l.p.index] = {
+        message_id: l.p.messageId,
+        status: marks[i] === false ? 'duplicate' : 'accepted',
+      };
+    });
+
+    for (const p of repeats) {
+      const first = results[(firstById.get(p.messageId) as Prepared).index] as ProduceResult;
+      results[p.index] = first.status === 'failed' ? first : { message_id: p.messageId, status: 'duplicate' };
+    }
+    return results;
+  }
+
+  /**
+   * The message is in the log whatever happens here: a dedup record that cannot be written
+   * only means a retry of this id appends a second copy, which dispatch admits once.
+   */
+  private async markLanded(
+    queue: string,
+    config: QueueConfig,
+    landed: readonly { p: Prepared; shard: string; sequence: string }[],
+    now: number,
+  ): Promise<(boolean | undefined)[]> {
+    try {
+      return await this.deps.dedup.markAllAccepted(
+        queue,
+        landed.map((l) => ({
+          messageId: l.p.messageId,
+          record: { shard: l.shard, sequence: l.sequence, acceptedAt: now },
+        })),
+        config.dedup_window_seconds,
+      );
+    } catch {
+      return landed.map(() => undefined);
+    }
+  }
+
+  private async envelopeFor(
+    queue: string,
+    config: QueueConfig,
+    p: Prepared,
+    now: number,
+  ): Promise<Envelope | Error> {
+    const { message } = p;
+    const at = new Date(now).toISOString();
+    const body = Buffer.from(JSON.stringify(message.payload), 'utf8');
+    let claim: ClaimRef | undefined;
+    if (body.byteLength > config.claim_check_bytes) {
+      try {
+        claim = await this.deps.claims.put(queue, p.messageId, body);
+      } catch (err) {
+        return err instanceof Error ? err : new Error(String(err));
+      }
+    }
+    return {
+      v: 1,
+      message_id: p.messageId,
+      queue,
+      ...(message.key !== undefined ? { key: message.key } : {}),
+      ...(message.headers ? { headers: message.headers } : {}),
+      produced_at: at,
+      enqueued_at: at,
+      attempt: 1,
+      ...(message.delay_seconds > 0
+        ? { deliver_after: new Date(now + message.delay_seconds * 1000).toISOString() }
+        : {}),
+      ...(claim ? { claim } : { payload: message.payload }),
+    };
+  }
+}
+
+function failed(messageId: string, code: string, message: string): ProduceResult {
+  return { message_id: messageId, status: 'failed', error: { code, message, retryable: true } };
+}
+
+function requireKeys(messages: readonly ProduceMessage[]): void {
+  const issues = messages.flatMap((m, i) =>
+    m.key === undefined
+      ? [{ path: `messages[${i}].key`, message: 'ordered queues need a key on every message' }]
+      : [],
+  );
+  if (issues.length) throw new InvalidRequestError('ordered queues need a key on every message', issues);
+}

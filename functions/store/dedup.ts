@@ -1,0 +1,96 @@
+import { BatchGetCommand, type DynamoDBDocumentClient, PutCommand } from '@aws-sdk/lib-dynamodb';
+import { mapLimit } from '../core/async.js';
+import { dedupKey, TTL_ATTRIBUTE } from './keys.js';
+import { isConditionFailed, retryUnprocessed } from './util.js';
+
+/**
+ * Producer dedup. The record is written only after the message is in the log, so
+ * `duplicate` is never answered for a message that is not there. A crash between the
+ * append and this write leaves no record: the producer's retry appends again, and dispatch
+ * admits a message id once.
+ */
+
+export interface DedupRecord {
+  shard: string;
+  sequence: string;
+  acceptedAt: number;
+}
+
+const BATCH_GET_LIMIT = 100;
+
+export class DedupStore {
+  constructor(
+    private readonly doc: DynamoDBDocumentClient,
+    private readonly table: string,
+  ) {}
+
+  /** The ids among `ids` already accepted within their dedup window. */
+  async findAccepted(queue: string, ids: readonly string[], now: number): Promise<Set<string>> {
+    const found = new Set<string>();
+    for (let i = 0; i < ids.length; i += BATCH_GET_LIMIT) {
+      const keys = ids.slice(i, i + BATCH_GET_LIMIT).map((id) => dedupKey(queue, id));
+      await retryUnprocessed(keys, async (pending) => {
+        const out = await this.doc.send(
+          new BatchGetCommand({
+            RequestItems: {
+              [this.table]: {
+                Keys: pending,
+                ConsistentRead: true,
+                ProjectionExpression: 'message_id, expires_at',
+              },
+            },
+          }),
+        );
+        for (const item of out.Responses?.[this.table] ?? []) {
+          if (typeof item.expires_at === 'number' && item.expires_at > now)
+            found.add(String(item.message_id));
+        }
+        return (out.UnprocessedKeys?.[this.table]?.Keys ?? []) as typeof pending;
+      });
+    }
+    return found;
+  }
+
+  /**
+   * Records that `messageId` is in the log. False when an unexpired record already exists
+   * (another request accepted the same id first).
+   */
+  async markAccepted(
+    queue: string,
+    messageId: string,
+    record: DedupRecord,
+    windowSeconds: number,
+  ): Promise<boolean> {
+    const expiresAt = record.acceptedAt + windowSeconds * 1000;
+    try {
+      await this.doc.send(
+        new PutCommand({
+          TableName: this.table,
+          Item: {
+            ...dedupKey(queue, messageId),
+            message_id: messageId,
+            shard: record.shard,
+            sequence: record.sequence,
+            accepted_at: record.acceptedAt,
+            expires_at: expiresAt,
+            [TTL_ATTRIBUTE]: Math.ceil(expiresAt / 1000),
+          },
+          ConditionExpression: 'attribute_not_exists(pk) OR expires_at < :now',
+          ExpressionAttributeValues: { ':now': record.acceptedAt },
+        }),
+      );
+      return true;
+    } catch (err) {
+      if (isConditionFailed(err)) return false;
+      throw err;
+    }
+  }
+
+  markAllAccepted(
+    queue: string,
+    entries: readonly { messageId: string; record: DedupRecord }[],
+    windowSeconds: number,
+  ): Promise<boolean[]> {
+    return mapLimit(entries, 16, (e) => this.markAccepted(queue, e.messageId, e.record, windowSeconds));
+  }
+}

@@ -1,0 +1,120 @@
+import { randomUUID } from 'node:crypto';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context } from 'aws-lambda';
+import { lambdaContext } from './lambda-context.js';
+
+/**
+ * Plays API Gateway (HTTP API, payload format 2.0) in front of the api function: each
+ * request becomes the event AWS would send, and the handler's result becomes the response.
+ */
+
+export type HttpHandler = (
+  event: APIGatewayProxyEventV2,
+  context: Context,
+) => Promise<APIGatewayProxyStructuredResultV2>;
+
+/** API Gateway's own payload limit; leaseq's smaller limit is the handler's to enforce. */
+const GATEWAY_MAX_BODY = 10 * 1024 * 1024;
+const TEXT_TYPES = /^(application\/(json|.*\+json|x-www-form-urlencoded|xml)|text\/)/i;
+
+export interface Gateway {
+  url: string;
+  close(): Promise<void>;
+}
+
+export async function startGateway(handler: HttpHandler, port: number): Promise<Gateway> {
+  const server: Server = createServer((req, res) => {
+    serve(handler, req, res).catch((err) => {
+      if (!res.headersSent) res.writeHead(502, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ message: `Internal Server Error: ${(err as Error).message}` }));
+    });
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, '127.0.0.1', () => resolve());
+  });
+  const address = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${address.port}`,
+    close: () =>
+      new Promise((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  };
+}
+
+async function serve(handler: HttpHandler, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  const body = await readBody(req);
+  if (body === undefined) {
+    res.writeHead(413, { 'content-type': 'application/json' });
+    res.end(JSON.stringify({ message: 'Request Entity Too Large' }));
+    return;
+  }
+  const event = toEvent(req, body);
+  const result = await handler(event, lambdaContext('api'));
+  const headers = { ...(result.headers ?? {}) } as Record<string, string>;
+  const payload = result.isBase64Encoded
+    ? Buffer.from(result.body ?? '', 'base64')
+    : Buffer.from(result.body ?? '');
+  res.writeHead(result.statusCode ?? 200, headers);
+  res.end(payload);
+}
+
+function readBody(req: IncomingMessage): Promise<Buffer | undefined> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let tooLarge = false;
+    req.on('data', (chunk: Buffer) => {
+      size += chunk.byteLength;
+      if (size > GATEWAY_MAX_BODY) tooLarge = true;
+      else chunks.push(chunk);
+    });
+    req.on('end', () => resolve(tooLarge ? undefined : Buffer.concat(chunks)));
+    req.on('error', reject);
+  });
+}
+
+function toEvent(req: IncomingMessage, body: Buffer): APIGatewayProxyEventV2 {
+  const url = new URL(req.url ?? '/', 'http://127.0.0.1');
+  const headers: Record<string, string> = {};
+  for (const [name, value] of Object.entries(req.headers)) {
+    if (value !== undefined) headers[name.toLowerCase()] = Array.isArray(value) ? value.join(',') : value;
+  }
+  const query: Record<string, string> = {};
+  for (const [k, v] of url.searchParams) query[k] = k in query ? `${query[k]},${v}` : v;
+  const contentType = headers['content-type'] ?? '';
+  const isText = body.byteLength === 0 || TEXT_TYPES.test(contentType);
+  const now = new Date();
+  return {
+    version: '2.0',
+    routeKey: '$default',
+    rawPath: url.pathname,
+    rawQueryString: url.search.slice(1),
+    headers,
+    ...(Object.keys(query).length ? { queryStringParameters: query } : {}),
+    requestContext: {
+      accountId: '000000000000',
+      apiId: 'local',
+      domainName: headers.host ?? '127.0.0.1',
+      domainPrefix: 'local',
+      http: {
+        method: req.method ?? 'GET',
+        path: url.pathname,
+        protocol: `HTTP/${req.httpVersion}`,
+        sourceIp: req.socket.remoteAddress ?? '127.0.0.1',
+        userAgent: headers['user-agent'] ?? '',
+      },
+      requestId: randomUUID(),
+      routeKey: '$default',
+      stage: '$default',
+      time: now.toISOString(),
+      timeEpoch: now.getTime(),
+    },
+    ...(body.byteLength
+      ? { body: isText ? body.toString('utf8') : body.toString('base64'), isBase64Encoded: !isText }
+      : { isBase64Encoded: false }),
+  };
+}

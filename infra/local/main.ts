@@ -1,0 +1,78 @@
+import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import { z } from 'zod';
+import { ConfigError, parseTenantConfig } from '../../functions/core/config.js';
+import { startRuntime } from './runtime.js';
+
+/** `npm start`: the whole system on 127.0.0.1 (API.md "The local runtime"). */
+
+const { values } = parseArgs({
+  options: {
+    config: { type: 'string' },
+    port: { type: 'string' },
+    'data-dir': { type: 'string' },
+  },
+});
+
+const optionsSchema = z.object({
+  config: z.string().min(1),
+  port: z.coerce.number().int().min(0).max(65_535),
+  dataDir: z.string().min(1),
+  adminKey: z.string().min(16, 'LEASEQ_ADMIN_KEY must be at least 16 characters').optional(),
+});
+
+async function main(): Promise<void> {
+  const options = optionsSchema.parse({
+    config: values.config ?? process.env.LEASEQ_CONFIG ?? 'tenants/local.json',
+    port: values.port ?? process.env.PORT ?? 4000,
+    dataDir: values['data-dir'] ?? process.env.LEASEQ_DATA_DIR ?? '.leaseq',
+    adminKey: process.env.LEASEQ_ADMIN_KEY || undefined,
+  });
+  const configPath = resolve(options.config);
+  const tenant = parseTenantConfig(JSON.parse(readFileSync(configPath, 'utf8')), configPath);
+  const runtime = await startRuntime({
+    tenant,
+    dataDir: resolve(options.dataDir),
+    port: options.port,
+    adminKey: options.adminKey,
+    logLevel: 'INFO',
+  });
+
+  const queues = Object.entries(tenant.queues)
+    .map(([name, q]) => `  ${name.padEnd(20)} ${q.ordered ? 'ordered  ' : 'unordered'} ${q.shards} shard(s)`)
+    .join('\n');
+  process.stdout.write(
+    [
+      `leaseq is running for tenant "${tenant.tenant}" at ${runtime.url}`,
+      `data folder: ${resolve(options.dataDir)}`,
+      `admin key:   ${runtime.adminKey}`,
+      'queues:',
+      queues,
+      '',
+      `try: curl -s ${runtime.url}/queues/${Object.keys(tenant.queues)[0]}/messages -H "authorization: Bearer ${runtime.adminKey}" -H 'content-type: application/json' -d '{"messages":[{"payload":{"hello":"world"}}]}'`,
+      '',
+    ].join('\n'),
+  );
+
+  let stopping = false;
+  const stop = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    process.stdout.write(`\n${signal}: stopping leaseq…\n`);
+    await runtime.close();
+    process.stdout.write('stopped\n');
+    process.exit(0);
+  };
+  process.on('SIGINT', () => void stop('SIGINT'));
+  process.on('SIGTERM', () => void stop('SIGTERM'));
+}
+
+main().catch((err: unknown) => {
+  if (err instanceof ConfigError || err instanceof z.ZodError) {
+    process.stderr.write(`leaseq: ${err.message}\n`);
+  } else {
+    process.stderr.write(`leaseq: failed to start: ${(err as Error).stack ?? String(err)}\n`);
+  }
+  process.exit(1);
+});
