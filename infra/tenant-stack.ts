@@ -1,0 +1,153 @@
+import { CfnOutput, Duration, RemovalPolicy, Stack, type StackProps, Tags } from 'aws-cdk-lib';
+import { AccessLogFormat } from 'aws-cdk-lib/aws-apigateway';
+import * as apigw from 'aws-cdk-lib/aws-apigatewayv2';
+import { HttpLambdaIntegration } from 'aws-cdk-lib/aws-apigatewayv2-integrations';
+import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
+import type * as lambda from 'aws-cdk-lib/aws-lambda';
+import type * as nodejs from 'aws-cdk-lib/aws-lambda-nodejs';
+import * as logs from 'aws-cdk-lib/aws-logs';
+import * as s3 from 'aws-cdk-lib/aws-s3';
+import type { Construct } from 'constructs';
+import { type TenantConfig, tableName } from '../functions/core/config.js';
+import { ENV } from '../functions/core/runtime-config.js';
+import { grantClaimObjects, grantTableItems } from './grants.js';
+import { type LeaseqFunctionProps, leaseqFunction } from './leaseq-function.js';
+import { QueueConstruct } from './queue.js';
+
+export interface TenantStackProps extends StackProps {
+  /** The tenant file as read from disk. The functions get it verbatim and apply their own defaults. */
+  tenantFile: unknown;
+  /** `parseTenantConfig(tenantFile)`: sizes the resources. */
+  config: TenantConfig;
+  /** Replaces the esbuild bundle of every function (template tests); the real app bundles. */
+  functionCode?: lambda.Code;
+}
+
+/** A function added to the stack: it gets the runtime environment; grants stay with the caller. */
+export type TenantFunctionProps = Omit<LeaseqFunctionProps, 'environment' | 'code'>;
+
+/** One tenant's cell: its streams, table, bucket, API and functions, shared with no other tenant. */
+export class TenantStack extends Stack {
+  readonly config: TenantConfig;
+  readonly table: dynamodb.Table;
+  readonly bucket: s3.Bucket;
+  readonly queues: ReadonlyMap<string, QueueConstruct>;
+  readonly apiFunction: nodejs.NodejsFunction;
+  readonly httpApi: apigw.HttpApi;
+  private readonly runtimeEnvironment: Record<string, string>;
+  private readonly functionCode: lambda.Code | undefined;
+
+  constructor(scope: Construct, id: string, props: TenantStackProps) {
+    super(scope, id, props);
+    const { config } = props;
+    this.config = config;
+    this.functionCode = props.functionCode;
+    Tags.of(this).add('leaseq:tenant', config.tenant);
+
+    this.table = new dynamodb.Table(this, 'Table', {
+      tableName: tableName(config.tenant),
+      partitionKey: { name: 'pk', type: dynamodb.AttributeType.STRING },
+      sortKey: { name: 'sk', type: dynamodb.AttributeType.STRING },
+      billingMode: dynamodb.BillingMode.PAY_PER_REQUEST,
+      timeToLiveAttribute: 'ttl',
+      pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
+      removalPolicy: RemovalPolicy.RETAIN,
+    });
+
+    this.bucket = new s3.Bucket(this, 'Bucket', {
+      blockPublicAccess: s3.BlockPublicAccess.BLOCK_ALL,
+      encryption: s3.BucketEncryption.S3_MANAGED,
+      enforceSSL: true,
+      versioned: false,
+      removalPolicy: RemovalPolicy.RETAIN,
+      lifecycleRules: [
+        // A claim-checked payload is referenced by the DLQ copy too, so it lives as long as that.
+        ...Object.entries(config.queues).map(([queue, q]) => ({
+          id: `claims-${queue}`,
+          prefix: `claims/${queue}/`,
+          expiration: Duration.days(Math.ceil(q.dlq_retention_hours / 24)),
+        })),
+        { id: 'abort-incomplete-uploads', abortIncompleteMultipartUploadAfter: Duration.days(1) },
+      ],
+    });
+
+    this.queues = new Map(
+      Object.entries(config.queues).map(([name, q]) => [
+        name,
+        new QueueConstruct(this, `Queue-${name}`, { tenant: config.tenant, name, config: q }),
+      ]),
+    );
+
+    this.runtimeEnvironment = {
+      [ENV.tenantConfig]: JSON.stringify(props.tenantFile),
+      [ENV.table]: this.table.tableName,
+      [ENV.bucket]: this.bucket.bucketName,
+    };
+
+    this.apiFunction = this.addFunction('Api', {
+      entry: 'functions/api/handler.ts',
+      serviceName: 'leaseq-api',
+      memorySize: 512,
+      // API Gateway gives up on the integration at 29 s (receive long-polls up to 20 s).
+      timeout: Duration.seconds(29),
+    });
+    grantTableItems(this.table, this.apiFunction);
+    grantClaimObjects(this.bucket, this.apiFunction);
+    for (const queue of this.queues.values()) queue.grantProduce(this.apiFunction);
+
+    this.httpApi = this.createHttpApi();
+
+    new CfnOutput(this, 'TableName', { value: this.table.tableName });
+    new CfnOutput(this, 'BucketName', { value: this.bucket.bucketName });
+  }
+
+  /** A leaseq function with the tenant's runtime environment (ENV in runtime-config.ts). */
+  addFunction(id: string, props: TenantFunctionProps): nodejs.NodejsFunction {
+    return leaseqFunction(this, id, {
+      ...props,
+      environment: this.runtimeEnvironment,
+      code: this.functionCode,
+    });
+  }
+
+  private createHttpApi(): apigw.HttpApi {
+    const integration = new HttpLambdaIntegration('ApiIntegration', this.apiFunction, {
+      payloadFormatVersion: apigw.PayloadFormatVersion.VERSION_2_0,
+    });
+    // The default stage is made below, because the one HttpApi creates takes no throttling.
+    const api = new apigw.HttpApi(this, 'HttpApi', {
+      apiName: `leaseq-${this.config.tenant}`,
+      createDefaultStage: false,
+    });
+    api.addRoutes({ path: '/{proxy+}', methods: [apigw.HttpMethod.ANY], integration });
+    api.addRoutes({ path: '/health', methods: [apigw.HttpMethod.GET], integration });
+
+    const accessLogs = new logs.LogGroup(this, 'ApiAccessLogs', { retention: logs.RetentionDays.ONE_MONTH });
+    const stage = api.addStage('DefaultStage', {
+      stageName: '$default',
+      autoDeploy: true,
+      throttle: { burstLimit: 1000, rateLimit: 500 },
+      accessLogSettings: {
+        destination: new apigw.LogGroupLogDestination(accessLogs),
+        // JSON with HTTP API variables only (CDK's default CLF format uses REST-only ones).
+        format: AccessLogFormat.custom(
+          JSON.stringify({
+            requestId: '$context.requestId',
+            ip: '$context.identity.sourceIp',
+            time: '$context.requestTimeEpoch',
+            method: '$context.httpMethod',
+            path: '$context.path',
+            status: '$context.status',
+            responseLength: '$context.responseLength',
+            latency: '$context.responseLatency',
+            integrationLatency: '$context.integrationLatency',
+            integrationError: '$context.integrationErrorMessage',
+            error: '$context.error.message',
+          }),
+        ),
+      },
+    });
+    new CfnOutput(this, 'ApiUrl', { value: stage.url });
+    return api;
+  }
+}
