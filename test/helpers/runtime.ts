@@ -14,7 +14,10 @@ export interface TestRuntime {
   faults: FaultInjector;
   dataDir: string;
   /** Calls the HTTP API with the admin key unless `key` says otherwise (null: no header). */
-  api(path: string, init?: { method?: string; body?: unknown; key?: string | null; headers?: Record<string, string> }): Promise<ApiAnswer>;
+  api(
+    path: string,
+    init?: { method?: string; body?: unknown; key?: string | null; headers?: Record<string, string> },
+  ): Promise<ApiAnswer>;
   records(queue: string): Promise<StreamRecord[]>;
   restart(): Promise<void>;
   close(): Promise<void>;
@@ -42,7 +45,10 @@ export const TEST_TENANT = {
   },
 };
 
-export async function startTestRuntime(rawTenant: unknown = TEST_TENANT, adminKey = 'test-admin-key-0123456789'): Promise<TestRuntime> {
+export async function startTestRuntime(
+  rawTenant: unknown = TEST_TENANT,
+  adminKey = 'test-admin-key-0123456789',
+): Promise<TestRuntime> {
   const tenant = parseTenantConfig(rawTenant);
   const dataDir = mkdtempSync(join(tmpdir(), 'leaseq-test-'));
   const faults = new FaultInjector();
@@ -64,7 +70,11 @@ export async function startTestRuntime(rawTenant: unknown = TEST_TENANT, adminKe
         body = typeof init.body === 'string' ? init.body : JSON.stringify(init.body);
         headers['content-type'] ??= 'application/json';
       }
-      const res = await fetch(`${runtime.url}${path}`, { method: init.method ?? (body ? 'POST' : 'GET'), headers, body });
+      const res = await fetch(`${runtime.url}${path}`, {
+        method: init.method ?? (body ? 'POST' : 'GET'),
+        headers,
+        body,
+      });
       const text = await res.text();
       return { status: res.status, headers: res.headers, body: text ? JSON.parse(text) : undefined };
     },
@@ -91,7 +101,11 @@ async function readAllRecords(runtime: Runtime, stream: string): Promise<StreamR
   for (const shard of shards) {
     let iterator = (
       await kinesis.send(
-        new GetShardIteratorCommand({ StreamName: stream, ShardId: shard.ShardId, ShardIteratorType: 'TRIM_HORIZON' }),
+        new GetShardIteratorCommand({
+          StreamName: stream,
+          ShardId: shard.ShardId,
+          ShardIteratorType: 'TRIM_HORIZON',
+        }),
       )
     ).ShardIterator;
     while (iterator) {

@@ -1,7 +1,7 @@
 import { GetObjectCommand } from '@aws-sdk/client-s3';
+import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { dedupKey } from '../../functions/store/keys.js';
-import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import { startTestRuntime, type TestRuntime } from '../helpers/runtime.js';
 
 let t: TestRuntime;
@@ -13,7 +13,8 @@ afterAll(async () => {
   await t?.close();
 });
 
-const produce = (queue: string, messages: unknown[]) => t.api(`/queues/${queue}/messages`, { body: { messages } });
+const produce = (queue: string, messages: unknown[]) =>
+  t.api(`/queues/${queue}/messages`, { body: { messages } });
 
 describe('produce', () => {
   it('accepts a message and appends its envelope to the queue stream', async () => {
@@ -69,7 +70,9 @@ describe('produce', () => {
       { message_id: 'dup-3', status: 'accepted' },
       { message_id: 'dup-2', status: 'duplicate' },
     ]);
-    const ids = (await t.records('jobs')).map((r) => r.envelope.message_id).filter((id) => id.startsWith('dup-'));
+    const ids = (await t.records('jobs'))
+      .map((r) => r.envelope.message_id)
+      .filter((id) => id.startsWith('dup-'));
     expect(ids.sort()).toEqual(['dup-1', 'dup-2', 'dup-3']);
   });
 

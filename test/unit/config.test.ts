@@ -1,0 +1,84 @@
+import { readFileSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import { ConfigError, parseTenantConfig } from '../../functions/core/config.js';
+
+const issuesOf = (raw: unknown): { path: string; message: string }[] => {
+  try {
+    parseTenantConfig(raw);
+  } catch (err) {
+    if (err instanceof ConfigError) return err.issues;
+    throw err;
+  }
+  throw new Error('expected the config to be rejected');
+};
+
+describe('tenant configuration', () => {
+  it('fills every queue default of API.md', () => {
+    const config = parseTenantConfig({ tenant: 'acme', queues: { jobs: {} } });
+    expect(config.queues.jobs).toEqual({
+      ordered: false,
+      shards: 2,
+      lease_seconds: 60,
+      max_lease_seconds: 3600,
+      max_attempts: 5,
+      backoff_seconds: [10, 60, 600, 3600],
+      retention_hours: 96,
+      dlq_retention_hours: 336,
+      dedup_window_seconds: 86400,
+      claim_check_bytes: 262144,
+      window_size: 10000,
+    });
+    expect(config.api_keys).toEqual([]);
+  });
+
+  it('reads the shipped tenants/local.json: jobs unordered, ledger ordered, two shards each', () => {
+    const config = parseTenantConfig(JSON.parse(readFileSync('tenants/local.json', 'utf8')));
+    expect(config.queues.jobs).toMatchObject({ ordered: false, shards: 2 });
+    expect(config.queues.ledger).toMatchObject({ ordered: true, shards: 2 });
+  });
+
+  it('rejects unknown keys with their path', () => {
+    expect(issuesOf({ tenant: 'a', queues: { jobs: { shard: 2 } }, extra: 1 })).toEqual(
+      expect.arrayContaining([
+        { path: 'queues.jobs.shard', message: 'unknown key' },
+        { path: 'extra', message: 'unknown key' },
+      ]),
+    );
+  });
+
+  it.each([
+    [{ tenant: 'a', queues: { 'Bad Name': {} } }, 'queues.Bad Name'],
+    [{ tenant: 'a', queues: { jobs: { shards: 0 } } }, 'queues.jobs.shards'],
+    [
+      { tenant: 'a', queues: { jobs: { lease_seconds: 120, max_lease_seconds: 60 } } },
+      'queues.jobs.lease_seconds',
+    ],
+    [
+      { tenant: 'a', queues: { jobs: { retention_hours: 200, dlq_retention_hours: 300 } } },
+      'queues.jobs.dlq_retention_hours',
+    ],
+    [{ tenant: 'a', queues: { jobs: { dedup_window_seconds: 60 } } }, 'queues.jobs.dedup_window_seconds'],
+    [{ tenant: 'a', queues: { jobs: { max_lease_seconds: 13 * 3600 } } }, 'queues.jobs.max_lease_seconds'],
+    [{ tenant: 'a', queues: { jobs: { backoff_seconds: [] } } }, 'queues.jobs.backoff_seconds'],
+    [{ tenant: 'a', queues: {} }, 'queues'],
+    [{ tenant: 'UPPER', queues: { jobs: {} } }, 'tenant'],
+    [
+      {
+        tenant: 'a',
+        queues: { jobs: {} },
+        api_keys: [{ name: 'k', sha256: 'nothex', scopes: ['produce:*'] }],
+      },
+      'api_keys[0].sha256',
+    ],
+    [
+      {
+        tenant: 'a',
+        queues: { jobs: {} },
+        api_keys: [{ name: 'k', sha256: 'a'.repeat(64), scopes: ['write:*'] }],
+      },
+      'api_keys[0].scopes[0]',
+    ],
+  ])('rejects a bad value with its path (%#)', (raw, path) => {
+    expect(issuesOf(raw).map((i) => i.path)).toContain(path);
+  });
+});
