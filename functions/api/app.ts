@@ -4,17 +4,35 @@ import httpRouterHandler from '@middy/http-router';
 import type { APIGatewayProxyEventV2, Context } from 'aws-lambda';
 import type { AwsClients } from '../aws/clients.js';
 import { ClaimStore } from '../claims/claims.js';
+import { Consumer } from '../consume/consumer.js';
+import { Operations } from '../consume/operations.js';
 import { KeyRing } from '../core/auth.js';
+import { ReceiptSigner } from '../core/receipt.js';
 import type { RuntimeConfig } from '../core/runtime-config.js';
-import { StreamLog } from '../log/stream.js';
+import { ShardDirectory, StreamLog } from '../log/stream.js';
 import { Producer } from '../produce/producer.js';
+import { Counters } from '../store/counters.js';
 import { DedupStore } from '../store/dedup.js';
+import { MessageStore } from '../store/messages.js';
+import { loadReceiptSecret } from '../store/secret.js';
 import { errorResponse, type HttpResponse } from './http.js';
 import type { ApiServices, Route } from './route.js';
+import { ackRoute, extendRoute, nackRoute, receiveRoute } from './routes/consume.js';
 import { healthRoute } from './routes/health.js';
+import { dlqGetRoute, dlqListRoute, statsRoute } from './routes/operations.js';
 import { produceRoute } from './routes/produce.js';
 
-export const routes: Route[] = [healthRoute, produceRoute];
+export const routes: Route[] = [
+  healthRoute,
+  produceRoute,
+  receiveRoute,
+  ackRoute,
+  nackRoute,
+  extendRoute,
+  dlqListRoute,
+  dlqGetRoute,
+  statsRoute,
+];
 
 export type ApiHandler = (event: APIGatewayProxyEventV2, context: Context) => Promise<HttpResponse>;
 
@@ -24,16 +42,32 @@ export function createApiHandler(
   clients: AwsClients,
   logger = new Logger({ serviceName: 'leaseq-api' }),
 ): ApiHandler {
+  const tenant = config.tenant.tenant;
+  const messages = new MessageStore(clients.doc, config.tableName);
+  const counters = new Counters(clients.doc, config.tableName);
+  const claims = new ClaimStore(clients.s3, config.bucketName);
+  const shards = new ShardDirectory(clients.kinesis);
+  let signer: Promise<ReceiptSigner> | undefined;
+  const loadSigner = () => {
+    signer ??= loadReceiptSecret(clients.doc, config.tableName).then((secret) => new ReceiptSigner(secret));
+    signer.catch(() => {
+      signer = undefined;
+    });
+    return signer;
+  };
   const services: ApiServices = {
     config,
     logger,
     keys: new KeyRing([...config.tenant.api_keys, ...(config.extraKeys ?? [])]),
     producer: new Producer({
-      tenant: config.tenant.tenant,
+      tenant,
       dedup: new DedupStore(clients.doc, config.tableName),
-      claims: new ClaimStore(clients.s3, config.bucketName),
+      claims,
+      counters,
       log: new StreamLog(clients.kinesis),
     }),
+    consumer: new Consumer({ tenant, messages, counters, claims, shards, signer: loadSigner }),
+    operations: new Operations({ tenant, messages, counters, claims, shards }),
   };
   const router = httpRouterHandler(
     routes.map((r) => ({

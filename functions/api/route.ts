@@ -1,5 +1,7 @@
 import type { Logger } from '@aws-lambda-powertools/logger';
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
+import type { Consumer } from '../consume/consumer.js';
+import type { Operations } from '../consume/operations.js';
 import { type Action, type KeyRing, type Principal, requireScope } from '../core/auth.js';
 import type { QueueConfig } from '../core/config.js';
 import { QueueNotFoundError } from '../core/errors.js';
@@ -12,6 +14,8 @@ export interface ApiServices {
   config: RuntimeConfig;
   keys: KeyRing;
   producer: Producer;
+  consumer: Consumer;
+  operations: Operations;
   logger: Logger;
 }
 

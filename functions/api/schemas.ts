@@ -32,3 +32,58 @@ export interface ProduceResult {
   status: ProduceStatus;
   error?: { code: string; message: string; retryable: boolean };
 }
+
+export const receiveRequestSchema = z.strictObject({
+  max_messages: z.number().int().min(1).max(100).default(10),
+  wait_seconds: z.number().int().min(0).max(20).default(0),
+  /** Bounded by the queue's max_lease_seconds where the queue is known. */
+  lease_seconds: z.number().int().min(1).optional(),
+  consumer_id: z.string().min(1).max(128).optional(),
+});
+
+export const ackRequestSchema = z.strictObject({
+  receipts: z
+    .array(z.string().min(1).max(1024))
+    .min(1, 'send 1-100 receipts')
+    .max(100, 'send 1-100 receipts'),
+});
+
+export const nackRequestSchema = z.strictObject({
+  receipt: z.string().min(1).max(1024),
+  retry_after_seconds: z
+    .number()
+    .int()
+    .min(0)
+    .max(12 * 3600)
+    .optional(),
+  error: z.string().max(4096).optional(),
+  retryable: z.boolean().default(true),
+});
+
+export const extendRequestSchema = z.strictObject({
+  receipt: z.string().min(1).max(1024),
+  lease_seconds: z.number().int().min(1),
+});
+
+export type ReceiveRequest = z.infer<typeof receiveRequestSchema>;
+export type AckRequest = z.infer<typeof ackRequestSchema>;
+export type NackRequest = z.infer<typeof nackRequestSchema>;
+export type ExtendRequest = z.infer<typeof extendRequestSchema>;
+
+export interface DeliveredMessage {
+  message_id: string;
+  receipt: string;
+  key: string | null;
+  payload: unknown;
+  headers: Record<string, string>;
+  attempt: number;
+  enqueued_at: string;
+  lease_expires_at: string;
+}
+
+export type AckStatus = 'acked' | 'stale_receipt' | 'invalid_receipt';
+
+export const dlqListQuerySchema = z.strictObject({
+  limit: z.coerce.number().int().min(1).max(100).default(50),
+  cursor: z.string().max(2048).optional(),
+});

@@ -25,6 +25,11 @@ export const envelopeSchema = z.object({
   /** When this copy was appended to the stream (a retry appends a new copy). */
   enqueued_at: z.iso.datetime(),
   attempt: z.number().int().min(1),
+  /**
+   * How many times this message has entered the log: 1 from the producer, +1 each time the
+   * sweep puts it back (a retry or a delay). Admission admits each entry once.
+   */
+  entry: z.number().int().min(1).default(1),
   /** Not deliverable before this time (delay_seconds on produce, or a retry tier). */
   deliver_after: z.iso.datetime().optional(),
   payload: z.unknown().optional(),

@@ -1,5 +1,6 @@
 import {
   type KinesisClient,
+  ListShardsCommand,
   PutRecordsCommand,
   type PutRecordsCommandOutput,
   type PutRecordsRequestEntry,
@@ -123,4 +124,35 @@ function chunkIndexes(inputs: readonly AppendInput[]): number[][] {
   });
   if (current.length) chunks.push(current);
   return chunks;
+}
+
+const SHARD_CACHE_MS = 60_000;
+
+/** Shard ids of a stream, cached per instance (shards change only on resharding). */
+export class ShardDirectory {
+  private cache = new Map<string, { at: number; shards: Promise<string[]> }>();
+
+  constructor(private readonly kinesis: KinesisClient) {}
+
+  shards(stream: string, now = Date.now()): Promise<string[]> {
+    const hit = this.cache.get(stream);
+    if (hit && now - hit.at < SHARD_CACHE_MS) return hit.shards;
+    const shards = this.list(stream);
+    this.cache.set(stream, { at: now, shards });
+    shards.catch(() => this.cache.delete(stream));
+    return shards;
+  }
+
+  private async list(stream: string): Promise<string[]> {
+    const ids: string[] = [];
+    let token: string | undefined;
+    do {
+      const out = await this.kinesis.send(
+        new ListShardsCommand(token ? { NextToken: token } : { StreamName: stream }),
+      );
+      for (const s of out.Shards ?? []) if (s.ShardId) ids.push(s.ShardId);
+      token = out.NextToken;
+    } while (token);
+    return ids;
+  }
 }

@@ -6,6 +6,7 @@ import { type ClaimRef, type Envelope, encodeEnvelope } from '../core/envelope.j
 import { InvalidRequestError } from '../core/errors.js';
 import { newMessageId } from '../core/ids.js';
 import type { StreamLog } from '../log/stream.js';
+import type { Counters } from '../store/counters.js';
 import type { DedupStore } from '../store/dedup.js';
 
 /**
@@ -18,6 +19,7 @@ export interface ProducerDeps {
   dedup: DedupStore;
   claims: ClaimStore;
   log: StreamLog;
+  counters: Counters;
   now?: () => number;
 }
 
@@ -108,7 +110,16 @@ export class Producer {
       const first = results[(firstById.get(p.messageId) as Prepared).index] as ProduceResult;
       results[p.index] = first.status === 'failed' ? first : { message_id: p.messageId, status: 'duplicate' };
     }
+    await this.count(queue, results);
     return results;
+  }
+
+  /** Totals are best effort: a counter write that fails must not turn accepted into an error. */
+  private async count(queue: string, results: readonly ProduceResult[]): Promise<void> {
+    const of = (status: ProduceResult['status']) => results.filter((r) => r.status === status).length;
+    await this.deps.counters
+      .addStats(queue, { produced: of('accepted'), duplicate: of('duplicate') })
+      .catch(() => undefined);
   }
 
   /**
@@ -161,6 +172,7 @@ export class Producer {
       produced_at: at,
       enqueued_at: at,
       attempt: 1,
+      entry: 1,
       ...(message.delay_seconds > 0
         ? { deliver_after: new Date(now + message.delay_seconds * 1000).toISOString() }
         : {}),

@@ -15,3 +15,49 @@ export interface ItemKey {
 export function dedupKey(queue: string, messageId: string): ItemKey {
   return { pk: `Q#${queue}#D#${messageId}`, sk: 'D' };
 }
+
+/** The items of one message share a partition: state `S`, body `B`, history `H#<generation>`. */
+export function messagePk(queue: string, messageId: string): string {
+  return `Q#${queue}#M#${messageId}`;
+}
+
+export const STATE_SK = 'S';
+export const BODY_SK = 'B';
+
+export function historySk(generation: number): string {
+  return `H#${String(generation).padStart(6, '0')}`;
+}
+
+/** Window counter of one shard: how many admitted messages are not yet acked or retired. */
+export function windowCounterKey(queue: string, shard: string): ItemKey {
+  return { pk: `Q#${queue}#W#${shard}`, sk: 'C' };
+}
+
+/** Sharded counters of a queue's totals, so no one item takes every write. */
+export const STATS_SHARDS = 8;
+export function statsKey(queue: string, slot: number): ItemKey {
+  return { pk: `Q#${queue}#T#${slot}`, sk: 'C' };
+}
+
+export const RECEIPT_SECRET_KEY: ItemKey = { pk: 'TENANT#RECEIPT_SECRET', sk: 'S' };
+
+/**
+ * The overloaded index `gsi1`: a message state item is in exactly one of these partitions,
+ * by state, or in none once acked. Sort keys are fixed-width so they sort as numbers.
+ */
+export const GSI1 = 'gsi1';
+
+export const gsi = {
+  ready: (queue: string, shard: string) => `Q#${queue}#R#${shard}`,
+  leased: (queue: string, shard: string) => `Q#${queue}#L#${shard}`,
+  delayed: (queue: string, shard: string) => `Q#${queue}#D#${shard}`,
+  dead: (queue: string) => `Q#${queue}#X`,
+};
+
+export function seqSortKey(sequenceNumber: string): string {
+  return sequenceNumber.padStart(64, '0');
+}
+
+export function timeSortKey(ms: number, messageId: string): string {
+  return `${String(Math.max(0, Math.floor(ms))).padStart(15, '0')}#${messageId}`;
+}

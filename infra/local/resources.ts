@@ -8,6 +8,7 @@ import { CreateBucketCommand, HeadBucketCommand } from '@aws-sdk/client-s3';
 import type { AwsClients } from '../../functions/aws/clients.js';
 import { sleep } from '../../functions/core/async.js';
 import { streamName, type TenantConfig } from '../../functions/core/config.js';
+import { GSI1 } from '../../functions/store/keys.js';
 
 /**
  * Creates locally what the tenant stack creates on AWS, and leaves what already exists as
@@ -41,10 +42,22 @@ async function ensureTable(clients: AwsClients, table: string): Promise<void> {
       AttributeDefinitions: [
         { AttributeName: 'pk', AttributeType: 'S' },
         { AttributeName: 'sk', AttributeType: 'S' },
+        { AttributeName: 'gsi1pk', AttributeType: 'S' },
+        { AttributeName: 'gsi1sk', AttributeType: 'S' },
       ],
       KeySchema: [
         { AttributeName: 'pk', KeyType: 'HASH' },
         { AttributeName: 'sk', KeyType: 'RANGE' },
+      ],
+      GlobalSecondaryIndexes: [
+        {
+          IndexName: GSI1,
+          KeySchema: [
+            { AttributeName: 'gsi1pk', KeyType: 'HASH' },
+            { AttributeName: 'gsi1sk', KeyType: 'RANGE' },
+          ],
+          Projection: { ProjectionType: 'ALL' },
+        },
       ],
     }),
   );

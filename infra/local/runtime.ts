@@ -6,11 +6,15 @@ import { createApiHandler } from '../../functions/api/app.js';
 import { type AwsClients, createClients } from '../../functions/aws/clients.js';
 import type { FaultInjector } from '../../functions/aws/faults.js';
 import { hashApiKey } from '../../functions/core/auth.js';
-import { type TenantConfig, tableName } from '../../functions/core/config.js';
+import { streamName, type TenantConfig, tableName } from '../../functions/core/config.js';
 import type { RuntimeConfig } from '../../functions/core/runtime-config.js';
+import { createDispatchHandler } from '../../functions/dispatch/app.js';
+import { createSweepHandler } from '../../functions/sweep/app.js';
 import { startEmulators } from './emulators.js';
+import { type EventSource, startEventSource } from './event-source.js';
 import { startGateway } from './http-gateway.js';
 import { ensureResources } from './resources.js';
+import { type Schedule, startSchedule } from './schedule.js';
 
 /**
  * The embedded default: the same handlers as on AWS, with the emulators playing DynamoDB,
@@ -26,6 +30,10 @@ export interface RuntimeOptions {
   adminKey?: string;
   faults?: FaultInjector;
   logLevel?: 'DEBUG' | 'INFO' | 'WARN' | 'ERROR' | 'SILENT';
+  /** How often the sweep makes a pass (on AWS: every second inside a once-a-minute invocation). */
+  sweepIntervalMs?: number;
+  /** How long an idle shard poller waits before reading again. */
+  idlePollMs?: number;
 }
 
 export interface Runtime {
@@ -35,6 +43,8 @@ export interface Runtime {
   /** Clients of the runtime itself (metered), for tools and tests that inspect state. */
   clients: AwsClients;
   endpoints: { dynamodb: string; kinesis: string; s3: string };
+  eventSource: EventSource;
+  sweep: Schedule;
   close(): Promise<void>;
 }
 
@@ -65,16 +75,51 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
   });
   try {
     await ensureResources(clients, options.tenant, { table: config.tableName, bucket: config.bucketName });
-    const logger = new Logger({ serviceName: 'leaseq-api', logLevel: options.logLevel ?? 'WARN' });
-    const gateway = await startGateway(createApiHandler(config, clients, logger), options.port);
+    const logger = (serviceName: string) => new Logger({ serviceName, logLevel: options.logLevel ?? 'WARN' });
+    const log = logger('leaseq-local');
+    const dispatch = createDispatchHandler(config, clients, logger('leaseq-dispatch'));
+    const eventSource = await startEventSource({
+      kinesis: clients.kinesis,
+      region: config.region,
+      checkpointDir: join(options.dataDir, 'checkpoints'),
+      idlePollMs: options.idlePollMs ?? 100,
+      mappings: Object.keys(options.tenant.queues).map((queue) => ({
+        functionName: `dispatch-${queue}`,
+        streamName: streamName(options.tenant.tenant, queue),
+        handler: dispatch,
+        batchSize: 100,
+      })),
+      onError: (err, info) => log.warn('event source error', { ...info, error: String(err) }),
+    });
+    const sweepHandler = createSweepHandler(config, clients, {}, logger('leaseq-sweep'));
+    const sweep = startSchedule(
+      'sweep',
+      async (event, context) => {
+        const report = await sweepHandler(event, context);
+        if (report.requeued) eventSource.nudge();
+      },
+      options.sweepIntervalMs ?? 1000,
+      (err) => log.warn('sweep failed', { error: String(err) }),
+    );
+    const api = createApiHandler(config, clients, logger('leaseq-api'));
+    // Wake the shard pollers after a write, so local delivery does not wait for the next poll.
+    const gateway = await startGateway(async (event, context) => {
+      const result = await api(event, context);
+      if (event.requestContext.http.method === 'POST') eventSource.nudge();
+      return result;
+    }, options.port);
     return {
       url: gateway.url,
       adminKey,
       config,
       clients,
       endpoints: emulators.endpoints,
+      eventSource,
+      sweep,
       async close() {
         await gateway.close();
+        await sweep.stop();
+        await eventSource.stop();
         clients.destroy();
         await emulators.close();
       },

@@ -1,0 +1,257 @@
+import type {
+  AckStatus,
+  DeliveredMessage,
+  ExtendRequest,
+  NackRequest,
+  ReceiveRequest,
+} from '../api/schemas.js';
+import type { ClaimStore } from '../claims/claims.js';
+import { mapLimit, sleep } from '../core/async.js';
+import { type QueueConfig, streamName } from '../core/config.js';
+import { InvalidRequestError, StaleReceiptError } from '../core/errors.js';
+import { leaseExpiry, maxLeaseExpiry } from '../core/lease.js';
+import type { Delivery, ReceiptSigner } from '../core/receipt.js';
+import { retentionTtls } from '../core/retention.js';
+import { afterFailure } from '../core/retry-policy.js';
+import type { ShardDirectory } from '../log/stream.js';
+import type { Counters } from '../store/counters.js';
+import { gsi } from '../store/keys.js';
+import type { MessageStore, StateItem, StoredBody } from '../store/messages.js';
+
+/** Pull consumption (API.md "Consume (pull)"): receive with leases, ack, nack, extend. */
+
+export interface ConsumerDeps {
+  tenant: string;
+  messages: MessageStore;
+  counters: Counters;
+  claims: ClaimStore;
+  shards: ShardDirectory;
+  signer: () => Promise<ReceiptSigner>;
+  now?: () => number;
+}
+
+/** Long polling re-reads the window at this pace, slowing while it stays empty. */
+const POLL_FIRST_MS = 50;
+const POLL_MAX_MS = 500;
+
+export class Consumer {
+  constructor(private readonly deps: ConsumerDeps) {}
+
+  private now(): number {
+    return this.deps.now?.() ?? Date.now();
+  }
+
+  async receive(
+    queue: string,
+    config: QueueConfig,
+    req: ReceiveRequest,
+    consumerId: string,
+  ): Promise<DeliveredMessage[]> {
+    const leaseSeconds = req.lease_seconds ?? config.lease_seconds;
+    if (leaseSeconds > config.max_lease_seconds) {
+      throw new InvalidRequestError(`lease_seconds is at most ${config.max_lease_seconds} on this queue`, [
+        { path: 'lease_seconds', message: `at most ${config.max_lease_seconds}` },
+      ]);
+    }
+    const deadline = this.now() + req.wait_seconds * 1000;
+    const leased: StateItem[] = [];
+    for (let pause = POLL_FIRST_MS; ; pause = Math.min(POLL_MAX_MS, pause * 2)) {
+      leased.push(
+        ...(await this.leaseSome(queue, config, req.max_messages - leased.length, leaseSeconds, consumerId)),
+      );
+      if (leased.length > 0 || this.now() + pause > deadline) break;
+      await sleep(pause);
+    }
+    if (!leased.length) return [];
+    const delivered = await this.deliver(queue, leased);
+    await this.deps.counters.addStats(queue, {
+      received: delivered.length,
+      redelivered: delivered.filter((m) => m.attempt > 1).length,
+    });
+    return delivered;
+  }
+
+  /** One pass over the shards' ready partitions; each lease is one conditional write. */
+  private async leaseSome(
+    queue: string,
+    config: QueueConfig,
+    want: number,
+    leaseSeconds: number,
+    consumerId: string,
+  ): Promise<StateItem[]> {
+    const shards = await this.deps.shards.shards(streamName(this.deps.tenant, queue));
+    const perShard = await Promise.all(
+      shards.map((shard) =>
+        this.deps.messages.partition(gsi.ready(queue, shard), { limit: Math.min(100, want * 2) }),
+      ),
+    );
+    // Consumers polling together should not all race for the same oldest items.
+    const candidates = shuffle(perShard.flat());
+    const won: StateItem[] = [];
+    for (let i = 0; i < candidates.length && won.length < want; ) {
+      const round = candidates.slice(i, i + (want - won.length));
+      i += round.length;
+      const now = this.now();
+      const results = await mapLimit(round, 16, (item) =>
+        this.deps.messages.lease(item, {
+          deliveredAt: now,
+          expiresAt: leaseExpiry(config, now, now, leaseSeconds),
+          consumerId,
+        }),
+      );
+      for (const r of results) if (r) won.push(r);
+    }
+    return won;
+  }
+
+  private async deliver(queue: string, leased: StateItem[]): Promise<DeliveredMessage[]> {
+    const [bodies, signer] = await Promise.all([this.deps.messages.bodies(leased), this.deps.signer()]);
+    return mapLimit(leased, 8, async (item) => {
+      const body = bodies.get(item.pk) as StoredBody;
+      return {
+        message_id: item.message_id,
+        receipt: signer.sign({
+          queue,
+          messageId: item.message_id,
+          shard: item.shard,
+          generation: item.gen,
+          deliveredAt: item.delivered_at as number,
+        }),
+        key: body.key ?? null,
+        payload: body.claim
+          ? JSON.parse((await this.deps.claims.get(body.claim)).toString('utf8'))
+          : body.payload,
+        headers: body.headers ?? {},
+        attempt: item.attempt,
+        enqueued_at: body.produced_at,
+        lease_expires_at: new Date(item.lease_expires_at as number).toISOString(),
+      };
+    });
+  }
+
+  async ack(
+    queue: string,
+    config: QueueConfig,
+    receipts: readonly string[],
+  ): Promise<{ receipt: string; status: AckStatus }[]> {
+    const signer = await this.deps.signer();
+    const now = this.now();
+    const { tombstoneTtl } = retentionTtls(config, now);
+    const freed = new Map<string, number>();
+    let stale = 0;
+    const results = await mapLimit(receipts, 16, async (receipt) => {
+      const d = signer.verify(receipt, queue);
+      if (!d) return { receipt, status: 'invalid_receipt' as const };
+      const outcome = await this.deps.messages.ack(queue, d.messageId, d.generation, now, tombstoneTtl);
+      if (outcome === 'stale') {
+        stale++;
+        return { receipt, status: 'stale_receipt' as const };
+      }
+      if (outcome === 'acked') freed.set(d.shard, (freed.get(d.shard) ?? 0) + 1);
+      return { receipt, status: 'acked' as const };
+    });
+    const newlyAcked = [...freed.values()].reduce((a, b) => a + b, 0);
+    await Promise.all([
+      ...[...freed].map(([shard, n]) => this.deps.counters.addWindow(queue, shard, -n)),
+      this.deps.counters.addStats(queue, { acked: newlyAcked, stale_receipts: stale }),
+    ]);
+    return results;
+  }
+
+  async nack(
+    queue: string,
+    config: QueueConfig,
+    req: NackRequest,
+  ): Promise<{ status: 'retry_scheduled' | 'dead_lettered'; attempt: number; next_attempt_at?: string }> {
+    const d = await this.verified(queue, req.receipt);
+    const now = this.now();
+    const item = await this.deps.messages.get(queue, d.messageId);
+    if (
+      !item ||
+      item.state !== 'leased' ||
+      item.gen !== d.generation ||
+      (item.lease_expires_at ?? 0) <= now
+    ) {
+      return this.stale(queue);
+    }
+    const outcome = afterFailure(config, {
+      attempt: item.attempt,
+      reason: req.retryable ? 'nack' : 'non_retryable',
+      ...(req.retry_after_seconds !== undefined ? { retryAfterSeconds: req.retry_after_seconds } : {}),
+      now,
+    });
+    const ttls = retentionTtls(config, now);
+    // History first: the failure is on record before the message moves on.
+    const wrote = await this.deps.messages.putHistory(
+      queue,
+      d.messageId,
+      {
+        generation: d.generation,
+        attempt: item.attempt,
+        ...(item.consumer_id ? { consumer_id: item.consumer_id } : {}),
+        reason: req.retryable ? 'nack' : 'non_retryable',
+        ...(req.error !== undefined ? { error: req.error } : {}),
+        delivered_at: d.deliveredAt,
+        failed_at: now,
+      },
+      ttls.deadTtl,
+    );
+    const moved = await this.deps.messages.fail(item, d.generation, outcome, 'live', now, ttls.deadTtl);
+    if (!moved) {
+      if (wrote) await this.deps.messages.deleteHistory(queue, d.messageId, d.generation);
+      return this.stale(queue);
+    }
+    await Promise.all([
+      this.deps.counters.addWindow(queue, item.shard, -1),
+      this.deps.counters.addStats(queue, {
+        nacked: 1,
+        ...(outcome.kind === 'dead' ? { dead_lettered: 1 } : {}),
+      }),
+    ]);
+    return outcome.kind === 'retry'
+      ? {
+          status: 'retry_scheduled',
+          attempt: outcome.nextAttempt,
+          next_attempt_at: new Date(outcome.dueAt).toISOString(),
+        }
+      : { status: 'dead_lettered', attempt: item.attempt };
+  }
+
+  async extend(
+    queue: string,
+    config: QueueConfig,
+    req: ExtendRequest,
+  ): Promise<{ lease_expires_at: string; max_lease_expires_at: string }> {
+    const d = await this.verified(queue, req.receipt);
+    const now = this.now();
+    const expiresAt = leaseExpiry(config, d.deliveredAt, now, req.lease_seconds);
+    if (!(await this.deps.messages.extend(queue, d.messageId, d.generation, expiresAt, now)))
+      return this.stale(queue);
+    return {
+      lease_expires_at: new Date(expiresAt).toISOString(),
+      max_lease_expires_at: new Date(maxLeaseExpiry(config, d.deliveredAt)).toISOString(),
+    };
+  }
+
+  private async verified(queue: string, receipt: string): Promise<Delivery> {
+    const d = (await this.deps.signer()).verify(receipt, queue);
+    if (!d)
+      throw new InvalidRequestError('the receipt is not valid', [
+        { path: 'receipt', message: 'not a receipt of this queue' },
+      ]);
+    return d;
+  }
+
+  private async stale(queue: string): Promise<never> {
+    await this.deps.counters.addStats(queue, { stale_receipts: 1 });
+    throw new StaleReceiptError();
+  }
+}
+
+function shuffle<T>(items: T[]): T[] {
+  for (let i = items.length - 1; i > 0; i--) {
+    const j = Math.floor(Math.random() * (i + 1));
+    [items[i], items[j]] = [items[j] as T, items[i] as T];
+  }
+  return items;
+}

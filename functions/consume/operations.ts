@@ -1,0 +1,170 @@
+import { z } from 'zod';
+import type { ClaimStore } from '../claims/claims.js';
+import { mapLimit } from '../core/async.js';
+import { type QueueConfig, streamName } from '../core/config.js';
+import { InvalidRequestError, MessageNotFoundError } from '../core/errors.js';
+import type { ShardDirectory } from '../log/stream.js';
+import type { Counters } from '../store/counters.js';
+import { gsi } from '../store/keys.js';
+import type { HistoryRecord, MessageStore, StateItem } from '../store/messages.js';
+
+/** The owner's view of a queue: dead letters and stats (API.md "Dead letters and operations"). */
+
+export interface OperationsDeps {
+  tenant: string;
+  messages: MessageStore;
+  counters: Counters;
+  claims: ClaimStore;
+  shards: ShardDirectory;
+  now?: () => number;
+}
+
+export interface DeadLetter {
+  message_id: string;
+  key: string | null;
+  payload: unknown;
+  headers: Record<string, string>;
+  enqueued_at: string;
+  dead_at: string;
+  attempts: {
+    attempt: number;
+    consumer_id: string | null;
+    reason: HistoryRecord['reason'];
+    error: string | null;
+    delivered_at: string;
+    failed_at: string;
+  }[];
+}
+
+const cursorSchema = z.strictObject({
+  pk: z.string(),
+  sk: z.string(),
+  gsi1pk: z.string(),
+  gsi1sk: z.string(),
+});
+
+const iso = (ms: number | undefined) => new Date(ms ?? 0).toISOString();
+const ageSeconds = (now: number, ms: number | undefined) =>
+  ms === undefined ? 0 : Math.max(0, (now - ms) / 1000);
+
+export class Operations {
+  constructor(private readonly deps: OperationsDeps) {}
+
+  private now(): number {
+    return this.deps.now?.() ?? Date.now();
+  }
+
+  async dlqList(
+    queue: string,
+    config: QueueConfig,
+    limit: number,
+    cursor: string | undefined,
+  ): Promise<{ messages: DeadLetter[]; next_cursor: string | null }> {
+    const page = await this.deps.messages.page(gsi.dead(queue), limit, decodeCursor(cursor, gsi.dead(queue)));
+    const live = page.items.filter((item) => this.isLiveDead(item, config));
+    return {
+      messages: await this.deadLetters(queue, live),
+      next_cursor: page.last ? Buffer.from(JSON.stringify(page.last)).toString('base64url') : null,
+    };
+  }
+
+  async dlqGet(queue: string, config: QueueConfig, messageId: string): Promise<DeadLetter> {
+    const item = await this.deps.messages.get(queue, messageId);
+    if (!item || item.state !== 'dead' || !this.isLiveDead(item, config))
+      throw new MessageNotFoundError(messageId);
+    return (await this.deadLetters(queue, [item]))[0] as DeadLetter;
+  }
+
+  /** TTL deletes late: a dead letter past the DLQ retention is gone even while the item lingers. */
+  private isLiveDead(item: StateItem, config: QueueConfig): boolean {
+    return (item.dead_at ?? 0) + config.dlq_retention_hours * 3_600_000 > this.now();
+  }
+
+  private async deadLetters(queue: string, items: StateItem[]): Promise<DeadLetter[]> {
+    const bodies = await this.deps.messages.bodies(items);
+    return mapLimit(items, 8, async (item) => {
+      const body = bodies.get(item.pk);
+      const history = await this.deps.messages.history(queue, item.message_id);
+      return {
+        message_id: item.message_id,
+        key: body?.key ?? null,
+        payload: body?.claim
+          ? JSON.parse((await this.deps.claims.get(body.claim)).toString('utf8'))
+          : body?.payload,
+        headers: body?.headers ?? {},
+        enqueued_at: body?.produced_at ?? iso(item.produced_at),
+        dead_at: iso(item.dead_at),
+        attempts: history.map((h) => ({
+          attempt: h.attempt,
+          consumer_id: h.consumer_id ?? null,
+          reason: h.reason,
+          error: h.error ?? null,
+          delivered_at: iso(h.delivered_at),
+          failed_at: iso(h.failed_at),
+        })),
+      };
+    });
+  }
+
+  async stats(queue: string) {
+    const now = this.now();
+    const shards = await this.deps.shards.shards(streamName(this.deps.tenant, queue));
+    const m = this.deps.messages;
+    const perShard = await Promise.all(
+      shards.map(async (shard) => {
+        const [ready, inFlight, delayed, oldestReady, leased] = await Promise.all([
+          m.count(gsi.ready(queue, shard)),
+          m.count(gsi.leased(queue, shard)),
+          m.count(gsi.delayed(queue, shard)),
+          m.partition(gsi.ready(queue, shard), { limit: 1 }),
+          m.partition(gsi.leased(queue, shard), { limit: 1000 }),
+        ]);
+        const oldest = Math.min(
+          ...[...oldestReady, ...leased].map((i) => i.enqueued_at),
+          Number.POSITIVE_INFINITY,
+        );
+        return {
+          shard,
+          ready,
+          inFlight,
+          delayed,
+          age: Number.isFinite(oldest) ? ageSeconds(now, oldest) : 0,
+        };
+      }),
+    );
+    const [dlqDepth, oldestDead, totals] = await Promise.all([
+      m.count(gsi.dead(queue)),
+      m.partition(gsi.dead(queue), { limit: 1 }),
+      this.deps.counters.stats(queue),
+    ]);
+    const sum = (f: (s: (typeof perShard)[number]) => number) => perShard.reduce((a, s) => a + f(s), 0);
+    return {
+      depth: sum((s) => s.ready),
+      in_flight: sum((s) => s.inFlight),
+      delayed: sum((s) => s.delayed),
+      dlq_depth: dlqDepth,
+      parked_keys: 0,
+      oldest_unacked_age_seconds: Math.max(0, ...perShard.map((s) => s.age)),
+      oldest_unacked_age_seconds_by_shard: Object.fromEntries(perShard.map((s) => [s.shard, s.age])),
+      dlq_oldest_age_seconds: ageSeconds(now, oldestDead[0]?.dead_at),
+      produced_total: totals.produced ?? 0,
+      acked_total: totals.acked ?? 0,
+      redelivered_total: totals.redelivered ?? 0,
+      stale_receipts_total: totals.stale_receipts ?? 0,
+      expired_unprocessed_total: 0,
+    };
+  }
+}
+
+function decodeCursor(cursor: string | undefined, partition: string): Record<string, unknown> | undefined {
+  if (!cursor) return undefined;
+  try {
+    const key = cursorSchema.parse(JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')));
+    if (key.gsi1pk !== partition) throw new Error('cursor of another queue');
+    return key;
+  } catch {
+    throw new InvalidRequestError('cursor is not a cursor this listing returned', [
+      { path: 'cursor', message: 'invalid' },
+    ]);
+  }
+}

@@ -1,0 +1,79 @@
+import { createHmac, timingSafeEqual } from 'node:crypto';
+import { z } from 'zod';
+
+/**
+ * Receipts: opaque, bound to one delivery (one lease generation) and signed, so a client
+ * can neither forge one nor alter one into another delivery's.
+ * Format: base64url(JSON claims) "." base64url(HMAC-SHA256(secret, claims)[0..16]).
+ */
+
+const claimsSchema = z.object({
+  /** queue */
+  q: z.string(),
+  /** message id */
+  m: z.string(),
+  /** shard of the delivery (where its window counter lives) */
+  s: z.string(),
+  /** lease generation */
+  g: z.number().int().min(1),
+  /** delivered at (ms): the max total lease is measured from here */
+  d: z.number().int(),
+});
+
+export type ReceiptClaims = z.infer<typeof claimsSchema>;
+
+export interface Delivery {
+  queue: string;
+  messageId: string;
+  shard: string;
+  generation: number;
+  deliveredAt: number;
+}
+
+const MAC_BYTES = 16;
+
+export class ReceiptSigner {
+  constructor(private readonly secret: Buffer) {
+    if (secret.byteLength < 32) throw new Error('the receipt secret must be at least 32 bytes');
+  }
+
+  sign(d: Delivery): string {
+    const claims: ReceiptClaims = {
+      q: d.queue,
+      m: d.messageId,
+      s: d.shard,
+      g: d.generation,
+      d: d.deliveredAt,
+    };
+    const body = Buffer.from(JSON.stringify(claims)).toString('base64url');
+    return `${body}.${this.mac(body).toString('base64url')}`;
+  }
+
+  /** The delivery a receipt stands for, or undefined when it was not signed here or was altered. */
+  verify(receipt: string, queue: string): Delivery | undefined {
+    if (typeof receipt !== 'string' || receipt.length > 1024) return undefined;
+    const [body, mac, ...rest] = receipt.split('.');
+    if (!body || !mac || rest.length) return undefined;
+    const given = Buffer.from(mac, 'base64url');
+    const expected = this.mac(body);
+    if (given.byteLength !== expected.byteLength || !timingSafeEqual(given, expected)) return undefined;
+    let claims: ReceiptClaims;
+    try {
+      claims = claimsSchema.parse(JSON.parse(Buffer.from(body, 'base64url').toString('utf8')));
+    } catch {
+      return undefined;
+    }
+    if (claims.q !== queue) return undefined;
+    return {
+      queue: claims.q,
+      messageId: claims.m,
+      shard: claims.s,
+      generation: claims.g,
+      deliveredAt: claims.d,
+    };
+  }
+
+  private mac(body: string): Buffer {
+    return createHmac('sha256', this.secret).update(body).digest().subarray(0, MAC_BYTES);
+  }
+}

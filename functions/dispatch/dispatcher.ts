@@ -1,0 +1,91 @@
+import type { Logger } from '@aws-lambda-powertools/logger';
+import type { KinesisStreamBatchResponse, KinesisStreamEvent, KinesisStreamRecord } from 'aws-lambda';
+import { mapLimit } from '../core/async.js';
+import { streamName, type TenantConfig } from '../core/config.js';
+import { decodeEnvelope, type Envelope } from '../core/envelope.js';
+import { retentionTtls } from '../core/retention.js';
+import type { Counters } from '../store/counters.js';
+import type { MessageStore } from '../store/messages.js';
+
+/**
+ * dispatch: admits a shard's records into its lease window, up to `window_size` unacked.
+ * When the window is full it reports the first record it could not admit as failed, so the
+ * event source mapping retries from there and the backlog stays in Kinesis.
+ */
+
+export interface DispatcherDeps {
+  tenant: TenantConfig;
+  messages: MessageStore;
+  counters: Counters;
+  logger: Logger;
+  now?: () => number;
+}
+
+interface Decoded {
+  record: KinesisStreamRecord;
+  envelope: Envelope;
+  immediate: boolean;
+}
+
+export class Dispatcher {
+  private readonly queueByStream: Map<string, string>;
+
+  constructor(private readonly deps: DispatcherDeps) {
+    this.queueByStream = new Map(
+      Object.keys(deps.tenant.queues).map((q) => [streamName(deps.tenant.tenant, q), q]),
+    );
+  }
+
+  async handle(event: KinesisStreamEvent): Promise<KinesisStreamBatchResponse> {
+    const first = event.Records[0];
+    if (!first) return { batchItemFailures: [] };
+    const queue = this.queueOf(first.eventSourceARN);
+    const config = this.deps.tenant.queues[queue];
+    if (!config) throw new Error(`dispatch received records of unknown queue ${queue}`);
+    const shard = first.eventID.split(':')[0] as string;
+    const now = this.deps.now?.() ?? Date.now();
+
+    const decoded = event.Records.flatMap((record) => this.decode(record, now));
+    let free = config.window_size - (await this.deps.counters.window(queue, shard));
+    // Admit the longest prefix that fits; not-yet-due messages go to the delay store and take no slot.
+    let cut = decoded.length;
+    for (let i = 0; i < decoded.length; i++) {
+      if (!(decoded[i] as Decoded).immediate) continue;
+      if (free <= 0) {
+        cut = i;
+        break;
+      }
+      free--;
+    }
+    const { bodyTtl } = retentionTtls(config, now);
+    const results = await mapLimit(decoded.slice(0, cut), 16, (d) =>
+      this.deps.messages.admit(shard, d.record.kinesis.sequenceNumber, d.envelope, now, bodyTtl),
+    );
+    await this.deps.counters.addWindow(queue, shard, results.filter((r) => r === 'admitted').length);
+
+    const blocked = decoded[cut];
+    return { batchItemFailures: blocked ? [{ itemIdentifier: blocked.record.kinesis.sequenceNumber }] : [] };
+  }
+
+  private queueOf(arn: string): string {
+    const stream = arn.slice(arn.indexOf('/') + 1);
+    const queue = this.queueByStream.get(stream);
+    if (!queue) throw new Error(`dispatch is not configured for stream ${stream}`);
+    return queue;
+  }
+
+  /** A record that is not an envelope can never be delivered: it is logged and passed over, never retried. */
+  private decode(record: KinesisStreamRecord, now: number): Decoded[] {
+    try {
+      const envelope = decodeEnvelope(Buffer.from(record.kinesis.data, 'base64'));
+      const due = envelope.deliver_after ? Date.parse(envelope.deliver_after) : 0;
+      return [{ record, envelope, immediate: due <= now }];
+    } catch (err) {
+      this.deps.logger.error('skipping a record that is not a leaseq envelope', {
+        sequenceNumber: record.kinesis.sequenceNumber,
+        error: (err as Error).message,
+      });
+      return [];
+    }
+  }
+}

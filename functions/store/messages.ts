@@ -1,0 +1,457 @@
+import {
+  BatchGetCommand,
+  BatchWriteCommand,
+  type DynamoDBDocumentClient,
+  GetCommand,
+  PutCommand,
+  QueryCommand,
+  UpdateCommand,
+} from '@aws-sdk/lib-dynamodb';
+import type { Envelope } from '../core/envelope.js';
+import type { FailureReason } from '../core/retry-policy.js';
+import { buildKeyCondition, buildUpdate, Raw } from './expression.js';
+import {
+  BODY_SK,
+  GSI1,
+  gsi,
+  historySk,
+  messagePk,
+  STATE_SK,
+  seqSortKey,
+  TTL_ATTRIBUTE,
+  timeSortKey,
+} from './keys.js';
+import { isConditionFailed, retryUnprocessed } from './util.js';
+
+/**
+ * A message's mutable state (one small item), its immutable body and its history, each a
+ * single-item conditional write (no transactions): a retry or the sweeper can finish any
+ * sequence, and a lease or ack never rewrites payload bytes.
+ */
+
+export type MessageState = 'ready' | 'leased' | 'delayed' | 'requeued' | 'dead' | 'acked';
+
+export interface StateItem {
+  pk: string;
+  sk: string;
+  queue: string;
+  message_id: string;
+  key?: string;
+  shard: string;
+  seq: string;
+  entry: number;
+  state: MessageState;
+  attempt: number;
+  gen: number;
+  produced_at: number;
+  enqueued_at: number;
+  delivered_at?: number;
+  lease_expires_at?: number;
+  consumer_id?: string;
+  due_at?: number;
+  dead_at?: number;
+  dead_reason?: FailureReason;
+  /** The body inline when it is small; otherwise a `B` item holds it. */
+  body?: string;
+}
+
+/** What is stored once per message: the envelope less what changes per log entry. */
+export type StoredBody = Pick<
+  Envelope,
+  'message_id' | 'queue' | 'key' | 'headers' | 'produced_at' | 'payload' | 'claim'
+>;
+
+export interface HistoryRecord {
+  generation: number;
+  attempt: number;
+  consumer_id?: string;
+  reason: FailureReason;
+  error?: string;
+  delivered_at: number;
+  failed_at: number;
+}
+
+/** Bodies up to this size ride in the state item, which then stays under 1 KB. */
+const INLINE_BODY_BYTES = 512;
+
+export type AdmitResult = 'admitted' | 'delayed' | 'duplicate';
+
+export class MessageStore {
+  constructor(
+    private readonly doc: DynamoDBDocumentClient,
+    readonly table: string,
+  ) {}
+
+  /**
+   * Admits one log entry of a message into the window (or the delay store when it is not yet
+   * due). The condition on `entry` admits each entry once, however often it is in the log.
+   */
+  async admit(shard: string, seq: string, env: Envelope, now: number, bodyTtl: number): Promise<AdmitResult> {
+    const body = storedBody(env);
+    const bodyJson = JSON.stringify(body);
+    const inline = Buffer.byteLength(bodyJson) <= INLINE_BODY_BYTES;
+    const pk = messagePk(env.queue, env.message_id);
+    if (!inline && env.entry === 1) {
+      // The body first: a state item must never point at a body that is not there.
+      await this.doc.send(
+        new PutCommand({
+          TableName: this.table,
+          Item: { pk, sk: BODY_SK, body: bodyJson, [TTL_ATTRIBUTE]: bodyTtl },
+        }),
+      );
+    }
+    const dueAt = env.deliver_after ? Date.parse(env.deliver_after) : 0;
+    const delayed = dueAt > now;
+    try {
+      await this.doc.send(
+        new UpdateCommand({
+          TableName: this.table,
+          Key: { pk, sk: STATE_SK },
+          ...buildUpdate({
+            set: {
+              queue: env.queue,
+              message_id: env.message_id,
+              key: env.key,
+              shard,
+              seq,
+              entry: env.entry,
+              state: delayed ? 'delayed' : 'ready',
+              attempt: env.attempt,
+              gen: new Raw('if_not_exists(#gen, :zero)', { ':zero': 0 }),
+              produced_at: Date.parse(env.produced_at),
+              enqueued_at: Date.parse(env.enqueued_at),
+              body: inline ? bodyJson : undefined,
+              due_at: delayed ? dueAt : undefined,
+              gsi1pk: delayed ? gsi.delayed(env.queue, shard) : gsi.ready(env.queue, shard),
+              gsi1sk: delayed ? timeSortKey(dueAt, env.message_id) : seqSortKey(seq),
+            },
+            remove: [
+              'consumer_id',
+              'delivered_at',
+              'lease_expires_at',
+              'dead_at',
+              'dead_reason',
+              TTL_ATTRIBUTE,
+            ],
+            condition: 'attribute_not_exists(#pk) OR (#state IN (:delayed, :requeued) AND #entry < :entry)',
+            values: { ':delayed': 'delayed', ':requeued': 'requeued', ':entry': env.entry },
+          }),
+        }),
+      );
+      return delayed ? 'delayed' : 'admitted';
+    } catch (err) {
+      if (isConditionFailed(err)) return 'duplicate';
+      throw err;
+    }
+  }
+
+  /** State items in one partition of the index, oldest first; `below` bounds the sort key. */
+  async partition(indexPk: string, options: { limit: number; below?: string }): Promise<StateItem[]> {
+    const out = await this.doc.send(
+      new QueryCommand({
+        TableName: this.table,
+        IndexName: GSI1,
+        ...buildKeyCondition(options.below ? '#gsi1pk = :pk AND #gsi1sk < :below' : '#gsi1pk = :pk', {
+          ':pk': indexPk,
+          ...(options.below ? { ':below': options.below } : {}),
+        }),
+        Limit: options.limit,
+      }),
+    );
+    return (out.Items ?? []) as StateItem[];
+  }
+
+  /** One page of a partition of the index, for listings with a cursor. */
+  async page(
+    indexPk: string,
+    limit: number,
+    startKey: Record<string, unknown> | undefined,
+  ): Promise<{ items: StateItem[]; last: Record<string, unknown> | undefined }> {
+    const out = await this.doc.send(
+      new QueryCommand({
+        TableName: this.table,
+        IndexName: GSI1,
+        ...buildKeyCondition('#gsi1pk = :pk', { ':pk': indexPk }),
+        Limit: limit,
+        ExclusiveStartKey: startKey,
+      }),
+    );
+    return { items: (out.Items ?? []) as StateItem[], last: out.LastEvaluatedKey };
+  }
+
+  /** Counts a partition of the index (paging through it). */
+  async count(indexPk: string): Promise<number> {
+    let total = 0;
+    let start: Record<string, unknown> | undefined;
+    do {
+      const out = await this.doc.send(
+        new QueryCommand({
+          TableName: this.table,
+          IndexName: GSI1,
+          ...buildKeyCondition('#gsi1pk = :pk', { ':pk': indexPk }),
+          Select: 'COUNT',
+          ExclusiveStartKey: start,
+        }),
+      );
+      total += out.Count ?? 0;
+      start = out.LastEvaluatedKey;
+    } while (start);
+    return total;
+  }
+
+  /** Leases a ready message: one conditional write; undefined when another consumer won it. */
+  async lease(
+    item: StateItem,
+    lease: { deliveredAt: number; expiresAt: number; consumerId?: string },
+  ): Promise<StateItem | undefined> {
+    try {
+      const out = await this.doc.send(
+        new UpdateCommand({
+          TableName: this.table,
+          Key: { pk: item.pk, sk: STATE_SK },
+          ...buildUpdate({
+            set: {
+              state: 'leased',
+              delivered_at: lease.deliveredAt,
+              lease_expires_at: lease.expiresAt,
+              consumer_id: lease.consumerId,
+              gsi1pk: gsi.leased(item.queue, item.shard),
+              gsi1sk: timeSortKey(lease.expiresAt, item.message_id),
+            },
+            add: { gen: 1 },
+            condition: '#state = :ready AND #entry = :entry',
+            values: { ':ready': 'ready', ':entry': item.entry },
+          }),
+          ReturnValues: 'ALL_NEW',
+        }),
+      );
+      return out.Attributes as StateItem;
+    } catch (err) {
+      if (isConditionFailed(err)) return undefined;
+      throw err;
+    }
+  }
+
+  async get(queue: string, messageId: string): Promise<StateItem | undefined> {
+    const out = await this.doc.send(
+      new GetCommand({
+        TableName: this.table,
+        Key: { pk: messagePk(queue, messageId), sk: STATE_SK },
+        ConsistentRead: true,
+      }),
+    );
+    return out.Item as StateItem | undefined;
+  }
+
+  /**
+   * Acks the delivery `generation` while its lease is live. An ack repeated with the same
+   * receipt is `already_acked`; any other receipt is `stale`.
+   */
+  async ack(
+    queue: string,
+    messageId: string,
+    generation: number,
+    now: number,
+    tombstoneTtl: number,
+  ): Promise<'acked' | 'already_acked' | 'stale'> {
+    try {
+      await this.doc.send(
+        new UpdateCommand({
+          TableName: this.table,
+          Key: { pk: messagePk(queue, messageId), sk: STATE_SK },
+          ...buildUpdate({
+            set: { state: 'acked', acked_at: now, [TTL_ATTRIBUTE]: tombstoneTtl },
+            remove: ['gsi1pk', 'gsi1sk', 'body'],
+            condition: '#state = :leased AND #gen = :gen AND #lease_expires_at > :now',
+            values: { ':leased': 'leased', ':gen': generation, ':now': now },
+          }),
+        }),
+      );
+      return 'acked';
+    } catch (err) {
+      if (!isConditionFailed(err)) throw err;
+      const item = await this.get(queue, messageId);
+      return item?.state === 'acked' && item.gen === generation ? 'already_acked' : 'stale';
+    }
+  }
+
+  /** Moves the live lease `generation` to a new expiry. False when the receipt is stale. */
+  async extend(
+    queue: string,
+    messageId: string,
+    generation: number,
+    expiresAt: number,
+    now: number,
+  ): Promise<boolean> {
+    try {
+      await this.doc.send(
+        new UpdateCommand({
+          TableName: this.table,
+          Key: { pk: messagePk(queue, messageId), sk: STATE_SK },
+          ...buildUpdate({
+            set: { lease_expires_at: expiresAt, gsi1sk: timeSortKey(expiresAt, messageId) },
+            condition: '#state = :leased AND #gen = :gen AND #lease_expires_at > :now',
+            values: { ':leased': 'leased', ':gen': generation, ':now': now },
+          }),
+        }),
+      );
+      return true;
+    } catch (err) {
+      if (isConditionFailed(err)) return false;
+      throw err;
+    }
+  }
+
+  /** Writes the history of a failed delivery once; false when it is already there. */
+  async putHistory(queue: string, messageId: string, record: HistoryRecord, ttl: number): Promise<boolean> {
+    try {
+      await this.doc.send(
+        new PutCommand({
+          TableName: this.table,
+          Item: {
+            pk: messagePk(queue, messageId),
+            sk: historySk(record.generation),
+            ...record,
+            [TTL_ATTRIBUTE]: ttl,
+          },
+          ConditionExpression: 'attribute_not_exists(pk)',
+        }),
+      );
+      return true;
+    } catch (err) {
+      if (isConditionFailed(err)) return false;
+      throw err;
+    }
+  }
+
+  async deleteHistory(queue: string, messageId: string, generation: number): Promise<void> {
+    await this.doc.send(
+      new BatchWriteCommand({
+        RequestItems: {
+          [this.table]: [
+            { DeleteRequest: { Key: { pk: messagePk(queue, messageId), sk: historySk(generation) } } },
+          ],
+        },
+      }),
+    );
+  }
+
+  /**
+   * Ends the lease `generation` as a failed attempt: into the delay store for a retry, or the
+   * DLQ. `expired` says which lease may end: a live one (nack) or an expired one (sweep).
+   */
+  async fail(
+    item: Pick<StateItem, 'queue' | 'message_id' | 'shard'>,
+    generation: number,
+    outcome: { kind: 'retry'; nextAttempt: number; dueAt: number } | { kind: 'dead'; reason: FailureReason },
+    lease: 'live' | 'expired',
+    now: number,
+    deadTtl: number,
+  ): Promise<boolean> {
+    const set =
+      outcome.kind === 'retry'
+        ? {
+            state: 'delayed',
+            attempt: outcome.nextAttempt,
+            due_at: outcome.dueAt,
+            gsi1pk: gsi.delayed(item.queue, item.shard),
+            gsi1sk: timeSortKey(outcome.dueAt, item.message_id),
+          }
+        : {
+            state: 'dead',
+            dead_at: now,
+            dead_reason: outcome.reason,
+            gsi1pk: gsi.dead(item.queue),
+            gsi1sk: timeSortKey(now, item.message_id),
+            [TTL_ATTRIBUTE]: deadTtl,
+          };
+    try {
+      await this.doc.send(
+        new UpdateCommand({
+          TableName: this.table,
+          Key: { pk: messagePk(item.queue, item.message_id), sk: STATE_SK },
+          ...buildUpdate({
+            set,
+            remove: ['consumer_id', 'lease_expires_at'],
+            condition: `#state = :leased AND #gen = :gen AND #lease_expires_at ${lease === 'live' ? '>' : '<='} :now`,
+            values: { ':leased': 'leased', ':gen': generation, ':now': now },
+          }),
+        }),
+      );
+      return true;
+    } catch (err) {
+      if (isConditionFailed(err)) return false;
+      throw err;
+    }
+  }
+
+  /** After the sweep appended entry `entry + 1` to the log: the delay store entry is retired. */
+  async markRequeued(queue: string, messageId: string, entry: number): Promise<void> {
+    try {
+      await this.doc.send(
+        new UpdateCommand({
+          TableName: this.table,
+          Key: { pk: messagePk(queue, messageId), sk: STATE_SK },
+          ...buildUpdate({
+            // `entry` stays: admission of entry + 1 moves it on.
+            set: { state: 'requeued' },
+            remove: ['gsi1pk', 'gsi1sk', 'due_at'],
+            condition: '#state = :delayed AND #entry = :entry',
+            values: { ':delayed': 'delayed', ':entry': entry },
+          }),
+        }),
+      );
+    } catch (err) {
+      // Dispatch admitted the new entry first: nothing left to retire.
+      if (!isConditionFailed(err)) throw err;
+    }
+  }
+
+  /** Bodies of state items, from the item itself or its `B` item. */
+  async bodies(items: readonly StateItem[]): Promise<Map<string, StoredBody>> {
+    const out = new Map<string, StoredBody>();
+    const missing: StateItem[] = [];
+    for (const item of items) {
+      if (item.body) out.set(item.pk, JSON.parse(item.body) as StoredBody);
+      else missing.push(item);
+    }
+    for (let i = 0; i < missing.length; i += 100) {
+      const keys = missing.slice(i, i + 100).map((m) => ({ pk: m.pk, sk: BODY_SK }));
+      await retryUnprocessed(keys, async (pending) => {
+        const res = await this.doc.send(
+          new BatchGetCommand({ RequestItems: { [this.table]: { Keys: pending } } }),
+        );
+        for (const row of res.Responses?.[this.table] ?? [])
+          out.set(String(row.pk), JSON.parse(String(row.body)));
+        return (res.UnprocessedKeys?.[this.table]?.Keys ?? []) as typeof pending;
+      });
+    }
+    return out;
+  }
+
+  /** History of a message, oldest first. */
+  async history(queue: string, messageId: string): Promise<HistoryRecord[]> {
+    const out = await this.doc.send(
+      new QueryCommand({
+        TableName: this.table,
+        ...buildKeyCondition('#pk = :pk AND begins_with(#sk, :h)', {
+          ':pk': messagePk(queue, messageId),
+          ':h': 'H#',
+        }),
+        ConsistentRead: true,
+      }),
+    );
+    return (out.Items ?? []) as HistoryRecord[];
+  }
+}
+
+export function storedBody(env: Envelope): StoredBody {
+  return {
+    message_id: env.message_id,
+    queue: env.queue,
+    ...(env.key !== undefined ? { key: env.key } : {}),
+    ...(env.headers ? { headers: env.headers } : {}),
+    produced_at: env.produced_at,
+    ...(env.claim ? { claim: env.claim } : { payload: env.payload }),
+  };
+}

@@ -1,0 +1,136 @@
+import type { Logger } from '@aws-lambda-powertools/logger';
+import { mapLimit } from '../core/async.js';
+import { type QueueConfig, streamName, type TenantConfig } from '../core/config.js';
+import type { Envelope } from '../core/envelope.js';
+import { retentionTtls } from '../core/retention.js';
+import { afterFailure } from '../core/retry-policy.js';
+import type { ShardDirectory, StreamLog } from '../log/stream.js';
+import type { Counters } from '../store/counters.js';
+import { gsi, timeSortKey } from '../store/keys.js';
+import type { MessageStore, StateItem } from '../store/messages.js';
+
+/**
+ * sweep: puts due messages from the delay store back into the log (the next entry of each),
+ * and turns expired leases into failed attempts.
+ */
+
+export interface SweeperDeps {
+  tenant: TenantConfig;
+  messages: MessageStore;
+  counters: Counters;
+  log: StreamLog;
+  shards: ShardDirectory;
+  logger: Logger;
+  now?: () => number;
+}
+
+export interface SweepReport {
+  requeued: number;
+  expired: number;
+}
+
+/** Items handled per partition per pass; a pass repeats while partitions stay full. */
+const PAGE = 100;
+
+export class Sweeper {
+  constructor(private readonly deps: SweeperDeps) {}
+
+  private now(): number {
+    return this.deps.now?.() ?? Date.now();
+  }
+
+  async sweepOnce(): Promise<SweepReport> {
+    const report: SweepReport = { requeued: 0, expired: 0 };
+    for (const [queue, config] of Object.entries(this.deps.tenant.queues)) {
+      const shards = await this.deps.shards.shards(streamName(this.deps.tenant.tenant, queue));
+      await Promise.all(
+        shards.map(async (shard) => {
+          report.expired += await this.expireLeases(queue, config, shard);
+          report.requeued += await this.requeueDue(queue, config, shard);
+        }),
+      );
+    }
+    return report;
+  }
+
+  private async requeueDue(queue: string, config: QueueConfig, shard: string): Promise<number> {
+    let total = 0;
+    for (;;) {
+      const now = this.now();
+      const due = await this.deps.messages.partition(gsi.delayed(queue, shard), {
+        limit: PAGE,
+        below: timeSortKey(now + 1, ''),
+      });
+      if (!due.length) return total;
+      const bodies = await this.deps.messages.bodies(due);
+      const envelopes: Envelope[] = due.map((item) => {
+        const body = bodies.get(item.pk);
+        if (!body) throw new Error(`the body of ${item.message_id} is missing`);
+        return {
+          v: 1,
+          ...body,
+          attempt: item.attempt,
+          entry: item.entry + 1,
+          enqueued_at: new Date(now).toISOString(),
+        };
+      });
+      // The new entry first; the delay store item is retired only once it is in the log.
+      const appended = await this.deps.log.append(
+        streamName(this.deps.tenant.tenant, queue),
+        envelopes.map((env) => ({
+          partitionKey: env.key ?? env.message_id,
+          data: Buffer.from(JSON.stringify(env)),
+        })),
+        { preserveKeyOrder: config.ordered },
+      );
+      const landed = due.filter((_, i) => appended[i]?.ok);
+      await mapLimit(landed, 16, (item) =>
+        this.deps.messages.markRequeued(queue, item.message_id, item.entry),
+      );
+      total += landed.length;
+      if (landed.length < due.length || due.length < PAGE) return total;
+    }
+  }
+
+  private async expireLeases(queue: string, config: QueueConfig, shard: string): Promise<number> {
+    let total = 0;
+    for (;;) {
+      const now = this.now();
+      const expired = await this.deps.messages.partition(gsi.leased(queue, shard), {
+        limit: PAGE,
+        below: timeSortKey(now + 1, ''),
+      });
+      // The index is eventually consistent: the write decides, with the lease's own expiry.
+      const moved = await mapLimit(expired, 16, (item) => this.expire(queue, config, item, now));
+      const n = moved.filter(Boolean).length;
+      if (n) await this.deps.counters.addWindow(queue, shard, -n);
+      total += n;
+      if (expired.length < PAGE || n === 0) return total;
+    }
+  }
+
+  private async expire(queue: string, config: QueueConfig, item: StateItem, now: number): Promise<boolean> {
+    if ((item.lease_expires_at ?? Number.POSITIVE_INFINITY) > now) return false;
+    const outcome = afterFailure(config, { attempt: item.attempt, reason: 'lease_expired', now });
+    const ttls = retentionTtls(config, now);
+    const wrote = await this.deps.messages.putHistory(
+      queue,
+      item.message_id,
+      {
+        generation: item.gen,
+        attempt: item.attempt,
+        ...(item.consumer_id ? { consumer_id: item.consumer_id } : {}),
+        reason: 'lease_expired',
+        delivered_at: item.delivered_at ?? now,
+        failed_at: now,
+      },
+      ttls.deadTtl,
+    );
+    const moved = await this.deps.messages.fail(item, item.gen, outcome, 'expired', now, ttls.deadTtl);
+    if (!moved && wrote) await this.deps.messages.deleteHistory(queue, item.message_id, item.gen);
+    if (moved) {
+      await this.deps.counters.addStats(queue, outcome.kind === 'dead' ? { dead_lettered: 1 } : {});
+    }
+    return moved;
+  }
+}
