@@ -13,6 +13,8 @@ export interface LeaseqFunctionProps {
   environment: Record<string, string>;
   memorySize: number;
   timeout: Duration;
+  /** Caps concurrent instances; unset, the function shares the account's unreserved pool. */
+  reservedConcurrentExecutions?: number;
   /** Replaces the esbuild bundle (template tests); the real app leaves it unset. */
   code?: lambda.Code;
 }
@@ -34,6 +36,7 @@ export function leaseqFunction(
     architecture: lambda.Architecture.ARM_64,
     memorySize: props.memorySize,
     timeout: props.timeout,
+    reservedConcurrentExecutions: props.reservedConcurrentExecutions,
     logGroup: new logs.LogGroup(scope, `${id}Logs`, { retention: logs.RetentionDays.ONE_MONTH }),
     environment: {
       ...props.environment,

@@ -1,8 +1,17 @@
 import { CfnOutput, Duration } from 'aws-cdk-lib';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as kinesis from 'aws-cdk-lib/aws-kinesis';
+import * as lambda from 'aws-cdk-lib/aws-lambda';
 import { Construct } from 'constructs';
 import { type QueueConfig, streamName } from '../functions/core/config.js';
+
+/** How a subscribed function is fed; everything else about the subscription is fixed by `subscribe`. */
+export interface QueueSubscriptionOptions {
+  /** Records per invocation (1-10,000). Default 100. */
+  batchSize?: number;
+  /** How long to gather records before invoking (≤ 5 min). Default 0: invoke as soon as records arrive. */
+  maxBatchingWindow?: Duration;
+}
 
 export interface QueueConstructProps {
   tenant: string;
@@ -39,7 +48,7 @@ export class QueueConstruct extends Construct {
     });
   }
 
-  /** What the api function needs to append to the log (PutRecords, and the shard map to route keys). */
+  /** What a producer (api, sweep) needs to append to the log: PutRecords, and the shard map to route keys. */
   grantProduce(grantee: iam.IGrantable): iam.Grant {
     return iam.Grant.addToPrincipal({
       grantee,
@@ -51,5 +60,45 @@ export class QueueConstruct extends Construct {
       ],
       resourceArns: [this.stream.streamArn],
     });
+  }
+
+  /** What a stream consumer (an event source mapping's function) needs to read the log. */
+  grantConsume(grantee: iam.IGrantable): iam.Grant {
+    return iam.Grant.addToPrincipal({
+      grantee,
+      actions: [
+        'kinesis:GetRecords',
+        'kinesis:GetShardIterator',
+        'kinesis:DescribeStream',
+        'kinesis:DescribeStreamSummary',
+        'kinesis:ListShards',
+        'kinesis:ListStreams',
+      ],
+      resourceArns: [this.stream.streamArn],
+    });
+  }
+
+  /**
+   * Feeds the stream to `fn` with the settings the queue's contract depends on: from the oldest
+   * record, one batch per shard at a time (order within a shard), per-record failures reported
+   * instead of failing the batch, and a failed batch retried until its records expire, never
+   * split or skipped: what a consumer cannot take yet stays in the log.
+   */
+  subscribe(fn: lambda.IFunction, options: QueueSubscriptionOptions = {}): lambda.EventSourceMapping {
+    const grant = this.grantConsume(fn);
+    const mapping = fn.addEventSourceMapping(this.node.id, {
+      eventSourceArn: this.stream.streamArn,
+      startingPosition: lambda.StartingPosition.TRIM_HORIZON,
+      batchSize: options.batchSize ?? 100,
+      maxBatchingWindow: options.maxBatchingWindow ?? Duration.seconds(0),
+      parallelizationFactor: 1,
+      reportBatchItemFailures: true,
+      bisectBatchOnError: false,
+      // -1 is infinite; maxRecordAge is left unset because its infinite (-1) is not a Duration.
+      retryAttempts: -1,
+    });
+    // Lambda checks the role can read the stream when the mapping is created.
+    grant.applyBefore(mapping);
+    return mapping;
   }
 }

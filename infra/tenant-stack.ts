@@ -3,6 +3,8 @@ import { AccessLogFormat } from 'aws-cdk-lib/aws-apigateway';
 import * as apigw from 'aws-cdk-lib/aws-apigatewayv2';
 import { HttpLambdaIntegration } from 'aws-cdk-lib/aws-apigatewayv2-integrations';
 import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
+import * as events from 'aws-cdk-lib/aws-events';
+import * as targets from 'aws-cdk-lib/aws-events-targets';
 import type * as lambda from 'aws-cdk-lib/aws-lambda';
 import type * as nodejs from 'aws-cdk-lib/aws-lambda-nodejs';
 import * as logs from 'aws-cdk-lib/aws-logs';
@@ -10,6 +12,7 @@ import * as s3 from 'aws-cdk-lib/aws-s3';
 import type { Construct } from 'constructs';
 import { type TenantConfig, tableName } from '../functions/core/config.js';
 import { ENV } from '../functions/core/runtime-config.js';
+import { GSI1 } from '../functions/store/keys.js';
 import { grantClaimObjects, grantTableItems } from './grants.js';
 import { type LeaseqFunctionProps, leaseqFunction } from './leaseq-function.js';
 import { QueueConstruct } from './queue.js';
@@ -33,6 +36,8 @@ export class TenantStack extends Stack {
   readonly bucket: s3.Bucket;
   readonly queues: ReadonlyMap<string, QueueConstruct>;
   readonly apiFunction: nodejs.NodejsFunction;
+  readonly dispatchFunction: nodejs.NodejsFunction;
+  readonly sweepFunction: nodejs.NodejsFunction;
   readonly httpApi: apigw.HttpApi;
   private readonly runtimeEnvironment: Record<string, string>;
   private readonly functionCode: lambda.Code | undefined;
@@ -52,6 +57,14 @@ export class TenantStack extends Stack {
       timeToLiveAttribute: 'ttl',
       pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
       removalPolicy: RemovalPolicy.RETAIN,
+    });
+    // Message state items by state and shard (ready, leased, delayed, dead; keys.ts). Receive and
+    // the sweep read the items from the index itself, so it carries them whole (they stay < 1 KB).
+    this.table.addGlobalSecondaryIndex({
+      indexName: GSI1,
+      partitionKey: { name: 'gsi1pk', type: dynamodb.AttributeType.STRING },
+      sortKey: { name: 'gsi1sk', type: dynamodb.AttributeType.STRING },
+      projectionType: dynamodb.ProjectionType.ALL,
     });
 
     this.bucket = new s3.Bucket(this, 'Bucket', {
@@ -96,9 +109,13 @@ export class TenantStack extends Stack {
     for (const queue of this.queues.values()) queue.grantProduce(this.apiFunction);
 
     this.httpApi = this.createHttpApi();
+    this.dispatchFunction = this.createDispatch();
+    this.sweepFunction = this.createSweep();
 
     new CfnOutput(this, 'TableName', { value: this.table.tableName });
     new CfnOutput(this, 'BucketName', { value: this.bucket.bucketName });
+    new CfnOutput(this, 'DispatchFunctionName', { value: this.dispatchFunction.functionName });
+    new CfnOutput(this, 'SweepFunctionName', { value: this.sweepFunction.functionName });
   }
 
   /** A leaseq function with the tenant's runtime environment (ENV in runtime-config.ts). */
@@ -108,6 +125,42 @@ export class TenantStack extends Stack {
       environment: this.runtimeEnvironment,
       code: this.functionCode,
     });
+  }
+
+  /** Admits every queue's records into its shard's lease window, one mapping per stream. */
+  private createDispatch(): nodejs.NodejsFunction {
+    const fn = this.addFunction('Dispatch', {
+      entry: 'functions/dispatch/handler.ts',
+      serviceName: 'leaseq-dispatch',
+      memorySize: 512,
+      timeout: Duration.seconds(60),
+    });
+    grantTableItems(this.table, fn);
+    for (const queue of this.queues.values()) queue.subscribe(fn);
+    return fn;
+  }
+
+  /** Requeues due delayed messages and expires leases; it polls inside each minute's invocation. */
+  private createSweep(): nodejs.NodejsFunction {
+    const fn = this.addFunction('Sweep', {
+      entry: 'functions/sweep/handler.ts',
+      serviceName: 'leaseq-sweep',
+      memorySize: 512,
+      // The handler keeps making passes until about 5 s are left, so one invocation spans the minute.
+      timeout: Duration.seconds(60),
+      // Two sweeps at once would race for the same due messages and expired leases.
+      reservedConcurrentExecutions: 1,
+    });
+    grantTableItems(this.table, fn);
+    for (const queue of this.queues.values()) queue.grantProduce(fn);
+    // A tick that cannot start (the previous sweep still running) or that fails is dropped, not
+    // queued for later: the next tick is a minute away and would only find the concurrency taken.
+    fn.configureAsyncInvoke({ retryAttempts: 0, maxEventAge: Duration.minutes(1) });
+    new events.Rule(this, 'SweepSchedule', {
+      schedule: events.Schedule.rate(Duration.minutes(1)),
+      targets: [new targets.LambdaFunction(fn, { retryAttempts: 0 })],
+    });
+    return fn;
   }
 
   private createHttpApi(): apigw.HttpApi {

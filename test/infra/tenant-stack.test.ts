@@ -35,8 +35,50 @@ function functionStatements(t: Template, functionLogicalId: string): Statement[]
 
 const asList = <T>(x: T | T[]): T[] => (Array.isArray(x) ? x : [x]);
 
+/** The statements of a function's policies whose actions are all of one service (`kinesis:`…). */
+function serviceStatements(statements: Statement[], prefix: string): Statement[] {
+  return statements.filter((s) => asList(s.Action)[0]?.startsWith(prefix));
+}
+const actionsOf = (ss: Statement[]) => new Set(ss.flatMap((s) => asList(s.Action)));
+const resourcesOf = (ss: Statement[]) => ss.flatMap((s) => asList(s.Resource));
+const arnOf = (logicalId: string) => ({ 'Fn::GetAtt': [logicalId, 'Arn'] });
+
+const TABLE_ITEM_ACTIONS = new Set([
+  'dynamodb:GetItem',
+  'dynamodb:PutItem',
+  'dynamodb:UpdateItem',
+  'dynamodb:DeleteItem',
+  'dynamodb:BatchGetItem',
+  'dynamodb:BatchWriteItem',
+  'dynamodb:Query',
+  'dynamodb:ConditionCheckItem',
+]);
+const PRODUCE_ACTIONS = new Set([
+  'kinesis:PutRecords',
+  'kinesis:PutRecord',
+  'kinesis:DescribeStreamSummary',
+  'kinesis:ListShards',
+]);
+const CONSUME_ACTIONS = new Set([
+  'kinesis:GetRecords',
+  'kinesis:GetShardIterator',
+  'kinesis:DescribeStream',
+  'kinesis:DescribeStreamSummary',
+  'kinesis:ListShards',
+  'kinesis:ListStreams',
+]);
+
 function onlyId(t: Template, type: string): string {
   const ids = Object.keys(t.findResources(type));
+  expect(ids).toHaveLength(1);
+  return ids[0] as string;
+}
+
+/** The logical id of the function whose POWERTOOLS_SERVICE_NAME is `service`. */
+function functionId(t: Template, service: string): string {
+  const ids = Object.entries(t.findResources('AWS::Lambda::Function'))
+    .filter(([, r]) => r.Properties.Environment.Variables.POWERTOOLS_SERVICE_NAME === service)
+    .map(([id]) => id);
   expect(ids).toHaveLength(1);
   return ids[0] as string;
 }
@@ -81,11 +123,28 @@ describe('TenantStack (tenants/local.json)', () => {
         AttributeDefinitions: [
           { AttributeName: 'pk', AttributeType: 'S' },
           { AttributeName: 'sk', AttributeType: 'S' },
+          { AttributeName: 'gsi1pk', AttributeType: 'S' },
+          { AttributeName: 'gsi1sk', AttributeType: 'S' },
         ],
         BillingMode: 'PAY_PER_REQUEST',
         TimeToLiveSpecification: { AttributeName: 'ttl', Enabled: true },
         PointInTimeRecoverySpecification: { PointInTimeRecoveryEnabled: true },
       },
+    });
+  });
+
+  it('has the index gsi1: gsi1pk/gsi1sk, projecting whole items', () => {
+    template.hasResourceProperties('AWS::DynamoDB::Table', {
+      GlobalSecondaryIndexes: [
+        {
+          IndexName: 'gsi1',
+          KeySchema: [
+            { AttributeName: 'gsi1pk', KeyType: 'HASH' },
+            { AttributeName: 'gsi1sk', KeyType: 'RANGE' },
+          ],
+          Projection: { ProjectionType: 'ALL' },
+        },
+      ],
     });
   });
 
@@ -130,21 +189,24 @@ describe('TenantStack (tenants/local.json)', () => {
     });
   });
 
-  it('has the api function on Node 22 / arm64 with the runtime environment', () => {
-    const fnId = onlyId(template, 'AWS::Lambda::Function');
-    const fn = template.toJSON().Resources[fnId];
+  it.each([
+    { service: 'leaseq-api', timeout: 29 },
+    { service: 'leaseq-dispatch', timeout: 60 },
+    { service: 'leaseq-sweep', timeout: 60 },
+  ])('has the function $service on Node 22 / arm64 with the runtime environment', ({ service, timeout }) => {
+    template.resourceCountIs('AWS::Lambda::Function', 3);
+    const fn = template.toJSON().Resources[functionId(template, service)];
     expect(fn.Properties).toMatchObject({
       Runtime: 'nodejs22.x',
       Architectures: ['arm64'],
       Handler: 'index.handler',
       MemorySize: 512,
-      Timeout: 29,
+      Timeout: timeout,
     });
     const env = fn.Properties.Environment.Variables;
     expect(env.LEASEQ_TABLE).toEqual({ Ref: onlyId(template, 'AWS::DynamoDB::Table') });
     expect(env.LEASEQ_BUCKET).toEqual({ Ref: onlyId(template, 'AWS::S3::Bucket') });
     expect(env.NODE_OPTIONS).toBe('--enable-source-maps');
-    expect(env.POWERTOOLS_SERVICE_NAME).toBe('leaseq-api');
     expect(env.AWS_REGION).toBeUndefined();
     // Verbatim, not defaults-expanded: the function applies its own schema's defaults.
     expect(JSON.parse(env.LEASEQ_TENANT_CONFIG)).toEqual(localFile);
@@ -155,7 +217,7 @@ describe('TenantStack (tenants/local.json)', () => {
 
   it('routes the HTTP API (payload v2) to the function, throttled and access-logged', () => {
     template.hasResourceProperties('AWS::ApiGatewayV2::Api', { ProtocolType: 'HTTP' });
-    const fnId = onlyId(template, 'AWS::Lambda::Function');
+    const fnId = functionId(template, 'leaseq-api');
     template.hasResourceProperties('AWS::ApiGatewayV2::Integration', {
       IntegrationType: 'AWS_PROXY',
       IntegrationUri: { 'Fn::GetAtt': [fnId, 'Arn'] },
@@ -174,58 +236,127 @@ describe('TenantStack (tenants/local.json)', () => {
   });
 
   it('grants the api function only its own table, claims and streams', () => {
-    const tableArn = { 'Fn::GetAtt': [onlyId(template, 'AWS::DynamoDB::Table'), 'Arn'] };
-    const bucketArn = { 'Fn::GetAtt': [onlyId(template, 'AWS::S3::Bucket'), 'Arn'] };
-    const streams = streamIds(template);
-    const statements = functionStatements(template, onlyId(template, 'AWS::Lambda::Function'));
-
-    const byService = (prefix: string) => statements.filter((s) => asList(s.Action)[0]?.startsWith(prefix));
-    const resourcesOf = (ss: Statement[]) => ss.flatMap((s) => asList(s.Resource));
-    const actionsOf = (ss: Statement[]) => new Set(ss.flatMap((s) => asList(s.Action)));
+    const tableArn = arnOf(onlyId(template, 'AWS::DynamoDB::Table'));
+    const bucketArn = arnOf(onlyId(template, 'AWS::S3::Bucket'));
+    const streamArns = Object.values(streamIds(template)).map(arnOf);
+    const statements = functionStatements(template, functionId(template, 'leaseq-api'));
 
     expect(statements.every((s) => s.Effect === 'Allow')).toBe(true);
-    for (const s of statements) expect(asList(s.Resource)).not.toContain('*');
 
-    const dynamo = byService('dynamodb:');
-    expect(actionsOf(dynamo)).toEqual(
-      new Set([
-        'dynamodb:GetItem',
-        'dynamodb:PutItem',
-        'dynamodb:UpdateItem',
-        'dynamodb:DeleteItem',
-        'dynamodb:BatchGetItem',
-        'dynamodb:BatchWriteItem',
-        'dynamodb:Query',
-        'dynamodb:ConditionCheckItem',
-      ]),
-    );
+    const dynamo = serviceStatements(statements, 'dynamodb:');
+    expect(actionsOf(dynamo)).toEqual(TABLE_ITEM_ACTIONS);
     expect(resourcesOf(dynamo)).toEqual([tableArn, { 'Fn::Join': ['', [tableArn, '/index/*']] }]);
 
-    const s3 = byService('s3:');
+    // GetObject: receive restores claim-checked payloads.
+    const s3 = serviceStatements(statements, 's3:');
     expect(actionsOf(s3)).toEqual(new Set(['s3:PutObject', 's3:GetObject']));
     expect(resourcesOf(s3)).toEqual([{ 'Fn::Join': ['', [bucketArn, '/claims/*']] }]);
 
-    const kinesis = byService('kinesis:');
-    expect(actionsOf(kinesis)).toEqual(
-      new Set([
-        'kinesis:PutRecords',
-        'kinesis:PutRecord',
-        'kinesis:DescribeStreamSummary',
-        'kinesis:ListShards',
-      ]),
-    );
-    expect(resourcesOf(kinesis)).toEqual(
-      expect.arrayContaining(Object.values(streams).map((id) => ({ 'Fn::GetAtt': [id, 'Arn'] }))),
-    );
-    expect(resourcesOf(kinesis)).toHaveLength(2);
+    const kinesis = serviceStatements(statements, 'kinesis:');
+    expect(actionsOf(kinesis)).toEqual(PRODUCE_ACTIONS);
+    expect(resourcesOf(kinesis)).toHaveLength(streamArns.length);
+    expect(resourcesOf(kinesis)).toEqual(expect.arrayContaining(streamArns));
 
     // Nothing else: every statement is one of the three services above.
     expect(dynamo.length + s3.length + kinesis.length).toBe(statements.length);
   });
 
-  it('outputs the API URL, table, bucket and each stream name', () => {
+  it('subscribes dispatch to every queue stream: oldest first, one batch per shard, never skipping', () => {
+    const dispatchId = functionId(template, 'leaseq-dispatch');
+    const mappings = Object.values(template.findResources('AWS::Lambda::EventSourceMapping')).map(
+      (r) => r.Properties,
+    );
+    const streamArns = Object.values(streamIds(template)).map(arnOf);
+    expect(mappings.map((m) => m.EventSourceArn)).toHaveLength(streamArns.length);
+    expect(mappings.map((m) => m.EventSourceArn)).toEqual(expect.arrayContaining(streamArns));
+    for (const m of mappings) {
+      expect(m).toMatchObject({
+        FunctionName: { Ref: dispatchId },
+        StartingPosition: 'TRIM_HORIZON',
+        BatchSize: 100,
+        MaximumBatchingWindowInSeconds: 0,
+        ParallelizationFactor: 1,
+        FunctionResponseTypes: ['ReportBatchItemFailures'],
+        // -1: retried until the records expire, so a full window keeps the backlog in the stream.
+        MaximumRetryAttempts: -1,
+      });
+      expect([undefined, false]).toContain(m.BisectBatchOnFunctionError);
+      expect([undefined, -1]).toContain(m.MaximumRecordAgeInSeconds);
+      expect(m.DestinationConfig).toBeUndefined();
+    }
+  });
+
+  it('grants dispatch table items and reads of its own streams, nothing to write to them', () => {
+    const streamArns = Object.values(streamIds(template)).map(arnOf);
+    const statements = functionStatements(template, functionId(template, 'leaseq-dispatch'));
+
+    const dynamo = serviceStatements(statements, 'dynamodb:');
+    expect(actionsOf(dynamo)).toEqual(TABLE_ITEM_ACTIONS);
+
+    const kinesis = serviceStatements(statements, 'kinesis:');
+    expect(actionsOf(kinesis)).toEqual(CONSUME_ACTIONS);
+    expect(resourcesOf(kinesis)).toHaveLength(streamArns.length);
+    expect(resourcesOf(kinesis)).toEqual(expect.arrayContaining(streamArns));
+
+    expect(dynamo.length + kinesis.length).toBe(statements.length);
+  });
+
+  it('fires sweep every minute, one instance at a time, and drops a tick rather than queue it', () => {
+    const sweepId = functionId(template, 'leaseq-sweep');
+    expect(template.toJSON().Resources[sweepId].Properties.ReservedConcurrentExecutions).toBe(1);
+    template.resourceCountIs('AWS::Events::Rule', 1);
+    template.hasResourceProperties('AWS::Events::Rule', {
+      ScheduleExpression: 'rate(1 minute)',
+      State: 'ENABLED',
+      Targets: [{ Arn: arnOf(sweepId), Id: Match.anyValue(), RetryPolicy: { MaximumRetryAttempts: 0 } }],
+    });
+    template.hasResourceProperties('AWS::Lambda::Permission', {
+      FunctionName: arnOf(sweepId),
+      Principal: 'events.amazonaws.com',
+      SourceArn: arnOf(onlyId(template, 'AWS::Events::Rule')),
+    });
+    template.hasResourceProperties('AWS::Lambda::EventInvokeConfig', {
+      FunctionName: { Ref: sweepId },
+      MaximumEventAgeInSeconds: 60,
+      MaximumRetryAttempts: 0,
+    });
+  });
+
+  it('grants sweep table items and appends to its own streams, no S3', () => {
+    const streamArns = Object.values(streamIds(template)).map(arnOf);
+    const statements = functionStatements(template, functionId(template, 'leaseq-sweep'));
+
+    const dynamo = serviceStatements(statements, 'dynamodb:');
+    expect(actionsOf(dynamo)).toEqual(TABLE_ITEM_ACTIONS);
+
+    const kinesis = serviceStatements(statements, 'kinesis:');
+    expect(actionsOf(kinesis)).toEqual(PRODUCE_ACTIONS);
+    expect(resourcesOf(kinesis)).toHaveLength(streamArns.length);
+    expect(resourcesOf(kinesis)).toEqual(expect.arrayContaining(streamArns));
+
+    expect(serviceStatements(statements, 's3:')).toEqual([]);
+    expect(dynamo.length + kinesis.length).toBe(statements.length);
+  });
+
+  it('scopes every data action of every policy to a resource, never "*"', () => {
+    for (const t of [template, acmeTemplate]) {
+      const statements = Object.values(t.findResources('AWS::IAM::Policy')).flatMap(
+        (p) => p.Properties.PolicyDocument.Statement as Statement[],
+      );
+      expect(statements.length).toBeGreaterThan(0);
+      for (const s of statements) {
+        if (asList(s.Action).some((a) => /^(dynamodb|kinesis|s3):/.test(a))) {
+          expect(asList(s.Resource)).not.toContain('*');
+        }
+      }
+    }
+  });
+
+  it('outputs the API URL, table, bucket, function names and each stream name', () => {
     const outputs = template.toJSON().Outputs;
     expect(Object.keys(outputs)).toEqual(expect.arrayContaining(['ApiUrl', 'TableName', 'BucketName']));
+    expect(outputs.DispatchFunctionName.Value).toEqual({ Ref: functionId(template, 'leaseq-dispatch') });
+    expect(outputs.SweepFunctionName.Value).toEqual({ Ref: functionId(template, 'leaseq-sweep') });
     const streamOutputs = Object.values(outputs).map((o) => (o as { Value: unknown }).Value);
     for (const id of Object.values(streamIds(template))) expect(streamOutputs).toContainEqual({ Ref: id });
   });
@@ -249,13 +380,19 @@ describe('TenantStack for another tenant', () => {
     });
   });
 
-  it('grants its function only its own stream', () => {
+  it.each(['leaseq-api', 'leaseq-dispatch', 'leaseq-sweep'])('grants %s only its own stream', (service) => {
     const [streamId] = Object.values(streamIds(acmeTemplate));
-    const statements = functionStatements(acmeTemplate, onlyId(acmeTemplate, 'AWS::Lambda::Function'));
-    const kinesisResources = statements
-      .filter((s) => asList(s.Action).some((a) => a.startsWith('kinesis:')))
-      .flatMap((s) => asList(s.Resource));
-    expect(kinesisResources).toEqual([{ 'Fn::GetAtt': [streamId, 'Arn'] }]);
+    const statements = functionStatements(acmeTemplate, functionId(acmeTemplate, service));
+    expect(resourcesOf(serviceStatements(statements, 'kinesis:'))).toEqual([arnOf(streamId as string)]);
+  });
+
+  it('subscribes dispatch to its one stream only', () => {
+    const [streamId] = Object.values(streamIds(acmeTemplate));
+    acmeTemplate.resourceCountIs('AWS::Lambda::EventSourceMapping', 1);
+    acmeTemplate.hasResourceProperties('AWS::Lambda::EventSourceMapping', {
+      EventSourceArn: arnOf(streamId as string),
+      FunctionName: { Ref: functionId(acmeTemplate, 'leaseq-dispatch') },
+    });
   });
 });
 
