@@ -1,0 +1,78 @@
+import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+
+/**
+ * Where one event source mapping has got to in its stream: the sequence number of the last
+ * record handled, per shard. Lambda keeps this for a mapping on AWS; locally it is one JSON
+ * file per mapping, replaced atomically (tmp file + rename) so a crash leaves the old or the
+ * new file, never half of one.
+ */
+
+interface CheckpointFile {
+  streamName: string;
+  /** When the mapping was first started: where a LATEST mapping begins, on every start. */
+  createdAt: number;
+  shards: Record<string, string>;
+}
+
+export class CheckpointStore {
+  private writing: Promise<void> = Promise.resolve();
+
+  private constructor(
+    private readonly path: string,
+    private readonly file: CheckpointFile,
+  ) {}
+
+  /** Reads the mapping's file, or creates it: the first start is the mapping's creation. */
+  static async open(dir: string, functionName: string, streamName: string): Promise<CheckpointStore> {
+    await mkdir(dir, { recursive: true });
+    const path = join(dir, `${encodeURIComponent(functionName)}.json`);
+    const existing = await readCheckpointFile(path);
+    // A mapping pointed at another stream is a new mapping, as on AWS: its positions do not carry over.
+    if (existing?.streamName === streamName) return new CheckpointStore(path, existing);
+    const store = new CheckpointStore(path, { streamName, createdAt: Date.now(), shards: {} });
+    await store.write();
+    return store;
+  }
+
+  get createdAt(): number {
+    return this.file.createdAt;
+  }
+
+  get(shardId: string): string | undefined {
+    return this.file.shards[shardId];
+  }
+
+  /** Resolves once the position is on disk. Writes are chained so an older one never lands after a newer one. */
+  set(shardId: string, sequenceNumber: string): Promise<void> {
+    this.file.shards[shardId] = sequenceNumber;
+    return this.write();
+  }
+
+  private write(): Promise<void> {
+    const next = this.writing
+      .catch(() => undefined)
+      .then(async () => {
+        const tmp = `${this.path}.tmp`;
+        await writeFile(tmp, `${JSON.stringify(this.file, null, 2)}\n`);
+        await rename(tmp, this.path);
+      });
+    this.writing = next;
+    return next;
+  }
+}
+
+async function readCheckpointFile(path: string): Promise<CheckpointFile | undefined> {
+  let text: string;
+  try {
+    text = await readFile(path, 'utf8');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw err;
+  }
+  const file = JSON.parse(text) as Partial<CheckpointFile>;
+  if (typeof file.streamName !== 'string' || typeof file.createdAt !== 'number' || !file.shards) {
+    throw new Error(`${path} is not a checkpoint file`);
+  }
+  return file as CheckpointFile;
+}

@@ -1,0 +1,406 @@
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import {
+  CreateStreamCommand,
+  DescribeStreamSummaryCommand,
+  PutRecordsCommand,
+} from '@aws-sdk/client-kinesis';
+import type { Context, KinesisStreamBatchResponse, KinesisStreamRecord } from 'aws-lambda';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type AwsClients, createClients } from '../../functions/aws/clients.js';
+import { FaultInjector } from '../../functions/aws/faults.js';
+import { sleep } from '../../functions/core/async.js';
+import { type Emulators, startEmulators } from '../../infra/local/emulators.js';
+import {
+  DiscardedBatchError,
+  type EventSource,
+  type EventSourceMapping,
+  type EventSourceOptions,
+  startEventSource,
+} from '../../infra/local/event-source.js';
+
+/**
+ * The local event source mapping against kinesalite. The handlers are test functions that
+ * record what they receive: the thing under test is the poller, not a Lambda.
+ */
+
+let emulators: Emulators;
+let clients: AwsClients;
+let dataDir: string;
+
+beforeAll(async () => {
+  dataDir = mkdtempSync(join(tmpdir(), 'leaseq-esm-'));
+  emulators = await startEmulators({ dataDir, shardLimit: 20 });
+  clients = createClients({ region: 'us-east-1', endpoints: emulators.endpoints });
+});
+afterAll(async () => {
+  clients?.destroy();
+  await emulators?.close();
+  rmSync(dataDir, { recursive: true, force: true });
+});
+
+/** Two shards by default; one where a test follows a single shard (kinesalite's shard limit is 20 in all). */
+async function createStream(name: string, shards = 2): Promise<string> {
+  await clients.kinesis.send(new CreateStreamCommand({ StreamName: name, ShardCount: shards }));
+  for (let i = 0; i < 100; i++) {
+    const out = await clients.kinesis.send(new DescribeStreamSummaryCommand({ StreamName: name }));
+    if (out.StreamDescriptionSummary?.StreamStatus === 'ACTIVE') return name;
+    await sleep(20);
+  }
+  throw new Error(`stream ${name} did not become ACTIVE`);
+}
+
+interface Put {
+  shardId: string;
+  sequenceNumber: string;
+  data: string;
+}
+
+/** Puts `datas` in order; `shard` pins them to shard 0 or 1 (the hash range splits at 2^127). */
+async function put(stream: string, datas: string[], shard?: 0 | 1): Promise<Put[]> {
+  const out = await clients.kinesis.send(
+    new PutRecordsCommand({
+      StreamName: stream,
+      Records: datas.map((data) => ({
+        Data: Buffer.from(data),
+        PartitionKey: data,
+        ...(shard === undefined ? {} : { ExplicitHashKey: shard === 0 ? '0' : (2n ** 127n).toString() }),
+      })),
+    }),
+  );
+  expect(out.FailedRecordCount ?? 0).toBe(0);
+  return (out.Records ?? []).map((r, i) => ({
+    shardId: r.ShardId as string,
+    sequenceNumber: r.SequenceNumber as string,
+    data: datas[i] as string,
+  }));
+}
+
+interface Invocation {
+  shardId: string;
+  records: KinesisStreamRecord[];
+  context: Context;
+}
+
+/** A handler that keeps every invocation; `respond` decides its answer (or throws), given the shard's call count. */
+function recorder(
+  respond: (call: Invocation, nthOfShard: number) => KinesisStreamBatchResponse | undefined = () => undefined,
+) {
+  const invocations: Invocation[] = [];
+  const handler: EventSourceMapping['handler'] = async (event, context) => {
+    const shardId = event.Records[0]?.eventID.split(':')[0] ?? '';
+    const call = { shardId, records: event.Records, context };
+    const nth = invocations.filter((i) => i.shardId === shardId).length;
+    invocations.push(call);
+    return respond(call, nth);
+  };
+  return { invocations, handler };
+}
+
+const decode = (r: KinesisStreamRecord) => Buffer.from(r.kinesis.data, 'base64').toString();
+const datas = (calls: Invocation[]) => calls.flatMap((c) => c.records.map(decode));
+const names = (prefix: string, n: number) => Array.from({ length: n }, (_, i) => `${prefix}-${i}`);
+
+function start(
+  mapping: Omit<EventSourceMapping, 'functionName'> & { functionName?: string },
+  options: Partial<EventSourceOptions> = {},
+): Promise<EventSource> {
+  return startEventSource({
+    kinesis: clients.kinesis,
+    checkpointDir: mkdtempSync(join(dataDir, 'checkpoints-')),
+    idlePollMs: 20,
+    retryBackoffMs: 10,
+    maxRetryBackoffMs: 40,
+    ...options,
+    mappings: [{ functionName: 'fn', ...mapping }],
+  });
+}
+
+describe('delivery', () => {
+  it('hands every record of both shards over once, in shard order, in batches up to batchSize, shaped as AWS does', async () => {
+    const stream = await createStream('deliver');
+    const puts = await put(stream, names('d', 60));
+    expect(new Set(puts.map((p) => p.shardId)).size).toBe(2);
+    const { invocations, handler } = recorder();
+    const es = await start({ functionName: 'deliver-fn', streamName: stream, handler, batchSize: 7 });
+    await es.drained();
+    await es.stop();
+
+    expect(datas(invocations).sort()).toEqual(names('d', 60).sort());
+    for (const call of invocations) {
+      expect(call.records.length).toBeLessThanOrEqual(7);
+      expect(call.records.every((r) => r.eventID.startsWith(`${call.shardId}:`))).toBe(true);
+      expect(call.context.functionName).toBe('deliver-fn');
+    }
+    for (const shardId of new Set(puts.map((p) => p.shardId))) {
+      const delivered = invocations
+        .filter((c) => c.shardId === shardId)
+        .flatMap((c) => c.records.map((r) => r.kinesis.sequenceNumber));
+      expect(delivered).toEqual(puts.filter((p) => p.shardId === shardId).map((p) => p.sequenceNumber));
+    }
+
+    const first = puts[0] as Put;
+    const record = invocations.flatMap((c) => c.records).find((r) => decode(r) === first.data);
+    expect(record).toEqual({
+      kinesis: {
+        kinesisSchemaVersion: '1.0',
+        partitionKey: first.data,
+        sequenceNumber: first.sequenceNumber,
+        data: Buffer.from(first.data).toString('base64'),
+        approximateArrivalTimestamp: expect.any(Number),
+      },
+      eventSource: 'aws:kinesis',
+      eventVersion: '1.0',
+      eventID: `${first.shardId}:${first.sequenceNumber}`,
+      eventName: 'aws:kinesis:record',
+      invokeIdentityArn: 'arn:aws:iam::000000000000:role/leaseq-local',
+      awsRegion: 'us-east-1',
+      eventSourceARN: 'arn:aws:kinesis:us-east-1:000000000000:stream/deliver',
+    });
+    // Seconds since the epoch, with the milliseconds as a fraction.
+    expect(Math.abs((record?.kinesis.approximateArrivalTimestamp ?? 0) - Date.now() / 1000)).toBeLessThan(60);
+  });
+
+  it('gathers records produced during maximumBatchingWindowMs into fewer invocations', async () => {
+    const stream = await createStream('window', 1);
+    const { invocations, handler } = recorder();
+    const es = await start({ streamName: stream, handler, maximumBatchingWindowMs: 500 });
+    for (const name of names('w', 10)) {
+      await put(stream, [name]);
+      await sleep(15);
+    }
+    await es.drained();
+    await es.stop();
+    expect(datas(invocations)).toEqual(names('w', 10));
+    expect(invocations.length).toBeLessThan(10);
+  });
+});
+
+describe('failures', () => {
+  it('gives a throwing handler the same batch again, then moves on once it succeeds', async () => {
+    const stream = await createStream('retry');
+    await put(stream, names('a', 10), 0);
+    await put(stream, names('b', 10), 1);
+    const handled: string[] = [];
+    const { invocations, handler } = recorder((call, nth) => {
+      if (nth < 2) throw new Error('not yet');
+      handled.push(...call.records.map(decode));
+      return undefined;
+    });
+    const es = await start({ streamName: stream, handler });
+    await es.drained();
+    await put(stream, names('c', 3), 0);
+    await es.drained();
+    await es.stop();
+
+    const batches = (shardId: string) =>
+      invocations.filter((c) => c.shardId === shardId).map((c) => c.records.map(decode));
+    expect(batches('shardId-000000000000')).toEqual([
+      names('a', 10),
+      names('a', 10),
+      names('a', 10),
+      names('c', 3),
+    ]);
+    expect(batches('shardId-000000000001')).toEqual([names('b', 10), names('b', 10), names('b', 10)]);
+    expect(handled.sort()).toEqual([...names('a', 10), ...names('b', 10), ...names('c', 3)].sort());
+  });
+
+  it('checkpoints the records before the first batch item failure and retries from it', async () => {
+    const stream = await createStream('partial', 1);
+    const puts = await put(stream, names('p', 8));
+    const dir = mkdtempSync(join(dataDir, 'checkpoints-'));
+    const checkpointAtCall: (string | undefined)[] = [];
+    const { invocations, handler } = recorder((call, nth) => {
+      checkpointAtCall.push(readCheckpoint(dir, 'partial-fn', call.shardId));
+      const third = call.records[2];
+      return nth === 0 && third
+        ? { batchItemFailures: [{ itemIdentifier: third.kinesis.sequenceNumber }] }
+        : undefined;
+    });
+    const es = await start(
+      { functionName: 'partial-fn', streamName: stream, handler, batchSize: 5 },
+      { checkpointDir: dir },
+    );
+    await es.drained();
+    await es.stop();
+
+    const seq = (i: number) => puts[i]?.sequenceNumber;
+    expect(invocations.map((c) => c.records.map(decode))).toEqual([
+      ['p-0', 'p-1', 'p-2', 'p-3', 'p-4'],
+      ['p-2', 'p-3', 'p-4', 'p-5', 'p-6'],
+      ['p-7'],
+    ]);
+    expect(checkpointAtCall).toEqual([undefined, seq(1), seq(6)]);
+    expect(readCheckpoint(dir, 'partial-fn', 'shardId-000000000000')).toBe(seq(7));
+  });
+
+  it('treats an unknown itemIdentifier as a failure of the whole batch', async () => {
+    const stream = await createStream('unknown-id', 1);
+    await put(stream, names('u', 3));
+    const { invocations, handler } = recorder((_call, nth) =>
+      nth === 0 ? { batchItemFailures: [{ itemIdentifier: '' }] } : undefined,
+    );
+    const es = await start({ streamName: stream, handler });
+    await es.drained();
+    await es.stop();
+    expect(invocations.map((c) => c.records.map(decode))).toEqual([names('u', 3), names('u', 3)]);
+  });
+
+  it('bisects a failing batch down to the poison record, and skips it once its retries are spent', async () => {
+    const stream = await createStream('bisect', 1);
+    await put(stream, names('x', 8));
+    const errors: unknown[] = [];
+    const { invocations, handler } = recorder((call) => {
+      if (call.records.some((r) => decode(r) === 'x-5')) throw new Error('poison');
+      return undefined;
+    });
+    const es = await start(
+      { streamName: stream, handler, bisectBatchOnFunctionError: true, maximumRetryAttempts: 1 },
+      { onError: (err) => errors.push(err) },
+    );
+    await es.drained();
+    await es.stop();
+
+    expect(invocations.map((c) => c.records.map(decode))).toEqual([
+      names('x', 8),
+      ['x-0', 'x-1', 'x-2', 'x-3'],
+      ['x-4', 'x-5', 'x-6', 'x-7'],
+      ['x-4', 'x-5'],
+      ['x-4'],
+      ['x-5'],
+      ['x-5'],
+      ['x-6', 'x-7'],
+    ]);
+    expect(errors).toHaveLength(1);
+    expect(errors[0]).toBeInstanceOf(DiscardedBatchError);
+    expect(errors[0]).toMatchObject({ records: 1, cause: { message: 'poison' } });
+  });
+
+  it('backs off and keeps polling through GetRecords throttling', async () => {
+    const stream = await createStream('throttled');
+    const faults = new FaultInjector();
+    // One SDK attempt per call, so each injected fault reaches the poller.
+    const throttled = createClients({
+      region: 'us-east-1',
+      endpoints: emulators.endpoints,
+      faults,
+      maxAttempts: 1,
+    });
+    faults.callFault = {
+      match: (op) => op === 'Kinesis.GetRecords',
+      errorName: 'ProvisionedThroughputExceededException',
+      throttling: true,
+    };
+    const errors: unknown[] = [];
+    const { invocations, handler } = recorder();
+    try {
+      const es = await start(
+        { streamName: stream, handler },
+        { kinesis: throttled.kinesis, onError: (err) => errors.push(err) },
+      );
+      await put(stream, names('t', 6));
+      await sleep(150);
+      faults.clear();
+      await es.drained();
+      await es.stop();
+    } finally {
+      throttled.destroy();
+    }
+    expect(errors.length).toBeGreaterThan(0);
+    expect(errors.every((e) => (e as Error).name === 'ProvisionedThroughputExceededException')).toBe(true);
+    expect(datas(invocations).sort()).toEqual(names('t', 6).sort());
+  });
+});
+
+describe('checkpoints and lifecycle', () => {
+  it('resumes after stop on the same checkpointDir with nothing lost and nothing redelivered', async () => {
+    const stream = await createStream('resume', 1);
+    await put(stream, names('r', 10));
+    const dir = mkdtempSync(join(dataDir, 'checkpoints-'));
+    const mapping = { functionName: 'resume-fn', streamName: stream, batchSize: 2 };
+    let first: EventSource | undefined;
+    let stopped: Promise<void> | undefined;
+    const before = recorder((_call, nth) => {
+      // Stop while the third batch is in flight: stop() waits for it, and it is checkpointed.
+      if (nth === 2) stopped = first?.stop();
+      return undefined;
+    });
+    first = await start({ ...mapping, handler: before.handler }, { checkpointDir: dir });
+    // (A promise returned to expect.poll would be awaited, hence the boolean.)
+    await expect.poll(() => stopped !== undefined).toBe(true);
+    await stopped;
+    await put(stream, names('s', 3));
+
+    const after = recorder();
+    const second = await start({ ...mapping, handler: after.handler }, { checkpointDir: dir });
+    await second.drained();
+    await second.stop();
+
+    expect(datas(before.invocations)).toEqual(names('r', 6));
+    expect(datas(after.invocations)).toEqual([...names('r', 10).slice(6), ...names('s', 3)]);
+  });
+
+  it('starts a LATEST mapping at its first start, and keeps that position across restarts', async () => {
+    const stream = await createStream('latest');
+    await put(stream, names('old', 3));
+    const dir = mkdtempSync(join(dataDir, 'checkpoints-'));
+    const mapping = { functionName: 'latest-fn', streamName: stream, startingPosition: 'LATEST' as const };
+    const first = recorder();
+    let es = await start({ ...mapping, handler: first.handler }, { checkpointDir: dir });
+    await es.drained();
+    await es.stop();
+    await put(stream, names('new', 4));
+
+    const second = recorder();
+    es = await start({ ...mapping, handler: second.handler }, { checkpointDir: dir });
+    await es.drained();
+    await es.stop();
+    expect(first.invocations).toEqual([]);
+    expect(datas(second.invocations).sort()).toEqual(names('new', 4));
+  });
+
+  it('nudge() wakes an idle poller at once, and stop() cuts its idle wait short', async () => {
+    const stream = await createStream('nudge', 1);
+    const { invocations, handler } = recorder();
+    const es = await start({ streamName: stream, handler }, { idlePollMs: 60_000 });
+    await es.drained();
+    await put(stream, ['nudged']);
+    es.nudge();
+    await expect.poll(() => invocations.length, { timeout: 2000 }).toBe(1);
+    const stopping = Date.now();
+    await es.stop();
+    expect(Date.now() - stopping).toBeLessThan(1000);
+  });
+
+  it('drained() resolves once every record is handled, and rejects while a shard is stuck', async () => {
+    const stream = await createStream('drain');
+    await put(stream, names('n', 30));
+    const { invocations, handler } = recorder();
+    const es = await start({
+      streamName: stream,
+      handler: (e, c) => sleep(5).then(() => handler(e, c)),
+      batchSize: 4,
+    });
+    await es.drained();
+    expect(datas(invocations)).toHaveLength(30);
+    await es.stop();
+
+    const stuck = await start({
+      streamName: stream,
+      handler: async () => {
+        throw new Error('always');
+      },
+    });
+    await expect(stuck.drained(300)).rejects.toThrow(/not drained/);
+    await stuck.stop();
+  });
+});
+
+function readCheckpoint(dir: string, functionName: string, shardId: string): string | undefined {
+  try {
+    return JSON.parse(readFileSync(join(dir, `${functionName}.json`), 'utf8')).shards[shardId];
+  } catch {
+    return undefined;
+  }
+}
