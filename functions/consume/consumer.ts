@@ -59,8 +59,9 @@ export class Consumer {
       leased.push(
         ...(await this.leaseSome(queue, config, req.max_messages - leased.length, leaseSeconds, consumerId)),
       );
-      if (leased.length > 0 || this.now() + pause > deadline) break;
-      await sleep(pause);
+      const left = deadline - this.now();
+      if (leased.length > 0 || left <= 0) break;
+      await sleep(Math.min(pause, left));
     }
     if (!leased.length) return [];
     const delivered = await this.deliver(queue, leased);
