@@ -27,6 +27,10 @@ export class RequestMeter {
       (next, context) => async (args) => {
         const name = operationName(context);
         this.requests.set(name, (this.requests.get(name) ?? 0) + 1);
+        // Capacity reports cost nothing extra; without them units could only be guessed.
+        if (name.startsWith('DynamoDB.') && args.input && !args.input.ReturnConsumedCapacity) {
+          args.input.ReturnConsumedCapacity = 'TOTAL';
+        }
         const result = await next(args);
         this.countCapacity(name, result.output as Record<string, unknown>);
         return result;

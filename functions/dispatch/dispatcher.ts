@@ -1,6 +1,6 @@
 import type { Logger } from '@aws-lambda-powertools/logger';
 import type { KinesisStreamBatchResponse, KinesisStreamEvent, KinesisStreamRecord } from 'aws-lambda';
-import { mapLimit } from '../core/async.js';
+import { mapLimit, sleep } from '../core/async.js';
 import { streamName, type TenantConfig } from '../core/config.js';
 import { decodeEnvelope, type Envelope } from '../core/envelope.js';
 import { retentionTtls } from '../core/retention.js';
@@ -18,8 +18,12 @@ export interface DispatcherDeps {
   messages: MessageStore;
   counters: Counters;
   logger: Logger;
+  /** How long a batch waits for a full window to free a slot before it fails. */
+  windowWaitMs?: number;
   now?: () => number;
 }
+
+const WINDOW_POLL_MS = 100;
 
 interface Decoded {
   record: KinesisStreamRecord;
@@ -46,7 +50,12 @@ export class Dispatcher {
     const now = this.deps.now?.() ?? Date.now();
 
     const decoded = event.Records.flatMap((record) => this.decode(record, now));
-    let free = config.window_size - (await this.deps.counters.window(queue, shard));
+    let free = await this.freeSlots(
+      queue,
+      shard,
+      config.window_size,
+      decoded.some((d) => d.immediate),
+    );
     // Admit the longest prefix that fits; not-yet-due messages go to the delay store and take no slot.
     let cut = decoded.length;
     for (let i = 0; i < decoded.length; i++) {
@@ -65,6 +74,20 @@ export class Dispatcher {
 
     const blocked = decoded[cut];
     return { batchItemFailures: blocked ? [{ itemIdentifier: blocked.record.kinesis.sequenceNumber }] : [] };
+  }
+
+  /**
+   * Free window slots. A full window is re-read for a short while before the batch fails:
+   * an ack usually frees a slot within moments, sooner than the event source's retry.
+   */
+  private async freeSlots(queue: string, shard: string, size: number, needed: boolean): Promise<number> {
+    const waitMs = this.deps.windowWaitMs ?? 1000;
+    const deadline = Date.now() + waitMs;
+    for (;;) {
+      const free = size - (await this.deps.counters.window(queue, shard));
+      if (free > 0 || !needed || Date.now() >= deadline) return free;
+      await sleep(WINDOW_POLL_MS);
+    }
   }
 
   private queueOf(arn: string): string {

@@ -419,6 +419,8 @@ class ShardPoller {
       await this.commit(failedAt);
       this.held.length = 0;
       this.retries = failedAt > 0 ? 1 : this.retries + 1;
+      // Progress restarts the backoff: a window that admits in steps is not a failing function.
+      if (failedAt > 0) this.invokeFailures = 0;
     } else {
       // A split is not a retry on AWS: only a batch that cannot be split further counts toward the limit.
       const split = this.d.mapping.bisectBatchOnFunctionError === true && batch.length > 1;
