@@ -1,4 +1,6 @@
 import { Logger } from '@aws-lambda-powertools/logger';
+import { Metrics } from '@aws-lambda-powertools/metrics';
+import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
 import middy from '@middy/core';
 import httpRouterHandler from '@middy/http-router';
 import type { APIGatewayProxyEventV2, Context } from 'aws-lambda';
@@ -10,6 +12,7 @@ import { KeyRing } from '../core/auth.js';
 import { ReceiptSigner } from '../core/receipt.js';
 import type { RuntimeConfig } from '../core/runtime-config.js';
 import { ShardDirectory, StreamLog } from '../log/stream.js';
+import { countFor, METRICS_NAMESPACE } from '../observability/metrics.js';
 import { Producer } from '../produce/producer.js';
 import { Counters } from '../store/counters.js';
 import { DedupStore } from '../store/dedup.js';
@@ -41,6 +44,7 @@ export function createApiHandler(
   config: RuntimeConfig,
   clients: AwsClients,
   logger = new Logger({ serviceName: 'leaseq-api' }),
+  metrics = new Metrics({ namespace: METRICS_NAMESPACE, serviceName: 'leaseq-api' }),
 ): ApiHandler {
   const tenant = config.tenant.tenant;
   const messages = new MessageStore(clients.doc, config.tableName);
@@ -58,6 +62,7 @@ export function createApiHandler(
   const services: ApiServices = {
     config,
     logger,
+    metrics,
     keys: new KeyRing([...config.tenant.api_keys, ...(config.extraKeys ?? [])]),
     producer: new Producer({
       tenant,
@@ -77,10 +82,15 @@ export function createApiHandler(
     })),
   );
   return middy<APIGatewayProxyEventV2, HttpResponse>()
+    .use(logMetrics(metrics))
     .use({
       onError: async (request) => {
-        const { response, internal } = errorResponse(request.error);
+        const { response, internal, code } = errorResponse(request.error);
         if (internal) logger.error('unhandled error', request.error as Error);
+        const queue = request.event.pathParameters?.queue;
+        if (queue && code === 'STALE_RECEIPT') countFor(metrics, queue, { stale_receipts: 1 });
+        if (queue && (code === 'UNAVAILABLE' || code === 'QUOTA_EXCEEDED'))
+          countFor(metrics, queue, { throttled: 1 });
         request.response = response;
       },
     })

@@ -30,11 +30,12 @@ export function noContent(): HttpResponse {
 }
 
 /** Maps any error to API.md's error format. Only a bug reaches the 500 branch. */
-export function errorResponse(err: unknown): { response: HttpResponse; internal: boolean } {
+export function errorResponse(err: unknown): { response: HttpResponse; internal: boolean; code: string } {
   const known = asLeaseqError(err);
   if (!known) {
     return {
       internal: true,
+      code: 'INTERNAL',
       response: json(500, {
         error: { code: 'INTERNAL', message: 'internal error; this is a bug in leaseq' },
       }),
@@ -43,7 +44,7 @@ export function errorResponse(err: unknown): { response: HttpResponse; internal:
   const error: Record<string, unknown> = { code: known.code, message: known.message };
   if (known.details) error.details = known.details;
   const headers: Record<string, string> = known.retryAfter ? { 'retry-after': String(known.retryAfter) } : {};
-  return { internal: false, response: json(known.status, { error }, headers) };
+  return { internal: false, code: known.code, response: json(known.status, { error }, headers) };
 }
 
 function asLeaseqError(err: unknown): LeaseqError | undefined {

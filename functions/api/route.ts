@@ -1,4 +1,5 @@
 import type { Logger } from '@aws-lambda-powertools/logger';
+import type { Metrics } from '@aws-lambda-powertools/metrics';
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import type { Consumer } from '../consume/consumer.js';
 import type { Operations } from '../consume/operations.js';
@@ -17,6 +18,7 @@ export interface ApiServices {
   consumer: Consumer;
   operations: Operations;
   logger: Logger;
+  metrics: Metrics;
 }
 
 export interface QueueRequest {

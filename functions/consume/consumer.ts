@@ -167,12 +167,7 @@ export class Consumer {
     const d = await this.verified(queue, req.receipt);
     const now = this.now();
     const item = await this.deps.messages.get(queue, d.messageId);
-    if (
-      !item ||
-      item.state !== 'leased' ||
-      item.gen !== d.generation ||
-      (item.lease_expires_at ?? 0) <= now
-    ) {
+    if (item?.state !== 'leased' || item.gen !== d.generation || (item.lease_expires_at ?? 0) <= now) {
       return this.stale(queue);
     }
     const outcome = afterFailure(config, {

@@ -70,8 +70,7 @@ export class Operations {
 
   async dlqGet(queue: string, config: QueueConfig, messageId: string): Promise<DeadLetter> {
     const item = await this.deps.messages.get(queue, messageId);
-    if (!item || item.state !== 'dead' || !this.isLiveDead(item, config))
-      throw new MessageNotFoundError(messageId);
+    if (item?.state !== 'dead' || !this.isLiveDead(item, config)) throw new MessageNotFoundError(messageId);
     return (await this.deadLetters(queue, [item]))[0] as DeadLetter;
   }
 

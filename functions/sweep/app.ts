@@ -1,9 +1,13 @@
 import { Logger } from '@aws-lambda-powertools/logger';
+import { Metrics } from '@aws-lambda-powertools/metrics';
 import type { Context } from 'aws-lambda';
 import type { AwsClients } from '../aws/clients.js';
+import { ClaimStore } from '../claims/claims.js';
+import { Operations } from '../consume/operations.js';
 import { sleep } from '../core/async.js';
 import type { RuntimeConfig } from '../core/runtime-config.js';
 import { ShardDirectory, StreamLog } from '../log/stream.js';
+import { METRICS_NAMESPACE, publishGauges } from '../observability/metrics.js';
 import { Counters } from '../store/counters.js';
 import { MessageStore } from '../store/messages.js';
 import { Sweeper, type SweepReport } from './sweeper.js';
@@ -11,6 +15,8 @@ import { Sweeper, type SweepReport } from './sweeper.js';
 export type SweepHandler = (event: unknown, context: Context) => Promise<SweepReport>;
 
 export interface SweepOptions {
+  /** Gauges are computed at most this often (COUNT queries over the index partitions). */
+  gaugeIntervalMs?: number;
   /** Pause between passes inside one invocation. */
   passIntervalMs?: number;
   /** Stop starting passes when less than this is left of the invocation. */
@@ -26,19 +32,51 @@ export function createSweepHandler(
   clients: AwsClients,
   options: SweepOptions = {},
   logger = new Logger({ serviceName: 'leaseq-sweep' }),
+  metrics = new Metrics({ namespace: METRICS_NAMESPACE, serviceName: 'leaseq-sweep' }),
 ): SweepHandler {
+  const tenant = config.tenant.tenant;
+  const messages = new MessageStore(clients.doc, config.tableName);
+  const counters = new Counters(clients.doc, config.tableName);
+  const shards = new ShardDirectory(clients.kinesis);
   const sweeper = new Sweeper({
     tenant: config.tenant,
-    messages: new MessageStore(clients.doc, config.tableName),
-    counters: new Counters(clients.doc, config.tableName),
+    messages,
+    counters,
     log: new StreamLog(clients.kinesis),
-    shards: new ShardDirectory(clients.kinesis),
+    shards,
     logger,
   });
+  const operations = new Operations({
+    tenant,
+    messages,
+    counters,
+    claims: new ClaimStore(clients.s3, config.bucketName),
+    shards,
+  });
+  const gaugeInterval = options.gaugeIntervalMs ?? 60_000;
+  let gaugesAt = 0;
+  const publishAllGauges = async () => {
+    if (Date.now() - gaugesAt < gaugeInterval) return;
+    gaugesAt = Date.now();
+    for (const queue of Object.keys(config.tenant.queues)) {
+      const s = await operations.stats(queue);
+      publishGauges(metrics, queue, {
+        depth: s.depth,
+        in_flight: s.in_flight,
+        delayed: s.delayed,
+        dlq_depth: s.dlq_depth,
+        oldest_unacked_age: s.oldest_unacked_age_seconds,
+        dlq_oldest_age: s.dlq_oldest_age_seconds,
+        parked_keys: s.parked_keys,
+        expired_unprocessed: s.expired_unprocessed_total,
+      });
+    }
+  };
   const interval = options.passIntervalMs ?? 1000;
   const reserve = options.reserveMs ?? 5000;
   return async (_event, context) => {
     const total: SweepReport = { requeued: 0, expired: 0 };
+    await publishAllGauges();
     do {
       const pass = await sweeper.sweepOnce();
       total.requeued += pass.requeued;

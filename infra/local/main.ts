@@ -23,6 +23,8 @@ const optionsSchema = z.object({
 });
 
 async function main(): Promise<void> {
+  // Locally, EMF documents on stdout are noise; LEASEQ_METRICS=stdout shows them.
+  if (process.env.LEASEQ_METRICS !== 'stdout') process.env.POWERTOOLS_METRICS_DISABLED = 'true';
   const options = optionsSchema.parse({
     config: values.config ?? process.env.LEASEQ_CONFIG ?? 'tenants/local.json',
     port: values.port ?? process.env.PORT ?? 4000,

@@ -36,8 +36,14 @@ type Op =
   | { kind: 'restart' };
 
 const opArb: fc.Arbitrary<Op> = fc.oneof(
-  { weight: 3, arbitrary: fc.record({ kind: fc.constant('produce' as const), count: fc.integer({ min: 1, max: 5 }) }) },
-  { weight: 4, arbitrary: fc.record({ kind: fc.constant('receive' as const), max: fc.integer({ min: 1, max: 5 }) }) },
+  {
+    weight: 3,
+    arbitrary: fc.record({ kind: fc.constant('produce' as const), count: fc.integer({ min: 1, max: 5 }) }),
+  },
+  {
+    weight: 4,
+    arbitrary: fc.record({ kind: fc.constant('receive' as const), max: fc.integer({ min: 1, max: 5 }) }),
+  },
   { weight: 3, arbitrary: fc.record({ kind: fc.constant('ack' as const), pick: fc.nat() }) },
   {
     weight: 2,
@@ -70,7 +76,9 @@ describe('consumer contract under random operations', () => {
 
         const record = (got: Received[]) => {
           for (const m of got) {
-            expect(m.attempt, `attempts of ${m.message_id} only grow`).toBeGreaterThan(lastAttempt.get(m.message_id) ?? 0);
+            expect(m.attempt, `attempts of ${m.message_id} only grow`).toBeGreaterThan(
+              lastAttempt.get(m.message_id) ?? 0,
+            );
             lastAttempt.set(m.message_id, m.attempt);
             for (const earlier of deliveries.get(m.message_id) ?? []) earlier.over = true;
             const h: Held = { ...m, over: false, acked: false };
@@ -100,7 +108,11 @@ describe('consumer contract under random operations', () => {
             const h = held[op.pick % held.length] as Held;
             if (op.kind === 'ack') await ack(h);
             else {
-              const res = await q.nack({ receipt: h.receipt, retryable: op.retryable, error: 'random failure' });
+              const res = await q.nack({
+                receipt: h.receipt,
+                retryable: op.retryable,
+                error: 'random failure',
+              });
               if (res.status === 200) {
                 expect(h.over, `stale receipt of ${h.message_id} nacked`).toBe(false);
                 h.over = true;

@@ -1,3 +1,4 @@
+import { countFor } from '../../observability/metrics.js';
 import { json, parseBody } from '../http.js';
 import { queueRoute } from '../route.js';
 import {
@@ -11,17 +12,31 @@ export const receiveRoute = queueRoute('POST', '/queues/{queue}/receive', 'consu
   const body = parseBody(req.event, receiveRequestSchema);
   const consumerId = body.consumer_id ?? req.principal.name;
   const messages = await req.services.consumer.receive(req.queue.name, req.queue.config, body, consumerId);
+  countFor(req.services.metrics, req.queue.name, {
+    received: messages.length,
+    redelivered: messages.filter((m) => m.attempt > 1).length,
+  });
   return json(200, { messages });
 });
 
 export const ackRoute = queueRoute('POST', '/queues/{queue}/ack', 'consume', async (req) => {
   const { receipts } = parseBody(req.event, ackRequestSchema);
-  return json(200, { results: await req.services.consumer.ack(req.queue.name, req.queue.config, receipts) });
+  const results = await req.services.consumer.ack(req.queue.name, req.queue.config, receipts);
+  countFor(req.services.metrics, req.queue.name, {
+    acked: results.filter((r) => r.status === 'acked').length,
+    stale_receipts: results.filter((r) => r.status === 'stale_receipt').length,
+  });
+  return json(200, { results });
 });
 
 export const nackRoute = queueRoute('POST', '/queues/{queue}/nack', 'consume', async (req) => {
   const body = parseBody(req.event, nackRequestSchema);
-  return json(200, await req.services.consumer.nack(req.queue.name, req.queue.config, body));
+  const result = await req.services.consumer.nack(req.queue.name, req.queue.config, body);
+  countFor(req.services.metrics, req.queue.name, {
+    nacked: 1,
+    dead_lettered: result.status === 'dead_lettered' ? 1 : 0,
+  });
+  return json(200, result);
 });
 
 export const extendRoute = queueRoute('POST', '/queues/{queue}/extend', 'consume', async (req) => {

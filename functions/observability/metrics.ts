@@ -1,0 +1,49 @@
+import { type Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
+
+/**
+ * Queue metrics (DESIGN §5 names), emitted in CloudWatch embedded metric format by
+ * Powertools. Counters come from the requests that caused them; gauges from the sweep.
+ */
+
+export const METRICS_NAMESPACE = 'leaseq';
+
+export type CounterName =
+  | 'produced'
+  | 'duplicate'
+  | 'received'
+  | 'redelivered'
+  | 'acked'
+  | 'nacked'
+  | 'stale_receipts'
+  | 'dead_lettered'
+  | 'throttled';
+
+export type GaugeName =
+  | 'depth'
+  | 'in_flight'
+  | 'delayed'
+  | 'dlq_depth'
+  | 'oldest_unacked_age'
+  | 'dlq_oldest_age'
+  | 'parked_keys'
+  | 'expired_unprocessed';
+
+export function countFor(
+  metrics: Metrics,
+  queue: string,
+  counts: Partial<Record<CounterName, number>>,
+): void {
+  const entries = Object.entries(counts).filter(([, n]) => n);
+  if (!entries.length) return;
+  metrics.addDimension('queue', queue);
+  for (const [name, n] of entries) metrics.addMetric(name, MetricUnit.Count, n as number);
+}
+
+/** Gauges of one queue, published as one EMF document with the queue as its dimension. */
+export function publishGauges(metrics: Metrics, queue: string, gauges: Record<GaugeName, number>): void {
+  metrics.addDimension('queue', queue);
+  for (const [name, value] of Object.entries(gauges)) {
+    metrics.addMetric(name, name.endsWith('_age') ? MetricUnit.Seconds : MetricUnit.Count, value);
+  }
+  metrics.publishStoredMetrics();
+}
