@@ -88,33 +88,48 @@ function toEvent(req: IncomingMessage, body: Buffer): APIGatewayProxyEventV2 {
   const contentType = headers['content-type'] ?? '';
   const isText = body.byteLength === 0 || TEXT_TYPES.test(contentType);
   const now = new Date();
+  const method = req.method ?? 'GET';
+  // The routes the tenant stack declares: `GET /health` and `ANY /{proxy+}`.
+  const health = method === 'GET' && url.pathname === '/health';
+  const routeKey = health ? 'GET /health' : 'ANY /{proxy+}';
   return {
     version: '2.0',
-    routeKey: '$default',
+    routeKey,
     rawPath: url.pathname,
     rawQueryString: url.search.slice(1),
     headers,
     ...(Object.keys(query).length ? { queryStringParameters: query } : {}),
+    ...(health ? {} : { pathParameters: { proxy: url.pathname.slice(1) } }),
     requestContext: {
       accountId: '000000000000',
       apiId: 'local',
       domainName: headers.host ?? '127.0.0.1',
       domainPrefix: 'local',
       http: {
-        method: req.method ?? 'GET',
+        method,
         path: url.pathname,
         protocol: `HTTP/${req.httpVersion}`,
         sourceIp: req.socket.remoteAddress ?? '127.0.0.1',
         userAgent: headers['user-agent'] ?? '',
       },
       requestId: randomUUID(),
-      routeKey: '$default',
+      routeKey,
       stage: '$default',
-      time: now.toISOString(),
+      time: apiGatewayTime(now),
       timeEpoch: now.getTime(),
     },
     ...(body.byteLength
       ? { body: isText ? body.toString('utf8') : body.toString('base64'), isBase64Encoded: !isText }
       : { isBase64Encoded: false }),
   };
+}
+
+const MONTHS = ['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', 'Oct', 'Nov', 'Dec'];
+
+/** API Gateway's request time format: `29/Nov/2026:20:15:06 +0000`. */
+function apiGatewayTime(d: Date): string {
+  const pad = (n: number) => String(n).padStart(2, '0');
+  return `${pad(d.getUTCDate())}/${MONTHS[d.getUTCMonth()]}/${d.getUTCFullYear()}:${pad(d.getUTCHours())}:${pad(
+    d.getUTCMinutes(),
+  )}:${pad(d.getUTCSeconds())} +0000`;
 }

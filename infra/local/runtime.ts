@@ -102,10 +102,11 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
       (err) => log.warn('sweep failed', { error: String(err) }),
     );
     const api = createApiHandler(config, clients, logger('leaseq-api'));
-    // Wake the shard pollers after a write, so local delivery does not wait for the next poll.
+    // Wake the shard pollers after a produce, so local delivery does not wait for the next poll.
     const gateway = await startGateway(async (event, context) => {
       const result = await api(event, context);
-      if (event.requestContext.http.method === 'POST') eventSource.nudge();
+      if (event.requestContext.http.method === 'POST' && event.rawPath.endsWith('/messages'))
+        eventSource.nudge();
       return result;
     }, options.port);
     return {
