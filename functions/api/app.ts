@@ -5,24 +5,31 @@ import middy from '@middy/core';
 import httpRouterHandler from '@middy/http-router';
 import type { APIGatewayProxyEventV2, Context } from 'aws-lambda';
 import type { AwsClients } from '../aws/clients.js';
-import { ClaimStore } from '../claims/claims.js';
 import { Consumer } from '../consume/consumer.js';
-import { Operations } from '../consume/operations.js';
 import { KeyRing } from '../core/auth.js';
 import { ReceiptSigner } from '../core/receipt.js';
 import type { RuntimeConfig } from '../core/runtime-config.js';
-import { ShardDirectory, StreamLog } from '../log/stream.js';
 import { countFor, METRICS_NAMESPACE } from '../observability/metrics.js';
 import { Producer } from '../produce/producer.js';
-import { Counters } from '../store/counters.js';
-import { DedupStore } from '../store/dedup.js';
-import { MessageStore } from '../store/messages.js';
+import { buildServices } from '../services.js';
 import { loadReceiptSecret } from '../store/secret.js';
 import { errorResponse, type HttpResponse } from './http.js';
 import type { ApiServices, Route } from './route.js';
 import { ackRoute, extendRoute, nackRoute, receiveRoute } from './routes/consume.js';
 import { healthRoute } from './routes/health.js';
-import { dlqGetRoute, dlqListRoute, statsRoute } from './routes/operations.js';
+import {
+  auditRoute,
+  dlqGetRoute,
+  dlqListRoute,
+  dlqPurgeRoute,
+  parkedKeysRoute,
+  redriveCancelRoute,
+  redriveGetRoute,
+  redriveRoute,
+  skipKeyRoute,
+  statsRoute,
+  traceRoute,
+} from './routes/operations.js';
 import { produceRoute } from './routes/produce.js';
 
 export const routes: Route[] = [
@@ -34,6 +41,14 @@ export const routes: Route[] = [
   extendRoute,
   dlqListRoute,
   dlqGetRoute,
+  dlqPurgeRoute,
+  redriveRoute,
+  redriveGetRoute,
+  redriveCancelRoute,
+  parkedKeysRoute,
+  skipKeyRoute,
+  auditRoute,
+  traceRoute,
   statsRoute,
 ];
 
@@ -46,11 +61,7 @@ export function createApiHandler(
   logger = new Logger({ serviceName: 'leaseq-api' }),
   metrics = new Metrics({ namespace: METRICS_NAMESPACE, serviceName: 'leaseq-api' }),
 ): ApiHandler {
-  const tenant = config.tenant.tenant;
-  const messages = new MessageStore(clients.doc, config.tableName);
-  const counters = new Counters(clients.doc, config.tableName);
-  const claims = new ClaimStore(clients.s3, config.bucketName);
-  const shards = new ShardDirectory(clients.kinesis);
+  const built = buildServices(config, clients);
   let signer: Promise<ReceiptSigner> | undefined;
   const loadSigner = () => {
     signer ??= loadReceiptSecret(clients.doc, config.tableName).then((secret) => new ReceiptSigner(secret));
@@ -64,15 +75,11 @@ export function createApiHandler(
     logger,
     metrics,
     keys: new KeyRing([...config.tenant.api_keys, ...(config.extraKeys ?? [])]),
-    producer: new Producer({
-      tenant,
-      dedup: new DedupStore(clients.doc, config.tableName),
-      claims,
-      counters,
-      log: new StreamLog(clients.kinesis),
-    }),
-    consumer: new Consumer({ tenant, messages, counters, claims, shards, signer: loadSigner }),
-    operations: new Operations({ tenant, messages, counters, claims, shards }),
+    producer: new Producer(built),
+    consumer: new Consumer({ ...built, signer: loadSigner }),
+    operations: built.operations,
+    redrives: built.redrives,
+    tracer: built.tracer,
   };
   const router = httpRouterHandler(
     routes.map((r) => ({

@@ -2,11 +2,13 @@ import type { Logger } from '@aws-lambda-powertools/logger';
 import type { Metrics } from '@aws-lambda-powertools/metrics';
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import type { Consumer } from '../consume/consumer.js';
-import type { Operations } from '../consume/operations.js';
 import { type Action, type KeyRing, type Principal, requireScope } from '../core/auth.js';
 import type { QueueConfig } from '../core/config.js';
 import { QueueNotFoundError } from '../core/errors.js';
 import type { RuntimeConfig } from '../core/runtime-config.js';
+import type { Operations } from '../operations/operations.js';
+import type { Redrives } from '../operations/redrive.js';
+import type { Tracer } from '../operations/trace.js';
 import type { Producer } from '../produce/producer.js';
 import { type HttpResponse, header, pathParam } from './http.js';
 
@@ -17,6 +19,8 @@ export interface ApiServices {
   producer: Producer;
   consumer: Consumer;
   operations: Operations;
+  redrives: Redrives;
+  tracer: Tracer;
   logger: Logger;
   metrics: Metrics;
 }

@@ -87,3 +87,23 @@ export const dlqListQuerySchema = z.strictObject({
   limit: z.coerce.number().int().min(1).max(100).default(50),
   cursor: z.string().max(2048).optional(),
 });
+
+export const redriveRequestSchema = z.strictObject({
+  rate_per_sec: z.number().positive().max(1000).default(10),
+  filter: z
+    .strictObject({
+      message_ids: z.array(z.string().regex(MESSAGE_ID)).max(1000).optional(),
+      error_contains: z.string().min(1).max(1024).optional(),
+      dead_after: z.iso.datetime({ offset: true }).optional(),
+      dead_before: z.iso.datetime({ offset: true }).optional(),
+    })
+    .default({}),
+});
+
+export const skipRequestSchema = z.strictObject({
+  reason: z.string().min(1, 'say why the key is skipped').max(1024),
+});
+
+export const auditQuerySchema = z.strictObject({
+  limit: z.coerce.number().int().min(1).max(500).default(100),
+});

@@ -17,6 +17,7 @@ import type { ShardDirectory } from '../log/stream.js';
 import type { Counters } from '../store/counters.js';
 import { gsi } from '../store/keys.js';
 import type { MessageStore, StateItem, StoredBody } from '../store/messages.js';
+import type { KeyOrder } from './key-order.js';
 
 /** Pull consumption (API.md "Consume (pull)"): receive with leases, ack, nack, extend. */
 
@@ -26,6 +27,7 @@ export interface ConsumerDeps {
   counters: Counters;
   claims: ClaimStore;
   shards: ShardDirectory;
+  keyOrder: KeyOrder;
   signer: () => Promise<ReceiptSigner>;
   now?: () => number;
 }
@@ -81,25 +83,28 @@ export class Consumer {
     consumerId: string,
   ): Promise<StateItem[]> {
     const shards = await this.deps.shards.shards(streamName(this.deps.tenant, queue));
+    // Ordered queues look further: a key's first ready message may sit behind busy keys.
+    const limit = config.ordered ? 100 : Math.min(100, want * 2);
     const perShard = await Promise.all(
-      shards.map((shard) =>
-        this.deps.messages.partition(gsi.ready(queue, shard), { limit: Math.min(100, want * 2) }),
-      ),
+      shards.map((shard) => this.deps.messages.partition(gsi.ready(queue, shard), { limit })),
     );
-    // Consumers polling together should not all race for the same oldest items.
-    const candidates = shuffle(perShard.flat());
+    const candidates = config.ordered
+      ? await this.deps.keyOrder.leasable(queue, perShard.flat())
+      : // Consumers polling together should not all race for the same oldest items.
+        shuffle(perShard.flat());
     const won: StateItem[] = [];
     for (let i = 0; i < candidates.length && won.length < want; ) {
       const round = candidates.slice(i, i + (want - won.length));
       i += round.length;
       const now = this.now();
-      const results = await mapLimit(round, 16, (item) =>
-        this.deps.messages.lease(item, {
+      const results = await mapLimit(round, 16, async (item) => {
+        if (config.ordered && !(await this.deps.keyOrder.claim(queue, item))) return undefined;
+        return this.deps.messages.lease(item, {
           deliveredAt: now,
           expiresAt: leaseExpiry(config, now, now, leaseSeconds),
           consumerId,
-        }),
-      );
+        });
+      });
       for (const r of results) if (r) won.push(r);
     }
     return won;
@@ -143,12 +148,21 @@ export class Consumer {
     const results = await mapLimit(receipts, 16, async (receipt) => {
       const d = signer.verify(receipt, queue);
       if (!d) return { receipt, status: 'invalid_receipt' as const };
-      const outcome = await this.deps.messages.ack(queue, d.messageId, d.generation, now, tombstoneTtl);
+      const { outcome, key } = await this.deps.messages.ack(
+        queue,
+        d.messageId,
+        d.generation,
+        now,
+        tombstoneTtl,
+      );
       if (outcome === 'stale') {
         stale++;
         return { receipt, status: 'stale_receipt' as const };
       }
-      if (outcome === 'acked') freed.set(d.shard, (freed.get(d.shard) ?? 0) + 1);
+      if (outcome === 'acked') {
+        freed.set(d.shard, (freed.get(d.shard) ?? 0) + 1);
+        if (config.ordered && key !== undefined) await this.deps.keyOrder.finished(queue, key, d.messageId);
+      }
       return { receipt, status: 'acked' as const };
     });
     const newlyAcked = [...freed.values()].reduce((a, b) => a + b, 0);
@@ -197,6 +211,7 @@ export class Consumer {
       if (wrote) await this.deps.messages.deleteHistory(queue, d.messageId, d.generation);
       return this.stale(queue);
     }
+    if (config.ordered && outcome.kind === 'dead') await this.deps.keyOrder.died(queue, item);
     await Promise.all([
       this.deps.counters.addWindow(queue, item.shard, -1),
       this.deps.counters.addStats(queue, {

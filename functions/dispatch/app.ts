@@ -2,8 +2,7 @@ import { Logger } from '@aws-lambda-powertools/logger';
 import type { KinesisStreamBatchResponse, KinesisStreamEvent } from 'aws-lambda';
 import type { AwsClients } from '../aws/clients.js';
 import type { RuntimeConfig } from '../core/runtime-config.js';
-import { Counters } from '../store/counters.js';
-import { MessageStore } from '../store/messages.js';
+import { buildServices } from '../services.js';
 import { Dispatcher } from './dispatcher.js';
 
 export type DispatchHandler = (event: KinesisStreamEvent) => Promise<KinesisStreamBatchResponse>;
@@ -14,11 +13,6 @@ export function createDispatchHandler(
   clients: AwsClients,
   logger = new Logger({ serviceName: 'leaseq-dispatch' }),
 ): DispatchHandler {
-  const dispatcher = new Dispatcher({
-    tenant: config.tenant,
-    messages: new MessageStore(clients.doc, config.tableName),
-    counters: new Counters(clients.doc, config.tableName),
-    logger,
-  });
+  const dispatcher = new Dispatcher({ ...buildServices(config, clients), tenant: config.tenant, logger });
   return (event) => dispatcher.handle(event);
 }

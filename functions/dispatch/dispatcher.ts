@@ -5,7 +5,8 @@ import { streamName, type TenantConfig } from '../core/config.js';
 import { decodeEnvelope, type Envelope } from '../core/envelope.js';
 import { retentionTtls } from '../core/retention.js';
 import type { Counters } from '../store/counters.js';
-import type { MessageStore } from '../store/messages.js';
+import type { KeyState, KeyStates } from '../store/key-states.js';
+import type { AdmitResult, MessageStore } from '../store/messages.js';
 
 /**
  * dispatch: admits a shard's records into its lease window, up to `window_size` unacked.
@@ -17,6 +18,7 @@ export interface DispatcherDeps {
   tenant: TenantConfig;
   messages: MessageStore;
   counters: Counters;
+  keys: KeyStates;
   logger: Logger;
   /** How long a batch waits for a full window to free a slot before it fails. */
   windowWaitMs?: number;
@@ -29,6 +31,7 @@ interface Decoded {
   record: KinesisStreamRecord;
   envelope: Envelope;
   immediate: boolean;
+  held?: boolean;
 }
 
 export class Dispatcher {
@@ -50,6 +53,7 @@ export class Dispatcher {
     const now = this.deps.now?.() ?? Date.now();
 
     const decoded = event.Records.flatMap((record) => this.decode(record, now));
+    const keys = config.ordered ? await this.orderedKeys(queue, decoded) : undefined;
     let free = await this.freeSlots(
       queue,
       shard,
@@ -59,7 +63,8 @@ export class Dispatcher {
     // Admit the longest prefix that fits; not-yet-due messages go to the delay store and take no slot.
     let cut = decoded.length;
     for (let i = 0; i < decoded.length; i++) {
-      if (!(decoded[i] as Decoded).immediate) continue;
+      const d = decoded[i] as Decoded;
+      if (!d.immediate || d.held) continue;
       if (free <= 0) {
         cut = i;
         break;
@@ -67,13 +72,63 @@ export class Dispatcher {
       free--;
     }
     const { bodyTtl } = retentionTtls(config, now);
-    const results = await mapLimit(decoded.slice(0, cut), 16, (d) =>
-      this.deps.messages.admit(shard, d.record.kinesis.sequenceNumber, d.envelope, now, bodyTtl),
-    );
+    const admit = (d: Decoded, options: { held?: boolean; prev?: string } = {}) =>
+      this.deps.messages.admit(shard, d.record.kinesis.sequenceNumber, d.envelope, now, bodyTtl, options);
+    const batch = decoded.slice(0, cut);
+    const results = keys
+      ? await this.admitOrdered(queue, batch, keys, admit)
+      : await mapLimit(batch, 16, (d) => admit(d));
     await this.deps.counters.addWindow(queue, shard, results.filter((r) => r === 'admitted').length);
 
     const blocked = decoded[cut];
     return { batchItemFailures: blocked ? [{ itemIdentifier: blocked.record.kinesis.sequenceNumber }] : [] };
+  }
+
+  /** Key states of the batch's keys; messages of a parked key are held and take no slot. */
+  private async orderedKeys(queue: string, decoded: Decoded[]): Promise<Map<string, KeyState>> {
+    const keys = await this.deps.keys.getMany(
+      queue,
+      decoded.flatMap((d) => (d.envelope.key === undefined ? [] : [d.envelope.key])),
+    );
+    for (const d of decoded) {
+      const parked = d.envelope.key !== undefined && keys.get(d.envelope.key)?.parked_at !== undefined;
+      if (parked) d.held = true;
+    }
+    return keys;
+  }
+
+  /**
+   * Ordered admission: the messages of one key in log order, each chained to the one before
+   * it (`prev`), then the key's tail moved once. Different keys go concurrently.
+   */
+  private async admitOrdered(
+    queue: string,
+    batch: Decoded[],
+    keys: Map<string, KeyState>,
+    admit: (d: Decoded, options: { held?: boolean; prev?: string }) => Promise<AdmitResult>,
+  ): Promise<AdmitResult[]> {
+    const results = new Array<AdmitResult>(batch.length);
+    const byKey = new Map<string, number[]>();
+    batch.forEach((d, i) => {
+      const key = d.envelope.key ?? '';
+      byKey.set(key, [...(byKey.get(key) ?? []), i]);
+    });
+    await mapLimit([...byKey], 16, async ([key, indexes]) => {
+      let tail = keys.get(key)?.tail;
+      const startTail = tail;
+      for (const i of indexes) {
+        const d = batch[i] as Decoded;
+        const first = d.envelope.entry === 1;
+        const result = await admit(d, {
+          held: d.held === true,
+          ...(first && tail !== undefined ? { prev: tail } : {}),
+        });
+        results[i] = result;
+        if (first && result !== 'duplicate') tail = d.envelope.message_id;
+      }
+      if (tail !== undefined && tail !== startTail) await this.deps.keys.setTail(queue, key, tail);
+    });
+    return results;
   }
 
   /**

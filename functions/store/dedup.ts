@@ -1,4 +1,4 @@
-import { BatchGetCommand, type DynamoDBDocumentClient, PutCommand } from '@aws-sdk/lib-dynamodb';
+import { BatchGetCommand, type DynamoDBDocumentClient, GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { mapLimit } from '../core/async.js';
 import { dedupKey, TTL_ATTRIBUTE } from './keys.js';
 import { isConditionFailed, retryUnprocessed } from './util.js';
@@ -49,6 +49,20 @@ export class DedupStore {
       });
     }
     return found;
+  }
+
+  /** The dedup record of an id, while its window lasts. */
+  async get(queue: string, messageId: string, now = Date.now()): Promise<DedupRecord | undefined> {
+    const out = await this.doc.send(
+      new GetCommand({ TableName: this.table, Key: dedupKey(queue, messageId) }),
+    );
+    const item = out.Item;
+    if (!item || !(Number(item.expires_at) > now)) return undefined;
+    return {
+      shard: String(item.shard),
+      sequence: String(item.sequence),
+      acceptedAt: Number(item.accepted_at),
+    };
   }
 
   /**

@@ -52,6 +52,12 @@ export const gsi = {
   leased: (queue: string, shard: string) => `Q#${queue}#L#${shard}`,
   delayed: (queue: string, shard: string) => `Q#${queue}#D#${shard}`,
   dead: (queue: string) => `Q#${queue}#X`,
+  /** Messages of parked keys, held out of the window (sort: heldSortKey). */
+  held: (queue: string, shard: string) => `Q#${queue}#H#${shard}`,
+  /** Parked key states, by parked time. */
+  parked: (queue: string) => `Q#${queue}#P`,
+  /** Running redrive jobs. */
+  redrives: (queue: string) => `Q#${queue}#RJ`,
 };
 
 export function seqSortKey(sequenceNumber: string): string {
@@ -60,4 +66,31 @@ export function seqSortKey(sequenceNumber: string): string {
 
 export function timeSortKey(ms: number, messageId: string): string {
   return `${String(Math.max(0, Math.floor(ms))).padStart(15, '0')}#${messageId}`;
+}
+
+/** Message keys are arbitrary text: encoded so they can sit inside other keys unambiguously. */
+export function encodeKey(key: string): string {
+  return Buffer.from(key, 'utf8').toString('base64url');
+}
+
+/** Ordering state of one message key: who holds it, or that it is parked. */
+export function keyStateKey(queue: string, key: string): ItemKey {
+  return { pk: `Q#${queue}#K#${encodeKey(key)}`, sk: 'K' };
+}
+
+/** Held messages of a parked key sort by key, then by log position. */
+export function heldSortKey(key: string, sequenceNumber: string): string {
+  return `${encodeKey(key)}.${seqSortKey(sequenceNumber)}`;
+}
+
+export function heldPrefix(key: string): string {
+  return `${encodeKey(key)}.`;
+}
+
+export function auditPk(queue: string): string {
+  return `Q#${queue}#AUDIT`;
+}
+
+export function redriveKey(queue: string, redriveId: string): ItemKey {
+  return { pk: `Q#${queue}#RD#${redriveId}`, sk: 'J' };
 }

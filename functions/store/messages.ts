@@ -14,6 +14,8 @@ import {
   BODY_SK,
   GSI1,
   gsi,
+  heldPrefix,
+  heldSortKey,
   historySk,
   messagePk,
   STATE_SK,
@@ -29,7 +31,7 @@ import { isConditionFailed, retryUnprocessed } from './util.js';
  * sequence, and a lease or ack never rewrites payload bytes.
  */
 
-export type MessageState = 'ready' | 'leased' | 'delayed' | 'requeued' | 'dead' | 'acked';
+export type MessageState = 'ready' | 'leased' | 'delayed' | 'requeued' | 'dead' | 'acked' | 'held' | 'purged';
 
 export interface StateItem {
   pk: string;
@@ -53,6 +55,8 @@ export interface StateItem {
   dead_reason?: FailureReason;
   /** The body inline when it is small; otherwise a `B` item holds it. */
   body?: string;
+  /** Ordered queues: the previous message of the same key, which must finish first. */
+  prev?: string;
 }
 
 /** What is stored once per message: the envelope less what changes per log entry. */
@@ -74,7 +78,7 @@ export interface HistoryRecord {
 /** Bodies up to this size ride in the state item, which then stays under 1 KB. */
 const INLINE_BODY_BYTES = 512;
 
-export type AdmitResult = 'admitted' | 'delayed' | 'duplicate';
+export type AdmitResult = 'admitted' | 'delayed' | 'held' | 'duplicate';
 
 export class MessageStore {
   constructor(
@@ -86,7 +90,14 @@ export class MessageStore {
    * Admits one log entry of a message into the window (or the delay store when it is not yet
    * due). The condition on `entry` admits each entry once, however often it is in the log.
    */
-  async admit(shard: string, seq: string, env: Envelope, now: number, bodyTtl: number): Promise<AdmitResult> {
+  async admit(
+    shard: string,
+    seq: string,
+    env: Envelope,
+    now: number,
+    bodyTtl: number,
+    options: { held?: boolean; prev?: string } = {},
+  ): Promise<AdmitResult> {
     const body = storedBody(env);
     const bodyJson = JSON.stringify(body);
     const inline = Buffer.byteLength(bodyJson) <= INLINE_BODY_BYTES;
@@ -101,7 +112,14 @@ export class MessageStore {
       );
     }
     const dueAt = env.deliver_after ? Date.parse(env.deliver_after) : 0;
-    const delayed = dueAt > now;
+    const held = options.held === true && env.key !== undefined;
+    const delayed = !held && dueAt > now;
+    const state: MessageState = held ? 'held' : delayed ? 'delayed' : 'ready';
+    const index = held
+      ? { gsi1pk: gsi.held(env.queue, shard), gsi1sk: heldSortKey(env.key as string, seq) }
+      : delayed
+        ? { gsi1pk: gsi.delayed(env.queue, shard), gsi1sk: timeSortKey(dueAt, env.message_id) }
+        : { gsi1pk: gsi.ready(env.queue, shard), gsi1sk: seqSortKey(seq) };
     try {
       await this.doc.send(
         new UpdateCommand({
@@ -115,15 +133,20 @@ export class MessageStore {
               shard,
               seq,
               entry: env.entry,
-              state: delayed ? 'delayed' : 'ready',
+              state,
               attempt: env.attempt,
               gen: new Raw('if_not_exists(#gen, :zero)', { ':zero': 0 }),
+              // Ordered queues: the message of the same key accepted just before this one.
+              prev:
+                options.prev === undefined
+                  ? undefined
+                  : new Raw('if_not_exists(#prev, :prev)', { ':prev': options.prev }),
               produced_at: Date.parse(env.produced_at),
               enqueued_at: Date.parse(env.enqueued_at),
               body: inline ? bodyJson : undefined,
-              due_at: delayed ? dueAt : undefined,
-              gsi1pk: delayed ? gsi.delayed(env.queue, shard) : gsi.ready(env.queue, shard),
-              gsi1sk: delayed ? timeSortKey(dueAt, env.message_id) : seqSortKey(seq),
+              // A held message keeps its delay: the release puts it through the log again.
+              due_at: dueAt > now ? dueAt : undefined,
+              ...index,
             },
             remove: [
               'consumer_id',
@@ -133,27 +156,34 @@ export class MessageStore {
               'dead_reason',
               TTL_ATTRIBUTE,
             ],
-            condition: 'attribute_not_exists(#pk) OR (#state IN (:delayed, :requeued) AND #entry < :entry)',
-            values: { ':delayed': 'delayed', ':requeued': 'requeued', ':entry': env.entry },
+            // `dead`: a redriven message re-enters as its next entry.
+            condition:
+              'attribute_not_exists(#pk) OR (#state IN (:delayed, :requeued, :dead) AND #entry < :entry)',
+            values: { ':delayed': 'delayed', ':requeued': 'requeued', ':dead': 'dead', ':entry': env.entry },
           }),
         }),
       );
-      return delayed ? 'delayed' : 'admitted';
+      return held ? 'held' : delayed ? 'delayed' : 'admitted';
     } catch (err) {
       if (isConditionFailed(err)) return 'duplicate';
       throw err;
     }
   }
 
-  /** State items in one partition of the index, oldest first; `below` bounds the sort key. */
-  async partition(indexPk: string, options: { limit: number; below?: string }): Promise<StateItem[]> {
+  /** State items in one partition of the index, oldest first; `below` or `above` bounds the sort key. */
+  async partition(
+    indexPk: string,
+    options: { limit: number; below?: string; above?: string },
+  ): Promise<StateItem[]> {
+    const range = options.below ? ' AND #gsi1sk < :bound' : options.above ? ' AND #gsi1sk > :bound' : '';
+    const bound = options.below ?? options.above;
     const out = await this.doc.send(
       new QueryCommand({
         TableName: this.table,
         IndexName: GSI1,
-        ...buildKeyCondition(options.below ? '#gsi1pk = :pk AND #gsi1sk < :below' : '#gsi1pk = :pk', {
+        ...buildKeyCondition(`#gsi1pk = :pk${range}`, {
           ':pk': indexPk,
-          ...(options.below ? { ':below': options.below } : {}),
+          ...(bound ? { ':bound': bound } : {}),
         }),
         Limit: options.limit,
       }),
@@ -253,9 +283,9 @@ export class MessageStore {
     generation: number,
     now: number,
     tombstoneTtl: number,
-  ): Promise<'acked' | 'already_acked' | 'stale'> {
+  ): Promise<{ outcome: 'acked' | 'already_acked' | 'stale'; key?: string }> {
     try {
-      await this.doc.send(
+      const out = await this.doc.send(
         new UpdateCommand({
           TableName: this.table,
           Key: { pk: messagePk(queue, messageId), sk: STATE_SK },
@@ -265,13 +295,15 @@ export class MessageStore {
             condition: '#state = :leased AND #gen = :gen AND #lease_expires_at > :now',
             values: { ':leased': 'leased', ':gen': generation, ':now': now },
           }),
+          ReturnValues: 'ALL_NEW',
         }),
       );
-      return 'acked';
+      const key = (out.Attributes as StateItem | undefined)?.key;
+      return { outcome: 'acked', ...(key !== undefined ? { key } : {}) };
     } catch (err) {
       if (!isConditionFailed(err)) throw err;
       const item = await this.get(queue, messageId);
-      return item?.state === 'acked' && item.gen === generation ? 'already_acked' : 'stale';
+      return { outcome: item?.state === 'acked' && item.gen === generation ? 'already_acked' : 'stale' };
     }
   }
 
@@ -385,8 +417,16 @@ export class MessageStore {
     }
   }
 
-  /** After the sweep appended entry `entry + 1` to the log: the delay store entry is retired. */
-  async markRequeued(queue: string, messageId: string, entry: number): Promise<void> {
+  /**
+   * After entry `entry + 1` was appended to the log: the delay store (or DLQ) item is retired
+   * from its index. Dispatch may have admitted the new entry first; then nothing is left to do.
+   */
+  async markRequeued(
+    queue: string,
+    messageId: string,
+    entry: number,
+    from: 'delayed' | 'dead' = 'delayed',
+  ): Promise<void> {
     try {
       await this.doc.send(
         new UpdateCommand({
@@ -395,15 +435,120 @@ export class MessageStore {
           ...buildUpdate({
             // `entry` stays: admission of entry + 1 moves it on.
             set: { state: 'requeued' },
-            remove: ['gsi1pk', 'gsi1sk', 'due_at'],
-            condition: '#state = :delayed AND #entry = :entry',
-            values: { ':delayed': 'delayed', ':entry': entry },
+            remove: ['gsi1pk', 'gsi1sk', 'due_at', TTL_ATTRIBUTE],
+            condition: '#state = :from AND #entry = :entry',
+            values: { ':from': from, ':entry': entry },
           }),
         }),
       );
     } catch (err) {
       // Dispatch admitted the new entry first: nothing left to retire.
       if (!isConditionFailed(err)) throw err;
+    }
+  }
+
+  /** State items by id; `consistent` where a decision rests on what is missing. */
+  async getMany(
+    queue: string,
+    messageIds: readonly string[],
+    consistent = false,
+  ): Promise<Map<string, StateItem>> {
+    const out = new Map<string, StateItem>();
+    const unique = [...new Set(messageIds)];
+    for (let i = 0; i < unique.length; i += 100) {
+      const keys = unique.slice(i, i + 100).map((id) => ({ pk: messagePk(queue, id), sk: STATE_SK }));
+      await retryUnprocessed(keys, async (pending) => {
+        const res = await this.doc.send(
+          new BatchGetCommand({
+            RequestItems: { [this.table]: { Keys: pending, ConsistentRead: consistent } },
+          }),
+        );
+        for (const row of res.Responses?.[this.table] ?? [])
+          out.set(String(row.message_id), row as StateItem);
+        return (res.UnprocessedKeys?.[this.table]?.Keys ?? []) as typeof pending;
+      });
+    }
+    return out;
+  }
+
+  /** Held messages of one key on a shard, in log order. */
+  async heldOf(queue: string, shard: string, key: string, limit: number): Promise<StateItem[]> {
+    const out = await this.doc.send(
+      new QueryCommand({
+        TableName: this.table,
+        IndexName: GSI1,
+        ...buildKeyCondition('#gsi1pk = :pk AND begins_with(#gsi1sk, :prefix)', {
+          ':pk': gsi.held(queue, shard),
+          ':prefix': heldPrefix(key),
+        }),
+        Limit: limit,
+      }),
+    );
+    return (out.Items ?? []) as StateItem[];
+  }
+
+  async countHeld(queue: string, shard: string, key: string): Promise<number> {
+    let total = 0;
+    let start: Record<string, unknown> | undefined;
+    do {
+      const out = await this.doc.send(
+        new QueryCommand({
+          TableName: this.table,
+          IndexName: GSI1,
+          ...buildKeyCondition('#gsi1pk = :pk AND begins_with(#gsi1sk, :prefix)', {
+            ':pk': gsi.held(queue, shard),
+            ':prefix': heldPrefix(key),
+          }),
+          Select: 'COUNT',
+          ExclusiveStartKey: start,
+        }),
+      );
+      total += out.Count ?? 0;
+      start = out.LastEvaluatedKey;
+    } while (start);
+    return total;
+  }
+
+  /** A held message of a released key goes to the ready index, keeping its log position. */
+  async releaseHeld(item: StateItem): Promise<boolean> {
+    return this.transition(item, 'held', {
+      state: 'ready',
+      gsi1pk: gsi.ready(item.queue, item.shard),
+      gsi1sk: seqSortKey(item.seq),
+    });
+  }
+
+  /** Removes a dead letter for good; the tombstone remembers it until its TTL. */
+  async purge(item: StateItem, now: number, ttl: number): Promise<boolean> {
+    return this.transition(item, 'dead', { state: 'purged', purged_at: now, [TTL_ATTRIBUTE]: ttl }, [
+      'gsi1pk',
+      'gsi1sk',
+    ]);
+  }
+
+  private async transition(
+    item: StateItem,
+    from: MessageState,
+    set: Record<string, unknown>,
+    remove: string[] = [],
+  ): Promise<boolean> {
+    try {
+      await this.doc.send(
+        new UpdateCommand({
+          TableName: this.table,
+          Key: { pk: item.pk, sk: STATE_SK },
+          ...buildUpdate({
+            set,
+            remove,
+            condition: '#state = :from AND #entry = :entry',
+            values: { ':from': from, ':entry': item.entry },
+          }),
+        }),
+      );
+      return true;
+    } catch (err) {
+      if (isConditionFailed(err)) return false;
+      throw err;
     }
   }
 
@@ -427,6 +572,41 @@ export class MessageStore {
       });
     }
     return out;
+  }
+
+  /** An operator's action on the message, kept for its trace. */
+  async putEvent(
+    queue: string,
+    messageId: string,
+    event: { event: string; detail?: Record<string, unknown> },
+    now: number,
+    ttl: number,
+  ): Promise<void> {
+    const at = new Date(now).toISOString();
+    await this.doc.send(
+      new PutCommand({
+        TableName: this.table,
+        Item: {
+          pk: messagePk(queue, messageId),
+          sk: `E#${at}#${event.event}`,
+          at,
+          ...event,
+          [TTL_ATTRIBUTE]: ttl,
+        },
+      }),
+    );
+  }
+
+  /** Every item of a message (state, body, history, events): its whole story in one query. */
+  async story(queue: string, messageId: string): Promise<Record<string, unknown>[]> {
+    const out = await this.doc.send(
+      new QueryCommand({
+        TableName: this.table,
+        ...buildKeyCondition('#pk = :pk', { ':pk': messagePk(queue, messageId) }),
+        ConsistentRead: true,
+      }),
+    );
+    return out.Items ?? [];
   }
 
   /** History of a message, oldest first. */

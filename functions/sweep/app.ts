@@ -2,14 +2,10 @@ import { Logger } from '@aws-lambda-powertools/logger';
 import { Metrics } from '@aws-lambda-powertools/metrics';
 import type { Context } from 'aws-lambda';
 import type { AwsClients } from '../aws/clients.js';
-import { ClaimStore } from '../claims/claims.js';
-import { Operations } from '../consume/operations.js';
 import { sleep } from '../core/async.js';
 import type { RuntimeConfig } from '../core/runtime-config.js';
-import { ShardDirectory, StreamLog } from '../log/stream.js';
 import { METRICS_NAMESPACE, publishGauges } from '../observability/metrics.js';
-import { Counters } from '../store/counters.js';
-import { MessageStore } from '../store/messages.js';
+import { buildServices } from '../services.js';
 import { Sweeper, type SweepReport } from './sweeper.js';
 
 export type SweepHandler = (event: unknown, context: Context) => Promise<SweepReport>;
@@ -34,32 +30,15 @@ export function createSweepHandler(
   logger = new Logger({ serviceName: 'leaseq-sweep' }),
   metrics = new Metrics({ namespace: METRICS_NAMESPACE, serviceName: 'leaseq-sweep' }),
 ): SweepHandler {
-  const tenant = config.tenant.tenant;
-  const messages = new MessageStore(clients.doc, config.tableName);
-  const counters = new Counters(clients.doc, config.tableName);
-  const shards = new ShardDirectory(clients.kinesis);
-  const sweeper = new Sweeper({
-    tenant: config.tenant,
-    messages,
-    counters,
-    log: new StreamLog(clients.kinesis),
-    shards,
-    logger,
-  });
-  const operations = new Operations({
-    tenant,
-    messages,
-    counters,
-    claims: new ClaimStore(clients.s3, config.bucketName),
-    shards,
-  });
+  const services = buildServices(config, clients);
+  const sweeper = new Sweeper({ ...services, tenant: config.tenant, logger });
   const gaugeInterval = options.gaugeIntervalMs ?? 60_000;
   let gaugesAt = 0;
   const publishAllGauges = async () => {
     if (Date.now() - gaugesAt < gaugeInterval) return;
     gaugesAt = Date.now();
     for (const queue of Object.keys(config.tenant.queues)) {
-      const s = await operations.stats(queue);
+      const s = await services.operations.stats(queue);
       publishGauges(metrics, queue, {
         depth: s.depth,
         in_flight: s.in_flight,
@@ -75,12 +54,14 @@ export function createSweepHandler(
   const interval = options.passIntervalMs ?? 1000;
   const reserve = options.reserveMs ?? 5000;
   return async (_event, context) => {
-    const total: SweepReport = { requeued: 0, expired: 0 };
+    const total: SweepReport = { requeued: 0, expired: 0, released: 0, redriven: 0 };
     await publishAllGauges();
     do {
       const pass = await sweeper.sweepOnce();
       total.requeued += pass.requeued;
       total.expired += pass.expired;
+      total.released += pass.released;
+      total.redriven += pass.redriven;
       if (context.getRemainingTimeInMillis() < reserve + interval) break;
       await sleep(interval);
     } while (context.getRemainingTimeInMillis() > reserve);

@@ -1,10 +1,12 @@
 import type { Logger } from '@aws-lambda-powertools/logger';
+import type { KeyOrder } from '../consume/key-order.js';
 import { mapLimit } from '../core/async.js';
 import { type QueueConfig, streamName, type TenantConfig } from '../core/config.js';
 import type { Envelope } from '../core/envelope.js';
 import { retentionTtls } from '../core/retention.js';
 import { afterFailure } from '../core/retry-policy.js';
 import type { ShardDirectory, StreamLog } from '../log/stream.js';
+import type { Redrives } from '../operations/redrive.js';
 import type { Counters } from '../store/counters.js';
 import { gsi, timeSortKey } from '../store/keys.js';
 import type { MessageStore, StateItem } from '../store/messages.js';
@@ -20,6 +22,8 @@ export interface SweeperDeps {
   counters: Counters;
   log: StreamLog;
   shards: ShardDirectory;
+  keyOrder: KeyOrder;
+  redrives: Redrives;
   logger: Logger;
   now?: () => number;
 }
@@ -27,6 +31,10 @@ export interface SweeperDeps {
 export interface SweepReport {
   requeued: number;
   expired: number;
+  /** Held messages returned to the window after their key was released. */
+  released: number;
+  /** Dead letters moved back by redrive jobs. */
+  redriven: number;
 }
 
 /** Items handled per partition per pass; a pass repeats while partitions stay full. */
@@ -40,13 +48,15 @@ export class Sweeper {
   }
 
   async sweepOnce(): Promise<SweepReport> {
-    const report: SweepReport = { requeued: 0, expired: 0 };
+    const report: SweepReport = { requeued: 0, expired: 0, released: 0, redriven: 0 };
     for (const [queue, config] of Object.entries(this.deps.tenant.queues)) {
+      report.redriven += await this.deps.redrives.runPass(queue, config);
       const shards = await this.deps.shards.shards(streamName(this.deps.tenant.tenant, queue));
       await Promise.all(
         shards.map(async (shard) => {
           report.expired += await this.expireLeases(queue, config, shard);
           report.requeued += await this.requeueDue(queue, config, shard);
+          if (config.ordered) report.released += await this.deps.keyOrder.releaseStragglers(queue, shard);
         }),
       );
     }
@@ -128,8 +138,9 @@ export class Sweeper {
     );
     const moved = await this.deps.messages.fail(item, item.gen, outcome, 'expired', now, ttls.deadTtl);
     if (!moved && wrote) await this.deps.messages.deleteHistory(queue, item.message_id, item.gen);
-    if (moved) {
-      await this.deps.counters.addStats(queue, outcome.kind === 'dead' ? { dead_lettered: 1 } : {});
+    if (moved && outcome.kind === 'dead') {
+      if (config.ordered) await this.deps.keyOrder.died(queue, item);
+      await this.deps.counters.addStats(queue, { dead_lettered: 1 });
     }
     return moved;
   }

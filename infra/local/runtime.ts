@@ -96,7 +96,7 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
       'sweep',
       async (event, context) => {
         const report = await sweepHandler(event, context);
-        if (report.requeued) eventSource.nudge();
+        if (report.requeued || report.redriven) eventSource.nudge();
       },
       options.sweepIntervalMs ?? 1000,
       (err) => log.warn('sweep failed', { error: String(err) }),

@@ -1,14 +1,21 @@
 import { z } from 'zod';
 import type { ClaimStore } from '../claims/claims.js';
+import type { KeyOrder } from '../consume/key-order.js';
 import { mapLimit } from '../core/async.js';
 import { type QueueConfig, streamName } from '../core/config.js';
-import { InvalidRequestError, MessageNotFoundError } from '../core/errors.js';
+import { InvalidRequestError, MessageNotFoundError, NotFoundError } from '../core/errors.js';
+import { retentionTtls } from '../core/retention.js';
 import type { ShardDirectory } from '../log/stream.js';
+import type { AuditEntry, AuditTrail } from '../store/audit.js';
 import type { Counters } from '../store/counters.js';
+import type { KeyStates } from '../store/key-states.js';
 import { gsi } from '../store/keys.js';
 import type { HistoryRecord, MessageStore, StateItem } from '../store/messages.js';
 
-/** The owner's view of a queue: dead letters and stats (API.md "Dead letters and operations"). */
+/**
+ * The owner's tools for a queue: dead letters (list, get, purge), parked keys (list, skip),
+ * the audit trail and stats (API.md "Dead letters and operations").
+ */
 
 export interface OperationsDeps {
   tenant: string;
@@ -16,7 +23,17 @@ export interface OperationsDeps {
   counters: Counters;
   claims: ClaimStore;
   shards: ShardDirectory;
+  keys: KeyStates;
+  keyOrder: KeyOrder;
+  audit: AuditTrail;
   now?: () => number;
+}
+
+export interface ParkedKey {
+  key: string;
+  parked_at: string;
+  dead_message_id: string;
+  held: number;
 }
 
 export interface DeadLetter {
@@ -72,6 +89,65 @@ export class Operations {
     const item = await this.deps.messages.get(queue, messageId);
     if (item?.state !== 'dead' || !this.isLiveDead(item, config)) throw new MessageNotFoundError(messageId);
     return (await this.deadLetters(queue, [item]))[0] as DeadLetter;
+  }
+
+  /** Removes a dead letter for good; the deletion is in the audit trail and the message's trace. */
+  async dlqPurge(queue: string, config: QueueConfig, messageId: string, actor: string): Promise<void> {
+    const item = await this.deps.messages.get(queue, messageId);
+    const now = this.now();
+    if (!item || item.state !== 'dead' || !this.isLiveDead(item, config))
+      throw new MessageNotFoundError(messageId);
+    const ttls = retentionTtls(config, now);
+    if (!(await this.deps.messages.purge(item, now, ttls.deadTtl))) throw new MessageNotFoundError(messageId);
+    await Promise.all([
+      this.deps.messages.putEvent(
+        queue,
+        messageId,
+        { event: 'purged', detail: { by: actor } },
+        now,
+        ttls.deadTtl,
+      ),
+      this.deps.audit.record(queue, { action: 'purge', actor, target: messageId }, now),
+    ]);
+  }
+
+  async parkedKeys(queue: string): Promise<ParkedKey[]> {
+    const parked = await this.deps.keyOrder.parkedKeys(queue);
+    return mapLimit(parked, 8, async (k) => ({
+      key: k.key,
+      parked_at: iso(k.parked_at),
+      dead_message_id: k.dead_message_id ?? '',
+      held: k.shard ? await this.deps.messages.countHeld(queue, k.shard, k.key) : 0,
+    }));
+  }
+
+  /** Releases a parked key without its dead message, which stays in the DLQ. */
+  async skipKey(
+    queue: string,
+    key: string,
+    reason: string,
+    actor: string,
+  ): Promise<{ key: string; released: number }> {
+    const state = (await this.deps.keys.getMany(queue, [key])).get(key);
+    if (state?.parked_at === undefined)
+      throw new NotFoundError(`the key ${JSON.stringify(key)} is not parked`);
+    const released = await this.deps.keyOrder.unpark(queue, state);
+    await this.deps.audit.record(
+      queue,
+      {
+        action: 'skip',
+        actor,
+        target: key,
+        reason,
+        detail: { dead_message_id: state.dead_message_id, released },
+      },
+      this.now(),
+    );
+    return { key, released };
+  }
+
+  auditTrail(queue: string, limit: number): Promise<AuditEntry[]> {
+    return this.deps.audit.list(queue, limit);
   }
 
   /** TTL deletes late: a dead letter past the DLQ retention is gone even while the item lingers. */
@@ -142,7 +218,7 @@ export class Operations {
       in_flight: sum((s) => s.inFlight),
       delayed: sum((s) => s.delayed),
       dlq_depth: dlqDepth,
-      parked_keys: 0,
+      parked_keys: (await this.deps.keyOrder.parkedKeys(queue)).length,
       oldest_unacked_age_seconds: Math.max(0, ...perShard.map((s) => s.age)),
       oldest_unacked_age_seconds_by_shard: Object.fromEntries(perShard.map((s) => [s.shard, s.age])),
       dlq_oldest_age_seconds: ageSeconds(now, oldestDead[0]?.dead_at),

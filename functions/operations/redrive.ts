@@ -1,0 +1,218 @@
+import { randomUUID } from 'node:crypto';
+import type { KeyOrder } from '../consume/key-order.js';
+import { type QueueConfig, streamName } from '../core/config.js';
+import type { Envelope } from '../core/envelope.js';
+import { NotFoundError, UnavailableError } from '../core/errors.js';
+import { matchesFilter, needsHistory, type RedriveFilterSpec, refill } from '../core/redrive-policy.js';
+import { retentionTtls } from '../core/retention.js';
+import type { StreamLog } from '../log/stream.js';
+import type { AuditTrail } from '../store/audit.js';
+import type { KeyStates } from '../store/key-states.js';
+import { gsi } from '../store/keys.js';
+import type { MessageStore, StateItem } from '../store/messages.js';
+import type { RedriveJob, RedriveJobs } from '../store/redrives.js';
+
+/**
+ * Redrive: a job with a rate and a filter moves dead letters back into the queue through the
+ * log, with a fresh attempt count and their history kept. The sweep runs the jobs.
+ */
+
+export interface RedriveDeps {
+  tenant: string;
+  messages: MessageStore;
+  jobs: RedriveJobs;
+  keys: KeyStates;
+  keyOrder: KeyOrder;
+  log: StreamLog;
+  audit: AuditTrail;
+  now?: () => number;
+}
+
+export interface RedriveView {
+  redrive_id: string;
+  status: RedriveJob['status'];
+  moved: number;
+  remaining: number;
+  rate_per_sec: number;
+}
+
+const PAGE = 50;
+
+export class Redrives {
+  constructor(private readonly deps: RedriveDeps) {}
+
+  private now(): number {
+    return this.deps.now?.() ?? Date.now();
+  }
+
+  async start(
+    queue: string,
+    request: { rate_per_sec: number; filter: RedriveFilterSpec },
+    actor: string,
+  ): Promise<RedriveView> {
+    const now = this.now();
+    // Counted up front, so progress can say what is left.
+    const remaining = await this.countMatching(queue, request.filter, now);
+    const job: RedriveJob = {
+      redrive_id: randomUUID(),
+      queue,
+      status: remaining > 0 ? 'running' : 'done',
+      rate_per_sec: request.rate_per_sec,
+      filter: request.filter,
+      moved: 0,
+      remaining,
+      created_at: now,
+      created_by: actor,
+      dead_until: now,
+      credit: 0,
+      last_run_at: now,
+    };
+    await this.deps.jobs.create(job);
+    await this.deps.audit.record(
+      queue,
+      {
+        action: 'redrive',
+        actor,
+        target: job.redrive_id,
+        detail: { filter: request.filter, rate_per_sec: job.rate_per_sec, matching: remaining },
+      },
+      now,
+    );
+    return view(job);
+  }
+
+  async get(queue: string, id: string): Promise<RedriveView> {
+    const job = await this.deps.jobs.get(queue, id);
+    if (!job) throw new NotFoundError(`no redrive ${JSON.stringify(id)} on this queue`);
+    return view(job);
+  }
+
+  async cancel(queue: string, id: string, actor: string): Promise<RedriveView> {
+    const job = await this.deps.jobs.get(queue, id);
+    if (!job) throw new NotFoundError(`no redrive ${JSON.stringify(id)} on this queue`);
+    if (job.status === 'running' && (await this.deps.jobs.cancel(job))) {
+      await this.deps.audit.record(queue, { action: 'redrive_cancel', actor, target: id }, this.now());
+    }
+    return view((await this.deps.jobs.get(queue, id)) as RedriveJob);
+  }
+
+  /** One pass of every running job of the queue, each at its own rate. */
+  async runPass(queue: string, config: QueueConfig): Promise<number> {
+    let total = 0;
+    for (const job of await this.deps.jobs.running(queue)) total += await this.runJob(queue, config, job);
+    return total;
+  }
+
+  private async runJob(queue: string, config: QueueConfig, job: RedriveJob): Promise<number> {
+    const now = this.now();
+    const credit = refill(job.credit, job.last_run_at, now, job.rate_per_sec);
+    const take = Math.floor(credit);
+    let moved = 0;
+    let cursor = job.cursor;
+    let exhausted = false;
+    while (moved < take && !exhausted) {
+      const page = await this.deps.messages.partition(gsi.dead(queue), {
+        limit: PAGE,
+        ...(cursor ? { above: cursor } : {}),
+      });
+      if (page.length < PAGE) exhausted = true;
+      for (const item of page) {
+        if ((item.dead_at ?? 0) > job.dead_until) {
+          exhausted = true;
+          break;
+        }
+        cursor = (item as StateItem & { gsi1sk: string }).gsi1sk;
+        if (await this.matches(queue, item, job.filter)) {
+          await this.redriveOne(queue, config, item, job.redrive_id, now);
+          moved++;
+          if (moved >= take) break;
+        }
+      }
+    }
+    const remaining = Math.max(0, job.remaining - moved);
+    await this.deps.jobs.progress(job, {
+      moved: job.moved + moved,
+      remaining,
+      credit: credit - moved,
+      last_run_at: now,
+      status: exhausted || remaining === 0 ? 'done' : 'running',
+      ...(cursor ? { cursor } : {}),
+    });
+    return moved;
+  }
+
+  private async matches(queue: string, item: StateItem, filter: RedriveFilterSpec): Promise<boolean> {
+    const errors = needsHistory(filter)
+      ? (await this.deps.messages.history(queue, item.message_id)).flatMap((h) => (h.error ? [h.error] : []))
+      : [];
+    return matchesFilter({ message_id: item.message_id, dead_at: item.dead_at ?? 0, errors }, filter);
+  }
+
+  private async countMatching(queue: string, filter: RedriveFilterSpec, now: number): Promise<number> {
+    let count = 0;
+    let cursor: string | undefined;
+    for (;;) {
+      const page = await this.deps.messages.partition(gsi.dead(queue), {
+        limit: 100,
+        ...(cursor ? { above: cursor } : {}),
+      });
+      for (const item of page) {
+        if ((item.dead_at ?? 0) <= now && (await this.matches(queue, item, filter))) count++;
+        cursor = (item as StateItem & { gsi1sk: string }).gsi1sk;
+      }
+      if (page.length < 100) return count;
+    }
+  }
+
+  /**
+   * One dead letter back into the log as its next entry, attempt 1. On an ordered queue whose
+   * key it parked, the key is released with this message holding it, so it goes first.
+   */
+  private async redriveOne(
+    queue: string,
+    config: QueueConfig,
+    item: StateItem,
+    redriveId: string,
+    now: number,
+  ): Promise<void> {
+    const body = (await this.deps.messages.bodies([item])).get(item.pk);
+    if (!body) throw new Error(`the body of ${item.message_id} is missing`);
+    if (config.ordered && item.key !== undefined) {
+      const state = (await this.deps.keys.getMany(queue, [item.key])).get(item.key);
+      if (state?.parked_at !== undefined && state.dead_message_id === item.message_id) {
+        await this.deps.keyOrder.unpark(queue, state, item.message_id);
+      }
+    }
+    const envelope: Envelope = {
+      v: 1,
+      ...body,
+      attempt: 1,
+      entry: item.entry + 1,
+      enqueued_at: new Date(now).toISOString(),
+    };
+    const [result] = await this.deps.log.append(
+      streamName(this.deps.tenant, queue),
+      [{ partitionKey: envelope.key ?? envelope.message_id, data: Buffer.from(JSON.stringify(envelope)) }],
+      { preserveKeyOrder: config.ordered },
+    );
+    if (!result?.ok) throw new UnavailableError('the stream did not take the redriven message');
+    await this.deps.messages.markRequeued(queue, item.message_id, item.entry, 'dead');
+    await this.deps.messages.putEvent(
+      queue,
+      item.message_id,
+      { event: 'redriven', detail: { redrive_id: redriveId } },
+      now,
+      retentionTtls(config, now).deadTtl,
+    );
+  }
+}
+
+function view(job: RedriveJob): RedriveView {
+  return {
+    redrive_id: job.redrive_id,
+    status: job.status,
+    moved: job.moved,
+    remaining: job.remaining,
+    rate_per_sec: job.rate_per_sec,
+  };
+}

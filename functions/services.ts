@@ -1,0 +1,57 @@
+import type { AwsClients } from './aws/clients.js';
+import { ClaimStore } from './claims/claims.js';
+import { KeyOrder } from './consume/key-order.js';
+import type { RuntimeConfig } from './core/runtime-config.js';
+import { ShardDirectory, StreamLog } from './log/stream.js';
+import { Operations } from './operations/operations.js';
+import { Redrives } from './operations/redrive.js';
+import { Tracer } from './operations/trace.js';
+import { AuditTrail } from './store/audit.js';
+import { Counters } from './store/counters.js';
+import { DedupStore } from './store/dedup.js';
+import { KeyStates } from './store/key-states.js';
+import { MessageStore } from './store/messages.js';
+import { RedriveJobs } from './store/redrives.js';
+
+/**
+ * The adapters and services of one function instance, built once from its config and
+ * clients. Every handler factory (api, dispatch, sweep) takes what it needs from here.
+ */
+export function buildServices(config: RuntimeConfig, clients: AwsClients) {
+  const tenant = config.tenant.tenant;
+  const table = config.tableName;
+  const messages = new MessageStore(clients.doc, table);
+  const counters = new Counters(clients.doc, table);
+  const keys = new KeyStates(clients.doc, table);
+  const claims = new ClaimStore(clients.s3, config.bucketName);
+  const shards = new ShardDirectory(clients.kinesis);
+  const log = new StreamLog(clients.kinesis);
+  const audit = new AuditTrail(clients.doc, table);
+  const keyOrder = new KeyOrder({ keys, messages, counters });
+  const dedup = new DedupStore(clients.doc, table);
+  return {
+    tenant,
+    messages,
+    counters,
+    keys,
+    claims,
+    shards,
+    log,
+    audit,
+    keyOrder,
+    dedup,
+    tracer: new Tracer(messages, dedup),
+    operations: new Operations({ tenant, messages, counters, claims, shards, keys, keyOrder, audit }),
+    redrives: new Redrives({
+      tenant,
+      messages,
+      jobs: new RedriveJobs(clients.doc, table),
+      keys,
+      keyOrder,
+      log,
+      audit,
+    }),
+  };
+}
+
+export type Services = ReturnType<typeof buildServices>;
