@@ -1,0 +1,221 @@
+import { performance } from 'node:perf_hooks';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { queueApi, type Received } from '../helpers/queue-api.js';
+import { startTestRuntime, type TestRuntime } from '../helpers/runtime.js';
+
+/** Ordered queues: one message in flight per key, in accepted order, and key parking. */
+
+let t: TestRuntime;
+
+beforeAll(async () => {
+  t = await startTestRuntime({
+    tenant: 'ordering',
+    queues: {
+      ord: { ordered: true, shards: 2, lease_seconds: 5, backoff_seconds: [0], max_attempts: 20 },
+      poison: { ordered: true, shards: 1, backoff_seconds: [0], max_attempts: 2 },
+      park: { ordered: true, shards: 1, backoff_seconds: [0], max_attempts: 3 },
+    },
+  });
+});
+afterAll(async () => {
+  await t?.close();
+});
+
+interface Event {
+  at: number;
+  kind: 'delivered' | 'ack' | 'nack';
+  key: string;
+  seq: number;
+}
+
+describe('per-key order', () => {
+  it('holds under 8 concurrent consumers with random nacks', async () => {
+    const q = queueApi(t, 'ord');
+    const KEYS = 12;
+    const PER_KEY = 8;
+    const messages = [];
+    for (let seq = 0; seq < PER_KEY; seq++) {
+      for (let k = 0; k < KEYS; k++)
+        messages.push({ message_id: `o-${k}-${seq}`, key: `key-${k}`, payload: { k, seq } });
+    }
+    const results = await q.produce(messages);
+    expect(results.every((r) => r.status === 'accepted')).toBe(true);
+
+    const events: Event[] = [];
+    const acked = new Set<string>();
+    const total = KEYS * PER_KEY;
+    const deadline = Date.now() + 90_000;
+    const consumer = async () => {
+      while (acked.size < total && Date.now() < deadline) {
+        const got: Received[] = await q.receive({ max_messages: 3, wait_seconds: 1 });
+        const at = performance.now();
+        for (const m of got) events.push({ at, kind: 'delivered', key: m.key as string, seq: m.payload.seq });
+        for (const m of got) {
+          const nack = Math.random() < 0.25;
+          // The settle is stamped before it is sent: the server acts on it only afterwards.
+          events.push({
+            at: performance.now(),
+            kind: nack ? 'nack' : 'ack',
+            key: m.key as string,
+            seq: m.payload.seq,
+          });
+          if (nack) {
+            const res = await q.nack({ receipt: m.receipt, error: 'random', retry_after_seconds: 0 });
+            expect(res.status).toBe(200);
+          } else {
+            const [r] = await q.ack([m.receipt]);
+            expect(r?.status).toBe('acked');
+            acked.add(m.message_id);
+          }
+        }
+      }
+    };
+    await Promise.all(Array.from({ length: 8 }, consumer));
+    expect(acked.size).toBe(total);
+
+    // Checker: per key, each delivery is of the oldest unacked message and starts only after the
+    // previous delivery of the key was settled.
+    events.sort((a, b) => a.at - b.at);
+    const byKey = new Map<string, Event[]>();
+    for (const e of events) byKey.set(e.key, [...(byKey.get(e.key) ?? []), e]);
+    expect(byKey.size).toBe(KEYS);
+    for (const [key, list] of byKey) {
+      let inFlight: number | undefined;
+      let next = 0;
+      for (const e of list) {
+        if (e.kind === 'delivered') {
+          expect(inFlight, `${key}: a second message in flight`).toBeUndefined();
+          expect(e.seq, `${key}: delivered out of order`).toBe(next);
+          inFlight = e.seq;
+        } else {
+          expect(e.seq).toBe(inFlight);
+          inFlight = undefined;
+          if (e.kind === 'ack') next++;
+        }
+      }
+      expect(next, `${key}: every message acked once`).toBe(PER_KEY);
+    }
+  }, 120_000);
+});
+
+/** Receives and acks everything except what `fail` says to nack, until `done` holds. */
+async function consume(
+  queue: string,
+  options: {
+    fail?: (m: Received) => { retryable: boolean } | undefined;
+    done: (delivered: Received[]) => boolean;
+    timeoutMs: number;
+  },
+): Promise<Received[]> {
+  const q = queueApi(t, queue);
+  const delivered: Received[] = [];
+  const deadline = Date.now() + options.timeoutMs;
+  while (!options.done(delivered) && Date.now() < deadline) {
+    const got = await q.receive({ max_messages: 50, wait_seconds: 1 });
+    delivered.push(...got);
+    const toAck: string[] = [];
+    for (const m of got) {
+      const failure = options.fail?.(m);
+      if (failure) await q.nack({ receipt: m.receipt, retryable: failure.retryable, error: 'poison' });
+      else toAck.push(m.receipt);
+    }
+    if (toAck.length) await q.ack(toAck);
+    await t.runtime.sweep.fire();
+  }
+  return delivered;
+}
+
+describe('key parking', () => {
+  it('a poison key on a shard does not stop 500 other keys on the same shard', async () => {
+    const q = queueApi(t, 'poison');
+    const bad = Array.from({ length: 5 }, (_, i) => ({ message_id: `bad-${i}`, key: 'bad', payload: i }));
+    const others = Array.from({ length: 500 }, (_, i) => ({
+      message_id: `ok-${i}`,
+      key: `k-${i}`,
+      payload: i,
+    }));
+    await q.produce(bad);
+    for (let i = 0; i < others.length; i += 250) await q.produce(others.slice(i, i + 250));
+    const delivered = await consume('poison', {
+      fail: (m) => (m.key === 'bad' ? { retryable: true } : undefined),
+      done: (d) => new Set(d.filter((m) => m.key !== 'bad').map((m) => m.message_id)).size >= 500,
+      timeoutMs: 60_000,
+    });
+    const acked = new Set(delivered.filter((m) => m.key !== 'bad').map((m) => m.message_id));
+    expect(acked.size).toBe(500);
+    // Only the first bad message was ever delivered (twice: max_attempts 2), then the key parked.
+    const badDeliveries = delivered.filter((m) => m.key === 'bad');
+    expect(badDeliveries.map((m) => [m.message_id, m.attempt])).toEqual([
+      ['bad-0', 1],
+      ['bad-0', 2],
+    ]);
+    const parked = await t.api('/queues/poison/keys/parked');
+    expect(parked.body.keys).toHaveLength(1);
+    expect(parked.body.keys[0]).toMatchObject({ key: 'bad', dead_message_id: 'bad-0' });
+    expect((await q.stats()).parked_keys).toBe(1);
+  }, 90_000);
+
+  it('parks a key, holds its later messages, and redrive delivers the dead one first, then the rest in order', async () => {
+    const q = queueApi(t, 'park');
+    await q.produce([0, 1, 2].map((i) => ({ message_id: `p-${i}`, key: 'acct-1', payload: i })));
+    const [first] = await q.receiveAll(1, 5000);
+    expect(first?.message_id).toBe('p-0');
+    expect((await q.nack({ receipt: first?.receipt, retryable: false, error: 'bad row' })).body.status).toBe(
+      'dead_lettered',
+    );
+    // Parked: nothing of the key is delivered, and a message produced now is held.
+    await q.produce([
+      { message_id: 'p-3', key: 'acct-1', payload: 3 },
+      { message_id: 'free-1', key: 'other', payload: 0 },
+    ]);
+    const meanwhile = await q.receiveAll(1, 3000);
+    expect(meanwhile.map((m) => m.message_id)).toEqual(['free-1']);
+    await q.ack(meanwhile.map((m) => m.receipt));
+    const parked = (await t.api('/queues/park/keys/parked')).body.keys;
+    expect(parked).toEqual([expect.objectContaining({ key: 'acct-1', dead_message_id: 'p-0', held: 1 })]);
+    const trace = await t.api('/queues/park/messages/p-3');
+    expect(trace.body.state).toBe('held');
+
+    const redrive = await t.api('/queues/park/redrive', {
+      body: { rate_per_sec: 100, filter: { message_ids: ['p-0'] } },
+    });
+    expect(redrive.status).toBe(202);
+    const order: string[] = [];
+    const deadline = Date.now() + 15_000;
+    while (order.length < 4 && Date.now() < deadline) {
+      await t.runtime.sweep.fire();
+      const got = await q.receive({ max_messages: 10, wait_seconds: 1 });
+      // One at a time per key: never two of acct-1 in one answer.
+      expect(got.filter((m) => m.key === 'acct-1').length).toBeLessThanOrEqual(1);
+      for (const m of got) order.push(m.message_id);
+      if (got.length) await q.ack(got.map((m) => m.receipt));
+    }
+    expect(order).toEqual(['p-0', 'p-1', 'p-2', 'p-3']);
+    expect((await t.api('/queues/park/keys/parked')).body.keys).toEqual([]);
+  }, 40_000);
+
+  it('skip releases a parked key without its dead message and records why', async () => {
+    const q = queueApi(t, 'park');
+    await q.produce([0, 1].map((i) => ({ message_id: `s-${i}`, key: 'acct-2', payload: i })));
+    const [first] = await q.receiveAll(1, 5000);
+    await q.nack({ receipt: first?.receipt, retryable: false, error: 'unfixable' });
+    expect((await q.receive({ wait_seconds: 1 })).map((m) => m.message_id)).toEqual([]);
+    const skip = await t.api(`/queues/park/keys/${encodeURIComponent('acct-2')}/skip`, {
+      body: { reason: 'row deleted upstream' },
+    });
+    expect(skip.status).toBe(200);
+    const [next] = await q.receiveAll(1, 5000);
+    expect(next?.message_id).toBe('s-1');
+    await q.ack([next?.receipt as string]);
+    expect((await q.dlq('s-0')).status).toBe(200);
+    const audit = (await t.api('/queues/park/audit')).body.entries;
+    expect(audit[0]).toMatchObject({
+      action: 'skip',
+      actor: 'local-admin',
+      target: 'acct-2',
+      reason: 'row deleted upstream',
+    });
+    const again = await t.api('/queues/park/keys/acct-2/skip', { body: { reason: 'twice' } });
+    expect(again.status).toBe(404);
+  }, 30_000);
+});
