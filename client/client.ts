@@ -1,0 +1,203 @@
+import { monotonicFactory } from 'ulid';
+import { isRetryable } from './errors.js';
+import { backoffMs, type RetryPolicy, sleep, withRetries } from './retry.js';
+import { Transport } from './transport.js';
+import type {
+  AckResult,
+  DeadLetter,
+  DlqListOptions,
+  DlqPage,
+  ExtendResult,
+  NackOptions,
+  NackResult,
+  ProduceMessage,
+  ProduceResult,
+  QueueStats,
+  ReceivedMessage,
+  ReceiveOptions,
+} from './types.js';
+
+/**
+ * The client of leaseq's HTTP API (API.md). Every call retries throttling (429), an
+ * unavailable service (503) and network failures up to `maxRetries` times, honouring
+ * Retry-After; any other non-2xx answer throws its typed error (errors.ts) at once.
+ */
+
+export interface LeaseqClientOptions {
+  /** For example `http://127.0.0.1:4000` or the tenant's API Gateway URL. */
+  baseUrl: string;
+  apiKey: string;
+  /** Defaults to the global fetch. */
+  fetch?: typeof fetch;
+  /** Retries after the first try; default 5. */
+  maxRetries?: number;
+  /** First backoff step; default 100 ms, doubling with jitter. */
+  retryBaseMs?: number;
+  /** A request without an answer by then is a network failure (a receive adds its wait); default 30 s. */
+  timeoutMs?: number;
+}
+
+export interface CallOptions {
+  signal?: AbortSignal;
+}
+
+export class LeaseqClient {
+  private readonly transport: Transport;
+  private readonly policy: RetryPolicy;
+  /** Ids the client gave to messages without one, so producing the same object again dedups. */
+  private readonly assignedIds = new WeakMap<object, string>();
+  private readonly nextId = monotonicFactory();
+
+  constructor(options: LeaseqClientOptions) {
+    this.transport = new Transport({
+      baseUrl: options.baseUrl,
+      apiKey: options.apiKey,
+      fetch: options.fetch ?? globalThis.fetch,
+      timeoutMs: options.timeoutMs ?? 30_000,
+    });
+    this.policy = { maxRetries: options.maxRetries ?? 5, baseMs: options.retryBaseMs ?? 100 };
+  }
+
+  /**
+   * Appends messages (1-500) and answers one result per message, in input order. Every
+   * message without an id gets a ULID before the first try, so a retry that repeats an
+   * already accepted message answers `duplicate` instead of appending a second copy; the
+   * same object passed again keeps its id. Messages answered `failed` are sent again up to
+   * `maxRetries` times; what still fails is returned as `failed`. A request that fails as a
+   * whole throws once its retries are used up: producing the same objects again is safe.
+   */
+  async produce(
+    queue: string,
+    messages: readonly ProduceMessage[],
+    options: CallOptions = {},
+  ): Promise<ProduceResult[]> {
+    const withIds = messages.map((m) => ({ ...m, message_id: this.idOf(m) }));
+    const results: ProduceResult[] = [];
+    let pending = withIds.map((_, i) => i);
+    for (let retry = 0; ; retry++) {
+      let failure: unknown;
+      try {
+        const answer = await this.transport.send<{ results: ProduceResult[] }>(
+          'POST',
+          this.path(queue, 'messages'),
+          {
+            body: { messages: pending.map((i) => withIds[i]) },
+            signal: options.signal,
+          },
+        );
+        pending.forEach((index, j) => {
+          results[index] = answer.results[j] as ProduceResult;
+        });
+        pending = pending.filter((i) => {
+          const r = results[i] as ProduceResult;
+          return r.status === 'failed' && r.error?.retryable !== false;
+        });
+        if (!pending.length || retry >= this.policy.maxRetries) return results;
+      } catch (err) {
+        if (retry >= this.policy.maxRetries || !isRetryable(err) || options.signal?.aborted) throw err;
+        failure = err;
+      }
+      await sleep(backoffMs(this.policy, retry, failure), options.signal);
+      if (options.signal?.aborted) throw options.signal.reason;
+    }
+  }
+
+  /** Leases up to `max_messages`; with `wait_seconds` it long-polls until one is available. */
+  receive<T = unknown>(
+    queue: string,
+    body: ReceiveOptions = {},
+    options: CallOptions = {},
+  ): Promise<ReceivedMessage<T>[]> {
+    return this.call(options, async () => {
+      const answer = await this.transport.send<{ messages: ReceivedMessage<T>[] }>(
+        'POST',
+        this.path(queue, 'receive'),
+        { body, signal: options.signal, extraTimeoutMs: (body.wait_seconds ?? 0) * 1000 },
+      );
+      return answer.messages;
+    });
+  }
+
+  /** Acks 1-100 receipts; acking the current receipt again answers `acked` again. */
+  async ack(queue: string, receipts: readonly string[], options: CallOptions = {}): Promise<AckResult[]> {
+    const answer = await this.post<{ results: AckResult[] }>(queue, 'ack', { receipts }, options);
+    return answer.results;
+  }
+
+  /**
+   * Fails this delivery: retried after the queue's backoff tier (or `retry_after_seconds`), or
+   * dead-lettered with `retryable: false`. A nack retried after a lost answer may throw
+   * StaleReceiptError although the first one landed.
+   */
+  nack(
+    queue: string,
+    receipt: string,
+    body: NackOptions = {},
+    options: CallOptions = {},
+  ): Promise<NackResult> {
+    return this.post(queue, 'nack', { receipt, ...body }, options);
+  }
+
+  /** Heartbeat: the lease now ends `leaseSeconds` from now, clamped to the max total lease. */
+  extend(
+    queue: string,
+    receipt: string,
+    leaseSeconds: number,
+    options: CallOptions = {},
+  ): Promise<ExtendResult> {
+    return this.post(queue, 'extend', { receipt, lease_seconds: leaseSeconds }, options);
+  }
+
+  stats(queue: string, options: CallOptions = {}): Promise<QueueStats> {
+    return this.get(this.path(queue, 'stats'), options);
+  }
+
+  /** One page of dead letters, oldest first; pass `next_cursor` back for the next page. */
+  dlq<T = unknown>(queue: string, list: DlqListOptions = {}, options: CallOptions = {}): Promise<DlqPage<T>> {
+    const query = new URLSearchParams();
+    if (list.limit !== undefined) query.set('limit', String(list.limit));
+    if (list.cursor !== undefined) query.set('cursor', list.cursor);
+    const suffix = query.size ? `?${query}` : '';
+    return this.get(`${this.path(queue, 'dlq')}${suffix}`, options);
+  }
+
+  dlqMessage<T = unknown>(
+    queue: string,
+    messageId: string,
+    options: CallOptions = {},
+  ): Promise<DeadLetter<T>> {
+    return this.get(this.path(queue, `dlq/${encodeURIComponent(messageId)}`), options);
+  }
+
+  health(options: CallOptions = {}): Promise<{ status: string }> {
+    return this.get('/health', options);
+  }
+
+  private idOf(message: ProduceMessage): string {
+    if (message.message_id !== undefined) return message.message_id;
+    let id = this.assignedIds.get(message);
+    if (!id) {
+      id = this.nextId();
+      this.assignedIds.set(message, id);
+    }
+    return id;
+  }
+
+  private path(queue: string, rest: string): string {
+    return `/queues/${encodeURIComponent(queue)}/${rest}`;
+  }
+
+  private post<T>(queue: string, action: string, body: unknown, options: CallOptions): Promise<T> {
+    return this.call(options, () =>
+      this.transport.send<T>('POST', this.path(queue, action), { body, signal: options.signal }),
+    );
+  }
+
+  private get<T>(path: string, options: CallOptions): Promise<T> {
+    return this.call(options, () => this.transport.send<T>('GET', path, { signal: options.signal }));
+  }
+
+  private call<T>(options: CallOptions, attempt: () => Promise<T>): Promise<T> {
+    return withRetries(this.policy, options.signal, attempt);
+  }
+}

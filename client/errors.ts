@@ -1,0 +1,155 @@
+/**
+ * Typed errors of the client: one class per API error code (API.md "Authentication and
+ * errors"), so callers can `instanceof` what they handle, plus the errors of the worker.
+ */
+
+export type LeaseqErrorCode =
+  | 'INVALID_REQUEST'
+  | 'UNAUTHENTICATED'
+  | 'FORBIDDEN'
+  | 'QUEUE_NOT_FOUND'
+  | 'MESSAGE_NOT_FOUND'
+  | 'NOT_FOUND'
+  | 'METHOD_NOT_ALLOWED'
+  | 'STALE_RECEIPT'
+  | 'PAYLOAD_TOO_LARGE'
+  | 'UNSUPPORTED_MEDIA_TYPE'
+  | 'QUOTA_EXCEEDED'
+  | 'UNAVAILABLE'
+  | 'INTERNAL'
+  // A newer server may add codes; the client still surfaces them.
+  | (string & {});
+
+export interface ApiErrorInit {
+  code: LeaseqErrorCode;
+  status: number;
+  message: string;
+  details?: Record<string, unknown>;
+  /** From the Retry-After header, in seconds. */
+  retryAfterSeconds?: number;
+}
+
+/** A non-2xx answer of the API. */
+export class LeaseqApiError extends Error {
+  readonly code: LeaseqErrorCode;
+  readonly status: number;
+  readonly details: Record<string, unknown> | undefined;
+  readonly retryAfterSeconds: number | undefined;
+
+  constructor(init: ApiErrorInit) {
+    super(init.message);
+    this.name = new.target.name;
+    this.code = init.code;
+    this.status = init.status;
+    this.details = init.details;
+    this.retryAfterSeconds = init.retryAfterSeconds;
+  }
+}
+
+export interface RequestIssue {
+  path: string;
+  message: string;
+}
+
+export class InvalidRequestError extends LeaseqApiError {
+  /** Each problem with its JSON path. */
+  get issues(): RequestIssue[] {
+    return (this.details?.issues as RequestIssue[] | undefined) ?? [];
+  }
+}
+export class UnauthenticatedError extends LeaseqApiError {}
+export class ForbiddenError extends LeaseqApiError {}
+export class QueueNotFoundError extends LeaseqApiError {}
+export class MessageNotFoundError extends LeaseqApiError {}
+export class NotFoundError extends LeaseqApiError {}
+export class StaleReceiptError extends LeaseqApiError {}
+export class PayloadTooLargeError extends LeaseqApiError {}
+export class UnsupportedMediaTypeError extends LeaseqApiError {}
+export class QuotaExceededError extends LeaseqApiError {}
+export class UnavailableError extends LeaseqApiError {}
+
+const CLASSES: Record<string, new (init: ApiErrorInit) => LeaseqApiError> = {
+  INVALID_REQUEST: InvalidRequestError,
+  UNAUTHENTICATED: UnauthenticatedError,
+  FORBIDDEN: ForbiddenError,
+  QUEUE_NOT_FOUND: QueueNotFoundError,
+  MESSAGE_NOT_FOUND: MessageNotFoundError,
+  NOT_FOUND: NotFoundError,
+  STALE_RECEIPT: StaleReceiptError,
+  PAYLOAD_TOO_LARGE: PayloadTooLargeError,
+  UNSUPPORTED_MEDIA_TYPE: UnsupportedMediaTypeError,
+  QUOTA_EXCEEDED: QuotaExceededError,
+  UNAVAILABLE: UnavailableError,
+};
+
+/** Codes for answers without leaseq's error body (API Gateway's own 413, 429, 502, 503...). */
+const CODE_OF_STATUS: Record<number, LeaseqErrorCode> = {
+  400: 'INVALID_REQUEST',
+  401: 'UNAUTHENTICATED',
+  403: 'FORBIDDEN',
+  404: 'NOT_FOUND',
+  409: 'STALE_RECEIPT',
+  413: 'PAYLOAD_TOO_LARGE',
+  415: 'UNSUPPORTED_MEDIA_TYPE',
+  429: 'QUOTA_EXCEEDED',
+  503: 'UNAVAILABLE',
+};
+
+/** Builds the typed error of an answer from its status, body text and Retry-After header. */
+export function apiErrorOf(status: number, bodyText: string, retryAfter: string | null): LeaseqApiError {
+  let body: Partial<{ error: Partial<ApiErrorInit>; message: string }> = {};
+  try {
+    body = JSON.parse(bodyText) ?? {};
+  } catch {
+    // Not JSON: a proxy's page; the status alone tells what happened.
+  }
+  const code = body.error?.code ?? CODE_OF_STATUS[status] ?? (status >= 500 ? 'INTERNAL' : `HTTP_${status}`);
+  const init: ApiErrorInit = {
+    code,
+    status,
+    message: body.error?.message ?? body.message ?? `HTTP ${status}`,
+    ...(body.error?.details ? { details: body.error.details } : {}),
+    ...(parseRetryAfter(retryAfter) !== undefined ? { retryAfterSeconds: parseRetryAfter(retryAfter) } : {}),
+  };
+  return new (CLASSES[code] ?? LeaseqApiError)(init);
+}
+
+/** Retry-After is delta-seconds or an HTTP date. */
+function parseRetryAfter(value: string | null): number | undefined {
+  if (!value) return undefined;
+  const seconds = Number(value);
+  if (Number.isFinite(seconds)) return Math.max(0, seconds);
+  const at = Date.parse(value);
+  return Number.isNaN(at) ? undefined : Math.max(0, (at - Date.now()) / 1000);
+}
+
+/** The request did not get an answer: connection refused or reset, DNS, or the client's timeout. */
+export class LeaseqNetworkError extends Error {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'LeaseqNetworkError';
+  }
+}
+
+/**
+ * Thrown by a worker's handler for a message that no retry can fix (it cannot be parsed,
+ * it refers to something deleted): the worker nacks it with `retryable: false`, so it goes
+ * to the DLQ at once instead of using up its attempts.
+ */
+export class NonRetryableError extends Error {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'NonRetryableError';
+  }
+}
+
+/**
+ * Whether sending the same request again may succeed: throttling (429), an unavailable
+ * service (503, and 502/504 from a gateway in front of it) and network failures. A 500 is a
+ * bug in the server, and the other 4xx answer the same every time.
+ */
+export function isRetryable(err: unknown): boolean {
+  if (err instanceof LeaseqNetworkError) return true;
+  if (err instanceof LeaseqApiError) return [429, 502, 503, 504].includes(err.status);
+  return false;
+}

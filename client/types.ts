@@ -1,0 +1,119 @@
+/**
+ * The bodies of leaseq's HTTP API (API.md), written for the client alone: the SDK runs in
+ * services that do not have the server's code, so nothing here comes from functions/.
+ * Field names are the wire's, so API.md documents them.
+ */
+
+export interface ProduceMessage<T = unknown> {
+  /** 1-128 of [A-Za-z0-9_.:-]; the client assigns a ULID when absent. */
+  message_id?: string;
+  /** Required on ordered queues. */
+  key?: string;
+  payload: T;
+  headers?: Record<string, string>;
+  delay_seconds?: number;
+}
+
+export type ProduceStatus = 'accepted' | 'duplicate' | 'failed';
+
+export interface ProduceResult {
+  message_id: string;
+  status: ProduceStatus;
+  error?: { code: string; message: string; retryable: boolean };
+}
+
+export interface ReceiveOptions {
+  max_messages?: number;
+  wait_seconds?: number;
+  lease_seconds?: number;
+  consumer_id?: string;
+}
+
+export interface ReceivedMessage<T = unknown> {
+  message_id: string;
+  receipt: string;
+  key: string | null;
+  payload: T;
+  headers: Record<string, string>;
+  /** 1 on the first delivery. */
+  attempt: number;
+  enqueued_at: string;
+  lease_expires_at: string;
+}
+
+export type AckStatus = 'acked' | 'stale_receipt' | 'invalid_receipt';
+
+export interface AckResult {
+  receipt: string;
+  status: AckStatus;
+}
+
+export interface NackOptions {
+  /** Without it, the queue's backoff tier for the attempt applies. */
+  retry_after_seconds?: number;
+  /** At most 4096 characters. */
+  error?: string;
+  /** false dead-letters at once. */
+  retryable?: boolean;
+}
+
+export interface NackResult {
+  status: 'retry_scheduled' | 'dead_lettered';
+  attempt: number;
+  next_attempt_at?: string;
+}
+
+export interface ExtendResult {
+  lease_expires_at: string;
+  max_lease_expires_at: string;
+}
+
+export interface QueueStats {
+  depth: number;
+  in_flight: number;
+  delayed: number;
+  dlq_depth: number;
+  parked_keys: number;
+  oldest_unacked_age_seconds: number;
+  oldest_unacked_age_seconds_by_shard: Record<string, number>;
+  dlq_oldest_age_seconds: number;
+  produced_total: number;
+  acked_total: number;
+  redelivered_total: number;
+  stale_receipts_total: number;
+  expired_unprocessed_total: number;
+}
+
+export interface FailedAttempt {
+  attempt: number;
+  consumer_id: string | null;
+  reason: 'nack' | 'lease_expired' | 'non_retryable';
+  error: string | null;
+  delivered_at: string;
+  failed_at: string;
+}
+
+export interface DeadLetter<T = unknown> {
+  message_id: string;
+  key: string | null;
+  payload: T;
+  headers: Record<string, string>;
+  enqueued_at: string;
+  dead_at: string;
+  attempts: FailedAttempt[];
+}
+
+export interface DlqPage<T = unknown> {
+  messages: DeadLetter<T>[];
+  next_cursor: string | null;
+}
+
+export interface DlqListOptions {
+  limit?: number;
+  cursor?: string;
+}
+
+/** The error body every non-2xx answer carries. */
+export interface ErrorBody {
+  error: { code: string; message: string; details?: Record<string, unknown> };
+}

@@ -1,0 +1,260 @@
+import { AckBatcher } from './ack-batcher.js';
+import type { LeaseqClient } from './client.js';
+import { NonRetryableError, StaleReceiptError } from './errors.js';
+import { MessageLease } from './lease.js';
+import { backoffMs, sleep } from './retry.js';
+import type { AckStatus, ExtendResult, ReceivedMessage } from './types.js';
+
+/**
+ * A pull consumer loop (DESIGN §1 "Consumer"): long-polls for at most as many messages as
+ * it has free handler slots, runs each handler with heartbeats that keep its lease, acks
+ * what returned and nacks what threw. Transient errors back off; the loop never dies.
+ */
+
+export interface HandlerContext {
+  /** Aborts when this worker no longer holds the message: lease lost or expired, or stop. */
+  signal: AbortSignal;
+  /** Extends the lease now to `seconds`; heartbeats then keep that length. */
+  extend(seconds: number): Promise<ExtendResult>;
+}
+
+export type Handler<T> = (message: ReceivedMessage<T>, ctx: HandlerContext) => Promise<void>;
+
+export type WorkerPhase = 'receive' | 'handler' | 'heartbeat' | 'ack' | 'nack' | 'release';
+
+export interface WorkerOptions<T> {
+  client: LeaseqClient;
+  queue: string;
+  handler: Handler<T>;
+  /** Handlers running at once; default 4. */
+  concurrency?: number;
+  /** Lease asked for on receive; default the queue's. */
+  leaseSeconds?: number;
+  /** Extend each lease every lease/3 while its handler runs; default true. */
+  heartbeat?: boolean;
+  /** Long-poll wait of each receive, 0-20; default 20. */
+  waitSeconds?: number;
+  consumerId?: string;
+  /** Every error the worker handled (a failed handler was nacked); default console.error. */
+  onError?: (err: unknown, context: { phase: WorkerPhase; message?: ReceivedMessage<T> }) => void;
+}
+
+interface Job<T> {
+  message: ReceivedMessage<T>;
+  lease: MessageLease;
+  /** The handler returned or threw; only the ack or nack is left. */
+  settled: boolean;
+  /** Given back at stop: the receipt is no longer this worker's to ack. */
+  released: boolean;
+  done: Promise<void>;
+}
+
+const MAX_ERROR_TEXT = 4096;
+
+export class Worker<T = unknown> {
+  private readonly concurrency: number;
+  private readonly waitSeconds: number;
+  private readonly jobs = new Set<Job<T>>();
+  private readonly releases = new Set<Promise<void>>();
+  private readonly acks: AckBatcher;
+  /** Stop was asked: no new poll starts. */
+  private readonly halting = new AbortController();
+  /** The stop's deadline passed: the receive still waiting is abandoned. */
+  private readonly polling = new AbortController();
+  private loop: Promise<void> | undefined;
+  private stopping: Promise<void> | undefined;
+  private wake: (() => void) | undefined;
+  private pollStartedAt: number | undefined;
+  /** Until then an abandoned long poll may still lease messages on the server. */
+  private abandonedPollUntil = 0;
+
+  constructor(private readonly options: WorkerOptions<T>) {
+    this.concurrency = Math.max(1, options.concurrency ?? 4);
+    this.waitSeconds = options.waitSeconds ?? 20;
+    this.acks = new AckBatcher((receipts) => options.client.ack(options.queue, receipts));
+  }
+
+  start(): void {
+    if (this.loop) throw new Error('this worker was already started');
+    this.loop = this.poll();
+  }
+
+  /**
+   * Starts no new poll and waits up to `timeoutMs` for the receive in progress (whose messages
+   * are handled like the others) and the running handlers, acking what finishes. Then it
+   * aborts the rest and releases their messages with a nack, so another consumer can take
+   * them at once. An idle worker therefore stops when its long poll ends (`waitSeconds`): the
+   * server cannot tell that a caller went away, and a poll abandoned earlier would lease
+   * messages that arrive during the rest of its wait to nobody until their lease expires.
+   */
+  stop(options: { timeoutMs?: number } = {}): Promise<void> {
+    this.stopping ??= this.shutdown(options.timeoutMs ?? 30_000);
+    return this.stopping;
+  }
+
+  private async poll(): Promise<void> {
+    for (let failures = 0; !this.halting.signal.aborted; ) {
+      const free = this.concurrency - this.jobs.size;
+      if (free <= 0) {
+        await new Promise<void>((resolve) => {
+          this.wake = resolve;
+        });
+        continue;
+      }
+      let messages: ReceivedMessage<T>[];
+      try {
+        messages = await this.receive(free);
+        failures = 0;
+      } catch (err) {
+        if (this.polling.signal.aborted) break;
+        this.report(err, 'receive');
+        await sleep(backoffMs({ maxRetries: 0, baseMs: 1000 }, failures++, err), this.halting.signal);
+        continue;
+      }
+      // Past the stop's deadline there is no time left to handle them: hand them back.
+      for (const message of messages) this.polling.signal.aborted ? this.release(message) : this.run(message);
+    }
+  }
+
+  private async receive(free: number): Promise<ReceivedMessage<T>[]> {
+    this.pollStartedAt = Date.now();
+    try {
+      return await this.options.client.receive<T>(
+        this.options.queue,
+        {
+          max_messages: Math.min(free, 100),
+          wait_seconds: this.waitSeconds,
+          ...(this.options.leaseSeconds !== undefined ? { lease_seconds: this.options.leaseSeconds } : {}),
+          ...(this.options.consumerId !== undefined ? { consumer_id: this.options.consumerId } : {}),
+        },
+        { signal: this.polling.signal },
+      );
+    } finally {
+      this.pollStartedAt = undefined;
+    }
+  }
+
+  private run(message: ReceivedMessage<T>): void {
+    const lease = new MessageLease(message as ReceivedMessage<unknown>, {
+      client: this.options.client,
+      queue: this.options.queue,
+      heartbeat: this.options.heartbeat ?? true,
+      onHeartbeatError: (err) => this.report(err, 'heartbeat', message),
+    });
+    const job: Job<T> = { message, lease, settled: false, released: false, done: Promise.resolve() };
+    this.jobs.add(job);
+    job.done = this.process(job).finally(() => {
+      this.jobs.delete(job);
+      this.wake?.();
+    });
+  }
+
+  private async process(job: Job<T>): Promise<void> {
+    const { message, lease } = job;
+    let failure: { err: unknown } | undefined;
+    try {
+      await this.options.handler(message, { signal: lease.signal, extend: (s) => lease.extend(s) });
+    } catch (err) {
+      failure = { err };
+    }
+    job.settled = true;
+    lease.stop();
+    if (job.released || lease.lost) return;
+    if (!failure) {
+      try {
+        const status = await this.acks.ack(message.receipt);
+        if (status !== 'acked') this.report(lateAck(status), 'ack', message);
+      } catch (err) {
+        this.report(err, 'ack', message);
+      }
+      return;
+    }
+    this.report(failure.err, 'handler', message);
+    const retryable = !(failure.err instanceof NonRetryableError);
+    try {
+      await this.options.client.nack(this.options.queue, message.receipt, {
+        retryable,
+        error: errorText(failure.err),
+      });
+    } catch (err) {
+      this.report(err, 'nack', message);
+    }
+  }
+
+  private release(message: ReceivedMessage<T>): void {
+    // A released message is ready again at once, unless an abandoned long poll could still
+    // take it: the server cannot tell that the poll's caller has gone.
+    const retryAfter = Math.max(0, Math.ceil((this.abandonedPollUntil - Date.now()) / 1000));
+    const released = this.options.client
+      .nack(this.options.queue, message.receipt, {
+        retry_after_seconds: retryAfter,
+        error: 'released: the worker stopped before the handler finished',
+      })
+      .then(
+        () => undefined,
+        (err) => {
+          if (!(err instanceof StaleReceiptError)) this.report(err, 'release', message);
+        },
+      );
+    this.releases.add(released);
+  }
+
+  private async shutdown(timeoutMs: number): Promise<void> {
+    this.halting.abort();
+    this.wake?.();
+    const deadline = new AbortController();
+    const drained = (async () => {
+      await this.loop;
+      await Promise.all([...this.jobs].map((job) => job.done));
+    })();
+    await Promise.race([drained, sleep(timeoutMs, deadline.signal)]);
+    deadline.abort();
+
+    if (this.pollStartedAt !== undefined) {
+      this.abandonedPollUntil = this.pollStartedAt + this.waitSeconds * 1000;
+    }
+    this.polling.abort(new Error('the worker stopped'));
+    await this.loop;
+    const settling: Promise<void>[] = [];
+    for (const job of this.jobs) {
+      // A job whose handler already returned only has its ack left: let it finish.
+      if (job.settled) {
+        settling.push(job.done);
+        continue;
+      }
+      job.released = true;
+      job.lease.abort(new Error('the worker stopped before the handler finished'));
+      this.release(job.message);
+    }
+    await Promise.all([...settling, ...this.releases]);
+  }
+
+  private report(err: unknown, phase: WorkerPhase, message?: ReceivedMessage<T>): void {
+    const { onError } = this.options;
+    if (!onError) {
+      console.error(
+        `leaseq worker (${this.options.queue}) ${phase}${message ? ` ${message.message_id}` : ''}:`,
+        err,
+      );
+      return;
+    }
+    try {
+      onError(err, message ? { phase, message } : { phase });
+    } catch {
+      // A failing onError must not stop the loop; there is nobody left to tell.
+    }
+  }
+}
+
+/** An ack the server refused: for a stale receipt, another consumer may already have the message. */
+function lateAck(status: AckStatus): Error {
+  const message = `the ack answered ${status}: the lease ended before the handler finished`;
+  return status === 'stale_receipt'
+    ? new StaleReceiptError({ code: 'STALE_RECEIPT', status: 409, message })
+    : new Error(`the ack answered ${status}`);
+}
+
+function errorText(err: unknown): string {
+  const text = err instanceof Error ? err.message : String(err);
+  return text.slice(0, MAX_ERROR_TEXT);
+}

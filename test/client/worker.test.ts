@@ -1,0 +1,305 @@
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import {
+  type LeaseqClient,
+  NonRetryableError,
+  type ReceivedMessage,
+  StaleReceiptError,
+  Worker,
+  type WorkerOptions,
+  type WorkerPhase,
+} from '../../client/index.js';
+import { startTestRuntime, type TestRuntime } from '../helpers/runtime.js';
+import { clientOf, sleep, until } from './support.js';
+
+/** The Worker against a real local runtime: heartbeats, crashes, the concurrency cap, stop, failures. */
+
+let t: TestRuntime;
+let client: LeaseqClient;
+const workers: Worker<unknown>[] = [];
+
+beforeAll(async () => {
+  t = await startTestRuntime({
+    tenant: 'worker',
+    queues: {
+      heartbeat: { shards: 1, lease_seconds: 2, max_lease_seconds: 60 },
+      crash: { shards: 1, lease_seconds: 2, backoff_seconds: [0] },
+      cap: { shards: 2 },
+      stop: { shards: 1, lease_seconds: 30 },
+      idle: { shards: 1 },
+      failing: { shards: 1, backoff_seconds: [0] },
+      lost: { shards: 1, lease_seconds: 1, max_lease_seconds: 3, backoff_seconds: [0] },
+    },
+  });
+  client = clientOf(t);
+});
+afterEach(async () => {
+  // A graceful stop lets each worker's long poll end, so none leases the next test's messages.
+  await Promise.all(workers.splice(0).map((w) => w.stop({ timeoutMs: 3000 })));
+});
+afterAll(async () => {
+  await t?.close();
+});
+
+interface Reported {
+  phase: WorkerPhase;
+  err: unknown;
+  id: string | undefined;
+}
+
+/** Starts a worker whose errors are collected instead of logged; afterEach stops it. */
+function startWorker<T = unknown>(options: Omit<WorkerOptions<T>, 'client' | 'onError'>) {
+  const errors: Reported[] = [];
+  const worker = new Worker<T>({
+    client,
+    waitSeconds: 1,
+    ...options,
+    onError: (err, { phase, message }) => errors.push({ phase, err, id: message?.message_id }),
+  });
+  worker.start();
+  workers.push(worker as Worker<unknown>);
+  return { worker, errors };
+}
+
+describe('heartbeats', () => {
+  it('keep a message whose handler takes 3x the lease: it runs once and is acked', async () => {
+    await client.produce('heartbeat', [{ message_id: 'hb-1', payload: 1 }]);
+    const before = await client.stats('heartbeat');
+    const runs: ReceivedMessage[] = [];
+    let finishedAt = 0;
+    const { worker, errors } = startWorker({
+      queue: 'heartbeat',
+      handler: async (message) => {
+        runs.push(message);
+        await sleep(6000);
+        finishedAt = Date.now();
+      },
+    });
+    await until('the handler to finish', () => finishedAt > 0, 15_000);
+    await worker.stop({ timeoutMs: 5000 });
+
+    expect(runs.map((m) => [m.message_id, m.attempt])).toEqual([['hb-1', 1]]);
+    expect(finishedAt).toBeGreaterThan(Date.parse(runs[0]?.lease_expires_at ?? '') + 3000);
+    expect(errors).toEqual([]);
+    expect(await client.receive('heartbeat', { wait_seconds: 1 })).toEqual([]);
+    const after = await client.stats('heartbeat');
+    expect(after.acked_total).toBe(before.acked_total + 1);
+    expect(after.redelivered_total).toBe(before.redelivered_total);
+    expect(after.in_flight).toBe(0);
+  });
+});
+
+describe('a worker that dies mid-message', () => {
+  it('loses the message to another worker after the lease, with attempt 2; its late ack is stale', async () => {
+    await client.produce('crash', [{ message_id: 'crash-1', payload: 1 }]);
+    let releaseHung: () => void = () => {};
+    const hung: ReceivedMessage[] = [];
+    // No heartbeats and a handler that never returns: from the server's side, a dead worker.
+    const dead = startWorker({
+      queue: 'crash',
+      concurrency: 1,
+      heartbeat: false,
+      consumerId: 'dead',
+      handler: (message) => {
+        hung.push(message);
+        return new Promise<void>((resolve) => {
+          releaseHung = resolve;
+        });
+      },
+    });
+    await until('the first delivery', () => hung.length === 1);
+    const leaseEnd = Date.parse(hung[0]?.lease_expires_at ?? '');
+
+    const second: ReceivedMessage[] = [];
+    startWorker({
+      queue: 'crash',
+      consumerId: 'alive',
+      handler: async (message) => {
+        second.push(message);
+      },
+    });
+    await until('the redelivery', () => second.length === 1, 10_000);
+    expect(Date.now()).toBeGreaterThanOrEqual(leaseEnd);
+    expect(second[0]).toMatchObject({ message_id: 'crash-1', attempt: 2 });
+    expect(hung).toHaveLength(1);
+
+    releaseHung();
+    await until('the late ack', () => dead.errors.length > 0);
+    expect(dead.errors).toMatchObject([{ phase: 'ack', id: 'crash-1' }]);
+    expect(dead.errors[0]?.err).toBeInstanceOf(StaleReceiptError);
+  });
+});
+
+describe('the concurrency cap', () => {
+  it('never runs more than `concurrency` handlers at once', async () => {
+    const ids = Array.from({ length: 50 }, (_, i) => `cap-${i}`);
+    await client.produce(
+      'cap',
+      ids.map((id) => ({ message_id: id, payload: id })),
+    );
+    let running = 0;
+    let most = 0;
+    const done = new Set<string>();
+    const { worker, errors } = startWorker({
+      queue: 'cap',
+      concurrency: 3,
+      handler: async (message) => {
+        running++;
+        most = Math.max(most, running);
+        await sleep(10 + Math.random() * 30);
+        running--;
+        done.add(message.message_id);
+      },
+    });
+    await until('all 50 handled', () => done.size === 50, 20_000);
+    await worker.stop();
+    expect(most).toBe(3);
+    expect(errors).toEqual([]);
+    expect((await client.stats('cap')).acked_total).toBe(50);
+  });
+});
+
+describe('stop', () => {
+  it('finishes and acks handlers within the timeout and releases the rest to another consumer at once', async () => {
+    await client.produce('stop', [
+      { message_id: 'quick-1', payload: 'quick' },
+      { message_id: 'quick-2', payload: 'quick' },
+      { message_id: 'stuck-1', payload: 'stuck' },
+      { message_id: 'stuck-2', payload: 'stuck' },
+    ]);
+    const started = new Set<string>();
+    const finished = new Set<string>();
+    const aborted = new Set<string>();
+    const { worker, errors } = startWorker<string>({
+      queue: 'stop',
+      concurrency: 4,
+      handler: async (message, { signal }) => {
+        started.add(message.message_id);
+        if (message.payload === 'quick') {
+          await sleep(800);
+          finished.add(message.message_id);
+          return;
+        }
+        signal.addEventListener('abort', () => aborted.add(message.message_id));
+        // stuck-1 gives up on abort; stuck-2 ignores it and never returns.
+        if (message.message_id === 'stuck-1') {
+          await new Promise((_, reject) => signal.addEventListener('abort', () => reject(signal.reason)));
+        }
+        await new Promise(() => {});
+      },
+    });
+    await until('all four handlers to start', () => started.size === 4);
+
+    const stopAt = Date.now();
+    await worker.stop({ timeoutMs: 1500 });
+    const stoppedAt = Date.now();
+    expect(stoppedAt - stopAt).toBeGreaterThanOrEqual(1400);
+    expect(stoppedAt - stopAt).toBeLessThan(3000);
+    expect([...finished].sort()).toEqual(['quick-1', 'quick-2']);
+    expect([...aborted].sort()).toEqual(['stuck-1', 'stuck-2']);
+    expect(errors).toEqual([]);
+    expect((await client.stats('stop')).acked_total).toBe(2);
+
+    const again: ReceivedMessage[] = [];
+    while (again.length < 2 && Date.now() - stoppedAt < 5000) {
+      again.push(...(await client.receive('stop', { wait_seconds: 1 })));
+    }
+    expect(Date.now() - stoppedAt).toBeLessThan(3000);
+    expect(again.map((m) => [m.message_id, m.attempt]).sort()).toEqual([
+      ['stuck-1', 2],
+      ['stuck-2', 2],
+    ]);
+    await client.ack(
+      'stop',
+      again.map((m) => m.receipt),
+    );
+  });
+
+  it('of an idle worker waits for its long poll: a message produced meanwhile is handled, one produced after goes to the next consumer', async () => {
+    const handled: string[] = [];
+    const { worker, errors } = startWorker({
+      queue: 'idle',
+      waitSeconds: 2,
+      handler: async (message) => {
+        handled.push(message.message_id);
+      },
+    });
+    await sleep(300);
+    const stopAt = Date.now();
+    const stopped = worker.stop();
+    await client.produce('idle', [{ message_id: 'during-stop', payload: 1 }]);
+    await stopped;
+    expect(Date.now() - stopAt).toBeLessThan(2500);
+    expect(handled).toEqual(['during-stop']);
+    expect(errors).toEqual([]);
+
+    await client.produce('idle', [{ message_id: 'after-stop', payload: 1 }]);
+    const [next] = await client.receive('idle', { wait_seconds: 2 });
+    expect(next).toMatchObject({ message_id: 'after-stop', attempt: 1 });
+    await client.ack('idle', [next?.receipt as string]);
+    expect((await client.stats('idle')).acked_total).toBe(2);
+  });
+});
+
+describe('handler failures', () => {
+  it('a NonRetryableError dead-letters the message at once with reason non_retryable', async () => {
+    await client.produce('failing', [{ message_id: 'fatal-1', payload: 'not json at all' }]);
+    const { errors } = startWorker({
+      queue: 'failing',
+      consumerId: 'w-fatal',
+      handler: async () => {
+        throw new NonRetryableError('cannot parse the order');
+      },
+    });
+    await until('the dead letter', () =>
+      client.dlqMessage('failing', 'fatal-1').then(
+        () => true,
+        () => false,
+      ),
+    );
+    expect(await client.dlqMessage('failing', 'fatal-1')).toMatchObject({
+      message_id: 'fatal-1',
+      attempts: [
+        { attempt: 1, consumer_id: 'w-fatal', reason: 'non_retryable', error: 'cannot parse the order' },
+      ],
+    });
+    expect(errors.map((e) => [e.phase, e.id])).toEqual([['handler', 'fatal-1']]);
+  });
+
+  it('any other error is a retryable nack: the message comes back with attempt 2', async () => {
+    await client.produce('failing', [{ message_id: 'flaky-1', payload: 1 }]);
+    const attempts: number[] = [];
+    startWorker({
+      queue: 'failing',
+      handler: async (message) => {
+        attempts.push(message.attempt);
+        if (message.attempt === 1) throw new Error('database busy');
+      },
+    });
+    await until('the retry', () => attempts.length === 2, 10_000);
+    expect(attempts).toEqual([1, 2]);
+  });
+});
+
+describe('a lease that reaches the max total lease', () => {
+  it('aborts the handler signal and is not acked, even if the handler then returns', async () => {
+    await client.produce('lost', [{ message_id: 'lost-1', payload: 1 }]);
+    const deliveries: ReceivedMessage[] = [];
+    let abortedAfterMs = 0;
+    const { errors } = startWorker({
+      queue: 'lost',
+      handler: async (message, { signal }) => {
+        deliveries.push(message);
+        if (message.attempt > 1) return;
+        const at = Date.now();
+        await new Promise((resolve) => signal.addEventListener('abort', resolve));
+        abortedAfterMs = Date.now() - at;
+      },
+    });
+    await until('the redelivery', () => deliveries.length === 2, 10_000);
+    // Heartbeats held it past the 1 s lease up to the 3 s max.
+    expect(abortedAfterMs).toBeGreaterThan(2500);
+    expect(deliveries.map((m) => m.attempt)).toEqual([1, 2]);
+    await until('the second ack', async () => (await client.stats('lost')).acked_total === 1);
+    expect(errors.every((e) => e.id === 'lost-1' && ['heartbeat', 'ack'].includes(e.phase))).toBe(true);
+  });
+});
