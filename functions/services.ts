@@ -1,5 +1,6 @@
 import type { AwsClients } from './aws/clients.js';
 import { ClaimStore } from './claims/claims.js';
+import { Failures } from './consume/failures.js';
 import { KeyOrder } from './consume/key-order.js';
 import type { RuntimeConfig } from './core/runtime-config.js';
 import { ShardDirectory, StreamLog } from './log/stream.js';
@@ -39,6 +40,7 @@ export function buildServices(config: RuntimeConfig, clients: AwsClients) {
     log,
     audit,
     keyOrder,
+    failures: new Failures({ messages, counters, keyOrder }),
     dedup,
     tracer: new Tracer(messages, dedup),
     operations: new Operations({ tenant, messages, counters, claims, shards, keys, keyOrder, audit }),

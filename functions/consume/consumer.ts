@@ -12,11 +12,11 @@ import { InvalidRequestError, StaleReceiptError } from '../core/errors.js';
 import { leaseExpiry, maxLeaseExpiry } from '../core/lease.js';
 import type { Delivery, ReceiptSigner } from '../core/receipt.js';
 import { retentionTtls } from '../core/retention.js';
-import { afterFailure } from '../core/retry-policy.js';
 import type { ShardDirectory } from '../log/stream.js';
 import type { Counters } from '../store/counters.js';
 import { gsi } from '../store/keys.js';
 import type { MessageStore, StateItem, StoredBody } from '../store/messages.js';
+import type { Failures } from './failures.js';
 import type { KeyOrder } from './key-order.js';
 
 /** Pull consumption (API.md "Consume (pull)"): receive with leases, ack, nack, extend. */
@@ -28,6 +28,7 @@ export interface ConsumerDeps {
   claims: ClaimStore;
   shards: ShardDirectory;
   keyOrder: KeyOrder;
+  failures: Failures;
   signer: () => Promise<ReceiptSigner>;
   now?: () => number;
 }
@@ -184,41 +185,21 @@ export class Consumer {
     if (item?.state !== 'leased' || item.gen !== d.generation || (item.lease_expires_at ?? 0) <= now) {
       return this.stale(queue);
     }
-    const outcome = afterFailure(config, {
-      attempt: item.attempt,
-      reason: req.retryable ? 'nack' : 'non_retryable',
-      ...(req.retry_after_seconds !== undefined ? { retryAfterSeconds: req.retry_after_seconds } : {}),
-      now,
-    });
-    const ttls = retentionTtls(config, now);
-    // History first: the failure is on record before the message moves on.
-    const wrote = await this.deps.messages.putHistory(
+    const outcome = await this.deps.failures.fail(
       queue,
-      d.messageId,
+      config,
+      item,
       {
         generation: d.generation,
-        attempt: item.attempt,
-        ...(item.consumer_id ? { consumer_id: item.consumer_id } : {}),
         reason: req.retryable ? 'nack' : 'non_retryable',
+        deliveredAt: d.deliveredAt,
+        lease: 'live',
         ...(req.error !== undefined ? { error: req.error } : {}),
-        delivered_at: d.deliveredAt,
-        failed_at: now,
+        ...(req.retry_after_seconds !== undefined ? { retryAfterSeconds: req.retry_after_seconds } : {}),
       },
-      ttls.deadTtl,
+      now,
     );
-    const moved = await this.deps.messages.fail(item, d.generation, outcome, 'live', now, ttls.deadTtl);
-    if (!moved) {
-      if (wrote) await this.deps.messages.deleteHistory(queue, d.messageId, d.generation);
-      return this.stale(queue);
-    }
-    if (config.ordered && outcome.kind === 'dead') await this.deps.keyOrder.died(queue, item);
-    await Promise.all([
-      this.deps.counters.addWindow(queue, item.shard, -1),
-      this.deps.counters.addStats(queue, {
-        nacked: 1,
-        ...(outcome.kind === 'dead' ? { dead_lettered: 1 } : {}),
-      }),
-    ]);
+    if (!outcome) return this.stale(queue);
     return outcome.kind === 'retry'
       ? {
           status: 'retry_scheduled',

@@ -95,8 +95,7 @@ export class Operations {
   async dlqPurge(queue: string, config: QueueConfig, messageId: string, actor: string): Promise<void> {
     const item = await this.deps.messages.get(queue, messageId);
     const now = this.now();
-    if (!item || item.state !== 'dead' || !this.isLiveDead(item, config))
-      throw new MessageNotFoundError(messageId);
+    if (item?.state !== 'dead' || !this.isLiveDead(item, config)) throw new MessageNotFoundError(messageId);
     const ttls = retentionTtls(config, now);
     if (!(await this.deps.messages.purge(item, now, ttls.deadTtl))) throw new MessageNotFoundError(messageId);
     await Promise.all([

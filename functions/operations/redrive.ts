@@ -115,8 +115,9 @@ export class Redrives {
         limit: PAGE,
         ...(cursor ? { above: cursor } : {}),
       });
-      if (page.length < PAGE) exhausted = true;
+      let filled = false;
       for (const item of page) {
+        // Later deaths are not this job's; the index is in dead-time order.
         if ((item.dead_at ?? 0) > job.dead_until) {
           exhausted = true;
           break;
@@ -125,9 +126,13 @@ export class Redrives {
         if (await this.matches(queue, item, job.filter)) {
           await this.redriveOne(queue, config, item, job.redrive_id, now);
           moved++;
-          if (moved >= take) break;
+          if (moved >= take) {
+            filled = true;
+            break;
+          }
         }
       }
+      if (!filled && page.length < PAGE) exhausted = true;
     }
     const remaining = Math.max(0, job.remaining - moved);
     await this.deps.jobs.progress(job, {

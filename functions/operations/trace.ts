@@ -86,7 +86,6 @@ export class Tracer {
       }
       if (state.state === 'acked') add((state as StateItem & { acked_at?: number }).acked_at, 'acked');
       if (state.state === 'delayed') add(state.due_at, 'retry_due', { attempt: state.attempt });
-      if (state.state === 'dead') add(state.dead_at, 'dead_lettered', { reason: state.dead_reason ?? null });
     }
     for (const m of marks)
       add(Date.parse(String(m.at)), String(m.event), (m.detail as Record<string, unknown>) ?? {});

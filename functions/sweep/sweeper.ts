@@ -1,10 +1,9 @@
 import type { Logger } from '@aws-lambda-powertools/logger';
+import type { Failures } from '../consume/failures.js';
 import type { KeyOrder } from '../consume/key-order.js';
 import { mapLimit } from '../core/async.js';
 import { type QueueConfig, streamName, type TenantConfig } from '../core/config.js';
 import type { Envelope } from '../core/envelope.js';
-import { retentionTtls } from '../core/retention.js';
-import { afterFailure } from '../core/retry-policy.js';
 import type { ShardDirectory, StreamLog } from '../log/stream.js';
 import type { Redrives } from '../operations/redrive.js';
 import type { Counters } from '../store/counters.js';
@@ -23,6 +22,7 @@ export interface SweeperDeps {
   log: StreamLog;
   shards: ShardDirectory;
   keyOrder: KeyOrder;
+  failures: Failures;
   redrives: Redrives;
   logger: Logger;
   now?: () => number;
@@ -121,27 +121,18 @@ export class Sweeper {
 
   private async expire(queue: string, config: QueueConfig, item: StateItem, now: number): Promise<boolean> {
     if ((item.lease_expires_at ?? Number.POSITIVE_INFINITY) > now) return false;
-    const outcome = afterFailure(config, { attempt: item.attempt, reason: 'lease_expired', now });
-    const ttls = retentionTtls(config, now);
-    const wrote = await this.deps.messages.putHistory(
+    const outcome = await this.deps.failures.fail(
       queue,
-      item.message_id,
+      config,
+      item,
       {
         generation: item.gen,
-        attempt: item.attempt,
-        ...(item.consumer_id ? { consumer_id: item.consumer_id } : {}),
         reason: 'lease_expired',
-        delivered_at: item.delivered_at ?? now,
-        failed_at: now,
+        deliveredAt: item.delivered_at ?? now,
+        lease: 'expired',
       },
-      ttls.deadTtl,
+      now,
     );
-    const moved = await this.deps.messages.fail(item, item.gen, outcome, 'expired', now, ttls.deadTtl);
-    if (!moved && wrote) await this.deps.messages.deleteHistory(queue, item.message_id, item.gen);
-    if (moved && outcome.kind === 'dead') {
-      if (config.ordered) await this.deps.keyOrder.died(queue, item);
-      await this.deps.counters.addStats(queue, { dead_lettered: 1 });
-    }
-    return moved;
+    return outcome !== undefined;
   }
 }
