@@ -22,6 +22,11 @@ export class ClaimStore {
     return { key, bytes: body.byteLength, sha256 };
   }
 
+  /** The payload a consumer sees: inline, or restored from its claim. */
+  async payloadOf(body: { payload?: unknown; claim?: ClaimRef }): Promise<unknown> {
+    return body.claim ? JSON.parse((await this.get(body.claim)).toString('utf8')) : body.payload;
+  }
+
   async get(ref: ClaimRef): Promise<Buffer> {
     const out = await this.s3.send(new GetObjectCommand({ Bucket: this.bucket, Key: ref.key }));
     const body = Buffer.from((await out.Body?.transformToByteArray()) ?? []);

@@ -125,9 +125,7 @@ export class Consumer {
           deliveredAt: item.delivered_at as number,
         }),
         key: body.key ?? null,
-        payload: body.claim
-          ? JSON.parse((await this.deps.claims.get(body.claim)).toString('utf8'))
-          : body.payload,
+        payload: await this.deps.claims.payloadOf(body),
         headers: body.headers ?? {},
         attempt: item.attempt,
         enqueued_at: body.produced_at,

@@ -10,7 +10,8 @@ import type { AuditEntry, AuditTrail } from '../store/audit.js';
 import type { Counters } from '../store/counters.js';
 import type { KeyStates } from '../store/key-states.js';
 import { gsi } from '../store/keys.js';
-import type { HistoryRecord, MessageStore, StateItem } from '../store/messages.js';
+import type { MessageStore, StateItem } from '../store/messages.js';
+import { type AttemptView, attemptView, iso } from './views.js';
 
 /**
  * The owner's tools for a queue: dead letters (list, get, purge), parked keys (list, skip),
@@ -43,14 +44,7 @@ export interface DeadLetter {
   headers: Record<string, string>;
   enqueued_at: string;
   dead_at: string;
-  attempts: {
-    attempt: number;
-    consumer_id: string | null;
-    reason: HistoryRecord['reason'];
-    error: string | null;
-    delivered_at: string;
-    failed_at: string;
-  }[];
+  attempts: AttemptView[];
 }
 
 const cursorSchema = z.strictObject({
@@ -60,7 +54,6 @@ const cursorSchema = z.strictObject({
   gsi1sk: z.string(),
 });
 
-const iso = (ms: number | undefined) => new Date(ms ?? 0).toISOString();
 const ageSeconds = (now: number, ms: number | undefined) =>
   ms === undefined ? 0 : Math.max(0, (now - ms) / 1000);
 
@@ -162,20 +155,11 @@ export class Operations {
       return {
         message_id: item.message_id,
         key: body?.key ?? null,
-        payload: body?.claim
-          ? JSON.parse((await this.deps.claims.get(body.claim)).toString('utf8'))
-          : body?.payload,
+        payload: body ? await this.deps.claims.payloadOf(body) : undefined,
         headers: body?.headers ?? {},
         enqueued_at: body?.produced_at ?? iso(item.produced_at),
         dead_at: iso(item.dead_at),
-        attempts: history.map((h) => ({
-          attempt: h.attempt,
-          consumer_id: h.consumer_id ?? null,
-          reason: h.reason,
-          error: h.error ?? null,
-          delivered_at: iso(h.delivered_at),
-          failed_at: iso(h.failed_at),
-        })),
+        attempts: history.map(attemptView),
       };
     });
   }

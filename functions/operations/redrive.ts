@@ -136,8 +136,7 @@ export class Redrives {
     }
     const remaining = Math.max(0, job.remaining - moved);
     await this.deps.jobs.progress(job, {
-      moved: job.moved + moved,
-      remaining,
+      moved,
       credit: credit - moved,
       last_run_at: now,
       status: exhausted || remaining === 0 ? 'done' : 'running',

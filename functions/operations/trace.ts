@@ -1,6 +1,7 @@
 import { MessageNotFoundError } from '../core/errors.js';
 import type { DedupStore } from '../store/dedup.js';
 import type { HistoryRecord, MessageStore, StateItem } from '../store/messages.js';
+import { type AttemptView, attemptView, iso } from './views.js';
 
 /** "Where is message X?" in one call: its state and what happened to it (DESIGN §5). */
 
@@ -18,14 +19,7 @@ export interface Trace {
   shard: string | null;
   sequence: string | null;
   enqueued_at: string | null;
-  attempts: {
-    attempt: number;
-    consumer_id: string | null;
-    reason: string;
-    error: string | null;
-    delivered_at: string;
-    failed_at: string;
-  }[];
+  attempts: AttemptView[];
   events: TraceEvent[];
 }
 
@@ -39,8 +33,6 @@ const STATE: Record<StateItem['state'], TraceState> = {
   held: 'held',
   purged: 'purged',
 };
-
-const iso = (ms: number) => new Date(ms).toISOString();
 
 export class Tracer {
   constructor(
@@ -97,14 +89,7 @@ export class Tracer {
       shard: state?.shard ?? accepted?.shard ?? null,
       sequence: state?.seq ?? accepted?.sequence ?? null,
       enqueued_at: state ? iso(state.produced_at) : accepted ? iso(accepted.acceptedAt) : null,
-      attempts: history.map((h) => ({
-        attempt: h.attempt,
-        consumer_id: h.consumer_id ?? null,
-        reason: h.reason,
-        error: h.error ?? null,
-        delivered_at: iso(h.delivered_at),
-        failed_at: iso(h.failed_at),
-      })),
+      attempts: history.map(attemptView),
       events,
     };
   }

@@ -211,6 +211,11 @@ export class MessageStore {
 
   /** Counts a partition of the index (paging through it). */
   async count(indexPk: string): Promise<number> {
+    return this.countIndex('#gsi1pk = :pk', { ':pk': indexPk });
+  }
+
+  /** Counts what a key condition on the index matches, paging through it. */
+  private async countIndex(condition: string, values: Record<string, unknown>): Promise<number> {
     let total = 0;
     let start: Record<string, unknown> | undefined;
     do {
@@ -218,7 +223,7 @@ export class MessageStore {
         new QueryCommand({
           TableName: this.table,
           IndexName: GSI1,
-          ...buildKeyCondition('#gsi1pk = :pk', { ':pk': indexPk }),
+          ...buildKeyCondition(condition, values),
           Select: 'COUNT',
           ExclusiveStartKey: start,
         }),
@@ -487,26 +492,11 @@ export class MessageStore {
     return (out.Items ?? []) as StateItem[];
   }
 
-  async countHeld(queue: string, shard: string, key: string): Promise<number> {
-    let total = 0;
-    let start: Record<string, unknown> | undefined;
-    do {
-      const out = await this.doc.send(
-        new QueryCommand({
-          TableName: this.table,
-          IndexName: GSI1,
-          ...buildKeyCondition('#gsi1pk = :pk AND begins_with(#gsi1sk, :prefix)', {
-            ':pk': gsi.held(queue, shard),
-            ':prefix': heldPrefix(key),
-          }),
-          Select: 'COUNT',
-          ExclusiveStartKey: start,
-        }),
-      );
-      total += out.Count ?? 0;
-      start = out.LastEvaluatedKey;
-    } while (start);
-    return total;
+  countHeld(queue: string, shard: string, key: string): Promise<number> {
+    return this.countIndex('#gsi1pk = :pk AND begins_with(#gsi1sk, :prefix)', {
+      ':pk': gsi.held(queue, shard),
+      ':prefix': heldPrefix(key),
+    });
   }
 
   /** A held message of a released key goes to the ready index, keeping its log position. */

@@ -77,17 +77,19 @@ export class RedriveJobs {
     return (out.Items ?? []) as RedriveJob[];
   }
 
-  /** Saves a pass's progress while the job is still running; false once it was cancelled. */
+  /**
+   * Saves a pass's progress. What moved is counted whatever happened meanwhile (a cancel
+   * during the pass must not hide messages that did move); the rest only while running.
+   */
   async progress(
     job: RedriveJob,
-    update: Pick<RedriveJob, 'moved' | 'remaining' | 'credit' | 'last_run_at' | 'status'> & {
-      cursor?: string;
-    },
+    update: { moved: number } & Pick<RedriveJob, 'credit' | 'last_run_at' | 'status'> & { cursor?: string },
   ): Promise<boolean> {
-    const done = update.status !== 'running';
+    const { moved, ...rest } = update;
+    if (moved > 0) await this.update(job, { add: { moved, remaining: -moved } });
     return this.update(job, {
-      set: { ...update },
-      remove: done ? ['gsi1pk', 'gsi1sk'] : [],
+      set: { ...rest },
+      remove: rest.status !== 'running' ? ['gsi1pk', 'gsi1sk'] : [],
       condition: '#status = :running',
       values: { ':running': 'running' },
     });

@@ -105,12 +105,15 @@ describe('redrive', () => {
     await sleep(1200);
     const cancelled = await t.api(`/queues/cancel/redrives/${res.body.redrive_id}`, { method: 'DELETE' });
     expect(cancelled.body.status).toBe('cancelled');
-    const moved = cancelled.body.moved;
-    expect(moved).toBeLessThanOrEqual(4);
+    expect(cancelled.body.moved).toBeLessThanOrEqual(4);
+    // A pass already under way when the cancel landed may still finish its message.
     await sleep(1200);
     const later = (await t.api(`/queues/cancel/redrives/${res.body.redrive_id}`)).body;
-    expect(later).toMatchObject({ status: 'cancelled', moved });
-    expect((await queueApi(t, 'cancel').stats()).dlq_depth).toBe(10 - moved);
+    expect(later.status).toBe('cancelled');
+    expect(later.moved - cancelled.body.moved).toBeLessThanOrEqual(1);
+    await sleep(1200);
+    expect((await t.api(`/queues/cancel/redrives/${res.body.redrive_id}`)).body.moved).toBe(later.moved);
+    expect((await queueApi(t, 'cancel').stats()).dlq_depth).toBe(10 - later.moved);
     const audit = (await t.api('/queues/cancel/audit')).body.entries.map((e: { action: string }) => e.action);
     expect(audit).toEqual(['redrive_cancel', 'redrive']);
     expect((await t.api('/queues/cancel/redrives/no-such-id')).status).toBe(404);
