@@ -4,6 +4,8 @@ import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
 import middy from '@middy/core';
 import httpRouterHandler from '@middy/http-router';
 import type { APIGatewayProxyEventV2, Context } from 'aws-lambda';
+import { Authenticator } from '../access/authenticator.js';
+import { KeyAdmin } from '../access/key-admin.js';
 import type { AwsClients } from '../aws/clients.js';
 import { Consumer } from '../consume/consumer.js';
 import { KeyRing } from '../core/auth.js';
@@ -12,11 +14,13 @@ import type { RuntimeConfig } from '../core/runtime-config.js';
 import { countFor, METRICS_NAMESPACE } from '../observability/metrics.js';
 import { Producer } from '../produce/producer.js';
 import { buildServices } from '../services.js';
+import { ApiKeyStore } from '../store/api-keys.js';
 import { loadReceiptSecret } from '../store/secret.js';
 import { errorResponse, type HttpResponse } from './http.js';
 import type { ApiServices, Route } from './route.js';
 import { ackRoute, extendRoute, nackRoute, receiveRoute } from './routes/consume.js';
 import { healthRoute } from './routes/health.js';
+import { createKeyRoute, listKeysRoute, revokeKeyRoute } from './routes/keys.js';
 import {
   auditRoute,
   dlqGetRoute,
@@ -50,6 +54,9 @@ export const routes: Route[] = [
   auditRoute,
   traceRoute,
   statsRoute,
+  createKeyRoute,
+  listKeysRoute,
+  revokeKeyRoute,
 ];
 
 export type ApiHandler = (event: APIGatewayProxyEventV2, context: Context) => Promise<HttpResponse>;
@@ -62,6 +69,7 @@ export function createApiHandler(
   metrics = new Metrics({ namespace: METRICS_NAMESPACE, serviceName: 'leaseq-api' }),
 ): ApiHandler {
   const built = buildServices(config, clients);
+  const apiKeys = new ApiKeyStore(clients.doc, config.tableName);
   let signer: Promise<ReceiptSigner> | undefined;
   const loadSigner = () => {
     signer ??= loadReceiptSecret(clients.doc, config.tableName).then((secret) => new ReceiptSigner(secret));
@@ -74,7 +82,8 @@ export function createApiHandler(
     config,
     logger,
     metrics,
-    keys: new KeyRing([...config.tenant.api_keys, ...(config.extraKeys ?? [])]),
+    auth: new Authenticator(new KeyRing([...config.tenant.api_keys, ...(config.extraKeys ?? [])]), apiKeys),
+    keyAdmin: new KeyAdmin(apiKeys),
     producer: new Producer(built),
     consumer: new Consumer({ ...built, signer: loadSigner }),
     operations: built.operations,

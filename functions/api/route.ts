@@ -1,8 +1,10 @@
 import type { Logger } from '@aws-lambda-powertools/logger';
 import type { Metrics } from '@aws-lambda-powertools/metrics';
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
+import type { Authenticator } from '../access/authenticator.js';
+import type { KeyAdmin } from '../access/key-admin.js';
 import type { Consumer } from '../consume/consumer.js';
-import { type Action, type KeyRing, type Principal, requireScope } from '../core/auth.js';
+import { type Action, type Principal, requireScope } from '../core/auth.js';
 import type { QueueConfig } from '../core/config.js';
 import { QueueNotFoundError } from '../core/errors.js';
 import type { RuntimeConfig } from '../core/runtime-config.js';
@@ -15,7 +17,8 @@ import { type HttpResponse, header, pathParam } from './http.js';
 /** What every route can use, built once per function instance. */
 export interface ApiServices {
   config: RuntimeConfig;
-  keys: KeyRing;
+  auth: Authenticator;
+  keyAdmin: KeyAdmin;
   producer: Producer;
   consumer: Consumer;
   operations: Operations;
@@ -52,7 +55,7 @@ export function queueRoute(
     method,
     path,
     handler: async (event, services) => {
-      const principal = services.keys.authenticate(header(event, 'authorization'));
+      const principal = await services.auth.authenticate(header(event, 'authorization'));
       const name = pathParam(event, 'queue');
       const config = Object.hasOwn(services.config.tenant.queues, name)
         ? services.config.tenant.queues[name]
@@ -60,6 +63,29 @@ export function queueRoute(
       if (!config) throw new QueueNotFoundError(name);
       requireScope(principal, action, name);
       return handler({ event, services, principal, queue: { name, config } });
+    },
+  };
+}
+
+export interface TenantRequest {
+  event: APIGatewayProxyEventV2;
+  services: ApiServices;
+  principal: Principal;
+}
+
+/** A tenant-wide route: only keys with `admin:*` may use it. */
+export function tenantRoute(
+  method: Route['method'],
+  path: string,
+  handler: (req: TenantRequest) => Promise<HttpResponse>,
+): Route {
+  return {
+    method,
+    path,
+    handler: async (event, services) => {
+      const principal = await services.auth.authenticate(header(event, 'authorization'));
+      requireScope(principal, 'admin', '*');
+      return handler({ event, services, principal });
     },
   };
 }

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { SCOPE, SCOPE_MESSAGE } from '../core/auth.js';
 import { MESSAGE_ID } from '../core/envelope.js';
 
 /** Request bodies of the HTTP API (API.md), validated at the edge. Types come from here. */
@@ -106,4 +107,9 @@ export const skipRequestSchema = z.strictObject({
 
 export const auditQuerySchema = z.strictObject({
   limit: z.coerce.number().int().min(1).max(500).default(100),
+});
+
+export const createKeySchema = z.strictObject({
+  name: z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/, 'names are 1-64 of [A-Za-z0-9_.-]'),
+  scopes: z.array(z.string().regex(SCOPE, SCOPE_MESSAGE)).min(1).max(100),
 });

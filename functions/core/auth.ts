@@ -5,6 +5,10 @@ import { ForbiddenError, UnauthenticatedError } from './errors.js';
 
 export type Action = 'produce' | 'consume' | 'admin';
 
+/** `produce|consume|admin:<queue or *>`. */
+export const SCOPE = /^(produce|consume|admin):(\*|[a-z0-9-]{1,64})$/;
+export const SCOPE_MESSAGE = 'a scope is produce|consume|admin:<queue or *>';
+
 export interface Principal {
   name: string;
   scopes: readonly string[];
@@ -29,7 +33,7 @@ export function bearerToken(header: string | undefined): string {
   return match[1];
 }
 
-/** Key hash → principal. The map is built once per function instance. */
+/** Key hash → principal, for the keys fixed in configuration. Built once per function instance. */
 export class KeyRing {
   private readonly byHash: Map<string, Principal>;
 
@@ -37,8 +41,12 @@ export class KeyRing {
     this.byHash = new Map(keys.map((k) => [k.sha256, { name: k.name, scopes: k.scopes }]));
   }
 
+  find(sha256: string): Principal | undefined {
+    return this.byHash.get(sha256);
+  }
+
   authenticate(authorization: string | undefined): Principal {
-    const principal = this.byHash.get(hashApiKey(bearerToken(authorization)));
+    const principal = this.find(hashApiKey(bearerToken(authorization)));
     if (!principal) throw new UnauthenticatedError('unknown API key');
     return principal;
   }

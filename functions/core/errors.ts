@@ -70,6 +70,12 @@ export class StaleReceiptError extends LeaseqError {
   }
 }
 
+export class ConflictError extends LeaseqError {
+  constructor(message: string) {
+    super('CONFLICT', 409, message);
+  }
+}
+
 export class PayloadTooLargeError extends LeaseqError {
   constructor(message: string) {
     super('PAYLOAD_TOO_LARGE', 413, message);

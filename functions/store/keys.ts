@@ -94,3 +94,10 @@ export function auditPk(queue: string): string {
 export function redriveKey(queue: string, redriveId: string): ItemKey {
   return { pk: `Q#${queue}#RD#${redriveId}`, sk: 'J' };
 }
+
+/** Run-time API keys: the listing partition (sort key: name) and the item looked up by hash. */
+export const API_KEYS_PK = 'TENANT#APIKEYS';
+
+export function apiKeyHashKey(sha256: string): ItemKey {
+  return { pk: `TENANT#APIKEY#${sha256}`, sk: 'K' };
+}
