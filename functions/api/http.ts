@@ -1,6 +1,7 @@
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from 'aws-lambda';
 import type { z } from 'zod';
 import { isTransientAwsError } from '../aws/transient.js';
+import { MESSAGE_ID } from '../core/envelope.js';
 import {
   InvalidRequestError,
   LeaseqError,
@@ -83,6 +84,11 @@ export function parseBody<S extends z.ZodType>(event: APIGatewayProxyEventV2, sc
       { path: '(body)', message: 'not valid JSON' },
     ]);
   }
+  if (jsonDepth(value) > MAX_JSON_DEPTH) {
+    throw new InvalidRequestError(`the body nests deeper than ${MAX_JSON_DEPTH} levels`, [
+      { path: '(body)', message: `at most ${MAX_JSON_DEPTH} levels of nesting` },
+    ]);
+  }
   return validate(schema, value);
 }
 
@@ -99,13 +105,51 @@ export function validate<S extends z.ZodType>(schema: S, value: unknown): z.infe
   );
 }
 
-/** Path parameters arrive percent-encoded from the router. */
-export function pathParam(event: APIGatewayProxyEventV2, name: string): string {
+/** Path parameters arrive percent-encoded from the router; each is checked against its shape. */
+export function pathParam(
+  event: APIGatewayProxyEventV2,
+  name: string,
+  shape?: { pattern: RegExp; message: string },
+): string {
   const raw = event.pathParameters?.[name];
   if (raw === undefined) throw new NotFoundError();
+  let value: string;
   try {
-    return decodeURIComponent(raw);
+    value = decodeURIComponent(raw);
   } catch {
-    throw new InvalidRequestError(`the path parameter ${name} is not valid percent-encoding`);
+    throw new InvalidRequestError(`the path parameter ${name} is not valid percent-encoding`, [
+      { path: name, message: 'not valid percent-encoding' },
+    ]);
   }
+  if (shape && !shape.pattern.test(value)) {
+    throw new InvalidRequestError(`the path parameter ${name} is invalid: ${shape.message}`, [
+      { path: name, message: shape.message },
+    ]);
+  }
+  return value;
+}
+
+/** Shapes of path parameters (API.md): ids, keys and names as the API defines them. */
+export const PARAM = {
+  messageId: { pattern: MESSAGE_ID, message: '1-128 of [A-Za-z0-9_.:-]' },
+  key: { pattern: /^[\s\S]{1,256}$/u, message: '1-256 characters' },
+  redriveId: { pattern: /^[0-9a-f-]{36}$/, message: 'a redrive id' },
+  keyName: { pattern: /^[A-Za-z0-9_.-]{1,64}$/, message: '1-64 of [A-Za-z0-9_.-]' },
+};
+
+/** Deeper documents only serve to make every later reader of the payload work harder. */
+export const MAX_JSON_DEPTH = 32;
+
+/** Nesting depth of a parsed JSON value, without recursion (so a hostile body cannot overflow the stack). */
+export function jsonDepth(value: unknown): number {
+  let max = 0;
+  const stack: [unknown, number][] = [[value, 0]];
+  while (stack.length) {
+    const [v, depth] = stack.pop() as [unknown, number];
+    if (v === null || typeof v !== 'object') continue;
+    max = Math.max(max, depth + 1);
+    if (max > MAX_JSON_DEPTH) return max;
+    for (const child of Array.isArray(v) ? v : Object.values(v)) stack.push([child, depth + 1]);
+  }
+  return max;
 }

@@ -1,4 +1,4 @@
-import { json, noContent, parseBody, pathParam } from '../http.js';
+import { json, noContent, PARAM, parseBody, pathParam } from '../http.js';
 import { tenantRoute } from '../route.js';
 import { createKeySchema } from '../schemas.js';
 
@@ -12,6 +12,6 @@ export const listKeysRoute = tenantRoute('GET', '/keys', async (req) =>
 );
 
 export const revokeKeyRoute = tenantRoute('DELETE', '/keys/{name}', async (req) => {
-  await req.services.keyAdmin.revoke(pathParam(req.event, 'name'));
+  await req.services.keyAdmin.revoke(pathParam(req.event, 'name', PARAM.keyName));
   return noContent();
 });

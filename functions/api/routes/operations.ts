@@ -1,4 +1,4 @@
-import { json, noContent, parseBody, pathParam, validate } from '../http.js';
+import { json, noContent, PARAM, parseBody, pathParam, validate } from '../http.js';
 import { queueRoute } from '../route.js';
 import { auditQuerySchema, dlqListQuerySchema, redriveRequestSchema, skipRequestSchema } from '../schemas.js';
 
@@ -11,7 +11,7 @@ export const dlqListRoute = queueRoute('GET', '/queues/{queue}/dlq', 'admin', as
 });
 
 export const dlqGetRoute = queueRoute('GET', '/queues/{queue}/dlq/{message_id}', 'admin', async (req) => {
-  const id = pathParam(req.event, 'message_id');
+  const id = pathParam(req.event, 'message_id', PARAM.messageId);
   return json(200, await req.services.operations.dlqGet(req.queue.name, req.queue.config, id));
 });
 
@@ -20,7 +20,7 @@ export const dlqPurgeRoute = queueRoute(
   '/queues/{queue}/dlq/{message_id}',
   'admin',
   async (req) => {
-    const id = pathParam(req.event, 'message_id');
+    const id = pathParam(req.event, 'message_id', PARAM.messageId);
     await req.services.operations.dlqPurge(req.queue.name, req.queue.config, id, req.principal.name);
     return noContent();
   },
@@ -36,7 +36,10 @@ export const redriveGetRoute = queueRoute(
   '/queues/{queue}/redrives/{redrive_id}',
   'admin',
   async (req) =>
-    json(200, await req.services.redrives.get(req.queue.name, pathParam(req.event, 'redrive_id'))),
+    json(
+      200,
+      await req.services.redrives.get(req.queue.name, pathParam(req.event, 'redrive_id', PARAM.redriveId)),
+    ),
 );
 
 export const redriveCancelRoute = queueRoute(
@@ -48,7 +51,7 @@ export const redriveCancelRoute = queueRoute(
       200,
       await req.services.redrives.cancel(
         req.queue.name,
-        pathParam(req.event, 'redrive_id'),
+        pathParam(req.event, 'redrive_id', PARAM.redriveId),
         req.principal.name,
       ),
     ),
@@ -60,7 +63,7 @@ export const parkedKeysRoute = queueRoute('GET', '/queues/{queue}/keys/parked', 
 
 export const skipKeyRoute = queueRoute('POST', '/queues/{queue}/keys/{key}/skip', 'admin', async (req) => {
   const { reason } = parseBody(req.event, skipRequestSchema);
-  const key = pathParam(req.event, 'key');
+  const key = pathParam(req.event, 'key', PARAM.key);
   return json(200, await req.services.operations.skipKey(req.queue.name, key, reason, req.principal.name));
 });
 
@@ -70,7 +73,10 @@ export const auditRoute = queueRoute('GET', '/queues/{queue}/audit', 'admin', as
 });
 
 export const traceRoute = queueRoute('GET', '/queues/{queue}/messages/{message_id}', 'admin', async (req) =>
-  json(200, await req.services.tracer.trace(req.queue.name, pathParam(req.event, 'message_id'))),
+  json(
+    200,
+    await req.services.tracer.trace(req.queue.name, pathParam(req.event, 'message_id', PARAM.messageId)),
+  ),
 );
 
 export const statsRoute = queueRoute('GET', '/queues/{queue}/stats', 'admin', async (req) =>

@@ -1,0 +1,126 @@
+import { ScanCommand } from '@aws-sdk/lib-dynamodb';
+import fc from 'fast-check';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { routes } from '../../functions/api/app.js';
+import { startTestRuntime, type TestRuntime } from '../helpers/runtime.js';
+
+/** Every route × every scope, and a fuzz of every route with random and hostile input. */
+
+let t: TestRuntime;
+const keys: Record<string, string> = {};
+const SCOPES = [
+  'produce:jobs',
+  'consume:jobs',
+  'admin:jobs',
+  'admin:ledger',
+  'produce:*',
+  'consume:*',
+  'admin:*',
+];
+
+beforeAll(async () => {
+  t = await startTestRuntime();
+  for (const scope of SCOPES) {
+    const res = await t.api('/keys', { body: { name: scope.replace(/[:*]/g, '_'), scopes: [scope] } });
+    keys[scope] = res.body.key;
+  }
+});
+afterAll(async () => {
+  await t?.close();
+});
+
+/** The action each route needs; tenant routes need admin on every queue. */
+function required(path: string, method: string): string | undefined {
+  if (path === '/health') return undefined;
+  if (path.startsWith('/keys')) return 'admin:*';
+  if (path === '/queues/{queue}/messages' && method === 'POST') return 'produce';
+  if (/\/(receive|ack|nack|extend)$/.test(path)) return 'consume';
+  return 'admin';
+}
+
+const concrete = (path: string) =>
+  path
+    .replace('{queue}', 'jobs')
+    .replace('{message_id}', 'm-1')
+    .replace('{redrive_id}', 'r-1')
+    .replace('{key}', 'k-1')
+    .replace('{name}', 'nobody');
+
+describe('scopes on every route', () => {
+  const cases = routes.flatMap((r) => SCOPES.map((scope) => ({ method: r.method, path: r.path, scope })));
+  it.each(cases)('$method $path with $scope', async ({ method, path, scope }) => {
+    const need = required(path, method);
+    const res = await t.api(concrete(path), {
+      method,
+      key: keys[scope] as string,
+      ...(method === 'POST' ? { body: {} } : {}),
+    });
+    const allowed =
+      need === undefined ||
+      scope === need ||
+      (need !== 'admin:*' && (scope === `${need}:jobs` || scope === `${need}:*`));
+    if (allowed) expect([401, 403]).not.toContain(res.status);
+    else {
+      expect(res.status).toBe(403);
+      expect(res.body.error.code).toBe('FORBIDDEN');
+    }
+  });
+});
+
+async function stateSize(): Promise<number> {
+  const items = await t.runtime.clients.doc.send(
+    new ScanCommand({ TableName: t.runtime.config.tableName, Select: 'COUNT' }),
+  );
+  return (items.Count ?? 0) + (await t.records('jobs')).length;
+}
+
+const hostileString = fc.oneof(
+  fc.string(),
+  fc.constantFrom(
+    '__proto__',
+    'constructor',
+    '#pk',
+    ':v',
+    "'; DROP TABLE",
+    '../..',
+    '%00',
+    '\u0000',
+    'x'.repeat(5000),
+  ),
+);
+const hostileJson = fc.oneof(
+  fc.jsonValue(),
+  fc.dictionary(hostileString, fc.jsonValue()),
+  fc.record({ messages: fc.array(fc.dictionary(hostileString, fc.jsonValue()), { maxLength: 3 }) }),
+  fc.record({ receipts: fc.array(hostileString, { maxLength: 3 }) }),
+  fc.record({ receipt: hostileString, lease_seconds: fc.jsonValue() }),
+  fc.constant(JSON.parse(`${'['.repeat(40)}1${']'.repeat(40)}`)),
+);
+
+describe('fuzz', () => {
+  it('never answers 5xx, and a rejected request changes nothing', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.constantFrom(...routes),
+        hostileString,
+        fc.oneof(
+          hostileJson.map((v) => JSON.stringify(v)),
+          fc.string(),
+        ),
+        async (route, param, body) => {
+          const path = route.path.replace(/\{[a-z_]+\}/g, (m) =>
+            m === '{queue}' ? 'jobs' : encodeURIComponent(param) || 'x',
+          );
+          const before = await stateSize();
+          const res = await t.api(path, {
+            method: route.method,
+            ...(route.method === 'GET' ? {} : { body }),
+          });
+          expect(res.status, `${route.method} ${path.slice(0, 200)} ${body.slice(0, 200)}`).toBeLessThan(500);
+          if (res.status >= 400) expect(await stateSize()).toBe(before);
+        },
+      ),
+      { numRuns: 150 },
+    );
+  }, 120_000);
+});
