@@ -1,0 +1,40 @@
+/**
+ * A token bucket: `rate` tokens a second, holding at most `burst`. Pure: the caller passes
+ * the time. Used for rate quotas (requests and bytes a second).
+ */
+export class TokenBucket {
+  private tokens: number;
+  private at: number;
+
+  constructor(
+    readonly rate: number,
+    readonly burst: number,
+    now: number,
+  ) {
+    this.tokens = burst;
+    this.at = now;
+  }
+
+  private refill(now: number): void {
+    this.tokens = Math.min(this.burst, this.tokens + (this.rate * Math.max(0, now - this.at)) / 1000);
+    this.at = Math.max(this.at, now);
+  }
+
+  /** Takes `n` tokens when there are enough; otherwise the seconds until there will be. */
+  take(n: number, now: number): { ok: true } | { ok: false; retryAfterSeconds: number } {
+    this.refill(now);
+    if (n <= this.tokens) {
+      this.tokens -= n;
+      return { ok: true };
+    }
+    // A request bigger than the burst can never pass whole: it waits for a full bucket.
+    const missing = Math.min(n, this.burst) - this.tokens;
+    return { ok: false, retryAfterSeconds: Math.max(1, Math.ceil(missing / this.rate)) };
+  }
+
+  /** Spends tokens used elsewhere (other instances), possibly below zero. */
+  drain(n: number, now: number): void {
+    this.refill(now);
+    this.tokens -= n;
+  }
+}
