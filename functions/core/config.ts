@@ -7,6 +7,27 @@ export const QUEUE_NAME = /^[a-z0-9-]{1,64}$/;
 
 const HOUR = 3600;
 
+/**
+ * A Lambda function subscribed to the queue's stream (DESIGN §2 "push consumers"), wrapped in
+ * the consumer middleware (`leaseq/consumer`).
+ */
+const lambdaConsumerSchema = z.strictObject({
+  name: z.string().regex(/^[a-z0-9-]{1,32}$/, 'consumer names are 1-32 of [a-z0-9-]'),
+  /** The handler module, relative to the project root (the stack bundles it; the local runtime imports it). */
+  entry: z
+    .string()
+    .regex(/^(?!\/)(?!.*(^|\/)\.\.(\/|$)).+\.(ts|mts|js|mjs)$/, 'a relative path to a .ts or .js module'),
+  /** The module's export that is the handler. */
+  handler: z
+    .string()
+    .regex(/^[A-Za-z_$][A-Za-z0-9_$]*$/, 'an export name')
+    .default('handler'),
+  batch_size: z.number().int().min(1).max(10_000).default(100),
+  max_batching_window_seconds: z.number().int().min(0).max(300).default(0),
+  timeout_seconds: z.number().int().min(1).max(900).default(60),
+  memory_mb: z.number().int().min(128).max(10_240).default(512),
+});
+
 export const queueConfigSchema = z
   .strictObject({
     ordered: z.boolean().default(false),
@@ -55,6 +76,8 @@ export const queueConfigSchema = z
       .max(900 * 1024)
       .default(262_144),
     window_size: z.number().int().min(1).max(1_000_000).default(10_000),
+    /** A queue with Lambda consumers is consumed by them (push), not by dispatch (pull). */
+    consumers: z.array(lambdaConsumerSchema).default([]),
   })
   .superRefine((q, ctx) => {
     if (q.lease_seconds > q.max_lease_seconds) {
@@ -74,6 +97,26 @@ export const queueConfigSchema = z
         message: 'must not exceed the retention',
       });
     }
+    // Per-key order needs the push path to hold a key across invocations: not built yet.
+    if (q.ordered && q.consumers.length > 0) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['consumers'],
+        message: 'ordered queues do not support Lambda consumers yet',
+      });
+    }
+    const seen = new Set<string>();
+    q.consumers.forEach((c, i) => {
+      // The name keys the consumer's message state: two of one name would share it.
+      if (seen.has(c.name)) {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['consumers', i, 'name'],
+          message: 'consumer names are unique',
+        });
+      }
+      seen.add(c.name);
+    });
   });
 
 const scopeSchema = z
@@ -123,6 +166,14 @@ export function parseTenantConfig(raw: unknown, source = 'tenant file'): TenantC
 /** Resource names derived from the tenant, shared by the stack and the local runtime. */
 export function streamName(tenant: string, queue: string): string {
   return `leaseq-${tenant}-${queue}`;
+}
+
+/**
+ * Where a Lambda consumer keeps its own state of a queue's messages: a queue name of its own,
+ * which no real queue can have (`~` is not in QUEUE_NAME), so every store works on it unchanged.
+ */
+export function consumerNamespace(queue: string, consumer: string): string {
+  return `${queue}~${consumer}`;
 }
 
 export function tableName(tenant: string): string {

@@ -32,6 +32,11 @@ export const envelopeSchema = z.object({
   entry: z.number().int().min(1).default(1),
   /** Not deliverable before this time (delay_seconds on produce, or a retry tier). */
   deliver_after: z.iso.datetime().optional(),
+  /**
+   * Re-appended for one consumer only: a Lambda consumer's retry (the sweep puts it back into
+   * the queue's stream, which every consumer of the queue reads). Other consumers pass it over.
+   */
+  for: z.string().optional(),
   payload: z.unknown().optional(),
   claim: claimRefSchema.optional(),
 });

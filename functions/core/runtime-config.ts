@@ -23,13 +23,31 @@ export const ENV = {
   table: 'LEASEQ_TABLE',
   bucket: 'LEASEQ_BUCKET',
   region: 'AWS_REGION',
+  /** JSON {dynamodb, kinesis, s3}: a function run outside AWS against the local emulators. */
+  localEndpoints: 'LEASEQ_LOCAL_ENDPOINTS',
+  /** A Lambda consumer's name in the tenant file (its stack sets it). */
+  consumerName: 'LEASEQ_CONSUMER_NAME',
 } as const;
+
+const endpointsSchema = z.strictObject({ dynamodb: z.url(), kinesis: z.url(), s3: z.url() });
 
 const envSchema = z.object({
   [ENV.tenantConfig]: z.string().min(2),
   [ENV.table]: z.string().min(3),
   [ENV.bucket]: z.string().min(3),
   [ENV.region]: z.string().min(1),
+  [ENV.localEndpoints]: z
+    .string()
+    .transform((text, ctx) => {
+      try {
+        return JSON.parse(text) as unknown;
+      } catch {
+        ctx.addIssue({ code: 'custom', message: 'not JSON' });
+        return z.NEVER;
+      }
+    })
+    .pipe(endpointsSchema)
+    .optional(),
 });
 
 export function runtimeConfigFromEnv(env: Record<string, string | undefined>): RuntimeConfig {
@@ -39,5 +57,6 @@ export function runtimeConfigFromEnv(env: Record<string, string | undefined>): R
     tableName: parsed[ENV.table],
     bucketName: parsed[ENV.bucket],
     region: parsed[ENV.region],
+    ...(parsed[ENV.localEndpoints] ? { endpoints: parsed[ENV.localEndpoints] } : {}),
   };
 }

@@ -27,8 +27,34 @@ describe('tenant configuration', () => {
       dedup_window_seconds: 86400,
       claim_check_bytes: 262144,
       window_size: 10000,
+      consumers: [],
     });
     expect(config.api_keys).toEqual([]);
+  });
+
+  it('fills every default of a Lambda consumer', () => {
+    const config = parseTenantConfig({
+      tenant: 'acme',
+      queues: { events: { consumers: [{ name: 'billing', entry: 'src/billing.ts' }] } },
+    });
+    expect(config.queues.events?.consumers).toEqual([
+      {
+        name: 'billing',
+        entry: 'src/billing.ts',
+        handler: 'handler',
+        batch_size: 100,
+        max_batching_window_seconds: 0,
+        timeout_seconds: 60,
+        memory_mb: 512,
+      },
+    ]);
+  });
+
+  it('rejects Lambda consumers on an ordered queue, for now', () => {
+    const consumers = [{ name: 'billing', entry: 'src/billing.ts' }];
+    expect(issuesOf({ tenant: 'a', queues: { ledger: { ordered: true, consumers } } })).toEqual([
+      { path: 'queues.ledger.consumers', message: 'ordered queues do not support Lambda consumers yet' },
+    ]);
   });
 
   it('reads the shipped tenants/local.json: jobs unordered, ledger ordered, two shards each', () => {
@@ -61,6 +87,40 @@ describe('tenant configuration', () => {
     [{ tenant: 'a', queues: { jobs: { max_lease_seconds: 13 * 3600 } } }, 'queues.jobs.max_lease_seconds'],
     [{ tenant: 'a', queues: { jobs: { backoff_seconds: [] } } }, 'queues.jobs.backoff_seconds'],
     [{ tenant: 'a', queues: {} }, 'queues'],
+    [
+      {
+        tenant: 'a',
+        queues: {
+          jobs: {
+            consumers: [
+              { name: 'b', entry: 'b.ts' },
+              { name: 'b', entry: 'c.ts' },
+            ],
+          },
+        },
+      },
+      'queues.jobs.consumers[1].name',
+    ],
+    [
+      { tenant: 'a', queues: { jobs: { consumers: [{ name: 'b', entry: '/abs/b.ts' }] } } },
+      'queues.jobs.consumers[0].entry',
+    ],
+    [
+      { tenant: 'a', queues: { jobs: { consumers: [{ name: 'b', entry: '../b.ts' }] } } },
+      'queues.jobs.consumers[0].entry',
+    ],
+    [
+      { tenant: 'a', queues: { jobs: { consumers: [{ name: 'B', entry: 'b.ts' }] } } },
+      'queues.jobs.consumers[0].name',
+    ],
+    [
+      { tenant: 'a', queues: { jobs: { consumers: [{ name: 'b', entry: 'b.ts', batch_size: 10_001 }] } } },
+      'queues.jobs.consumers[0].batch_size',
+    ],
+    [
+      { tenant: 'a', queues: { jobs: { consumers: [{ name: 'b', entry: 'b.ts', timeout_seconds: 901 }] } } },
+      'queues.jobs.consumers[0].timeout_seconds',
+    ],
     [{ tenant: 'UPPER', queues: { jobs: {} } }, 'tenant'],
     [
       {
