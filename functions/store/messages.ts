@@ -80,6 +80,15 @@ const INLINE_BODY_BYTES = 512;
 
 export type AdmitResult = 'admitted' | 'delayed' | 'held' | 'duplicate';
 
+/** What a lease write needs of the state item. */
+export type LeaseTarget = Pick<StateItem, 'pk' | 'queue' | 'shard' | 'message_id' | 'entry'>;
+
+export interface NewLease {
+  deliveredAt: number;
+  expiresAt: number;
+  consumerId?: string;
+}
+
 export class MessageStore {
   constructor(
     private readonly doc: DynamoDBDocumentClient,
@@ -235,9 +244,28 @@ export class MessageStore {
   }
 
   /** Leases a ready message: one conditional write; undefined when another consumer won it. */
-  async lease(
-    item: StateItem,
-    lease: { deliveredAt: number; expiresAt: number; consumerId?: string },
+  lease(item: LeaseTarget, lease: NewLease): Promise<StateItem | undefined> {
+    return this.leaseIf(item, lease, '#state = :ready AND #entry = :entry', { ':ready': 'ready' });
+  }
+
+  /**
+   * Takes over the lease `generation` that its holder left without an ack or a nack: a push
+   * consumer's invocation that crashed or could not write its outcome. The event source
+   * redelivers those records only once that invocation is over, so the holder is gone; the new
+   * generation makes anything it might still send stale.
+   */
+  relet(item: LeaseTarget, generation: number, lease: NewLease): Promise<StateItem | undefined> {
+    return this.leaseIf(item, lease, '#state = :leased AND #gen = :gen AND #entry = :entry', {
+      ':leased': 'leased',
+      ':gen': generation,
+    });
+  }
+
+  private async leaseIf(
+    item: LeaseTarget,
+    lease: NewLease,
+    condition: string,
+    values: Record<string, unknown>,
   ): Promise<StateItem | undefined> {
     try {
       const out = await this.doc.send(
@@ -254,8 +282,8 @@ export class MessageStore {
               gsi1sk: timeSortKey(lease.expiresAt, item.message_id),
             },
             add: { gen: 1 },
-            condition: '#state = :ready AND #entry = :entry',
-            values: { ':ready': 'ready', ':entry': item.entry },
+            condition,
+            values: { ...values, ':entry': item.entry },
           }),
           ReturnValues: 'ALL_NEW',
         }),

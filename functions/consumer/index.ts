@@ -1,0 +1,5 @@
+/** `leaseq/consumer`: the middleware for a Lambda function subscribed to a queue's stream. */
+
+export { NonRetryableError } from './errors.js';
+export { type ConsumerLambda, type LeaseqConsumerOptions, leaseqConsumer } from './middleware.js';
+export type { LeaseqMessage, MessageHandler } from './push-consumer.js';
