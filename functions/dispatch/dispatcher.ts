@@ -156,6 +156,8 @@ export class Dispatcher {
   private decode(record: KinesisStreamRecord, now: number): Decoded[] {
     try {
       const envelope = decodeEnvelope(Buffer.from(record.kinesis.data, 'base64'));
+      // A Lambda consumer's retry, for that consumer alone (left in the log if the queue changed to pull).
+      if (envelope.for !== undefined) return [];
       const due = envelope.deliver_after ? Date.parse(envelope.deliver_after) : 0;
       return [{ record, envelope, immediate: due <= now }];
     } catch (err) {

@@ -2,7 +2,7 @@ import type { Logger } from '@aws-lambda-powertools/logger';
 import type { Failures } from '../consume/failures.js';
 import type { KeyOrder } from '../consume/key-order.js';
 import { mapLimit } from '../core/async.js';
-import { type QueueConfig, streamName, type TenantConfig } from '../core/config.js';
+import { consumerNamespace, type QueueConfig, streamName, type TenantConfig } from '../core/config.js';
 import type { Envelope } from '../core/envelope.js';
 import type { ShardDirectory, StreamLog } from '../log/stream.js';
 import type { Redrives } from '../operations/redrive.js';
@@ -40,6 +40,30 @@ export interface SweepReport {
 /** Items handled per partition per pass; a pass repeats while partitions stay full. */
 const PAGE = 100;
 
+/** Message state the sweep serves: a queue's own, or one of its Lambda consumers'. */
+interface Namespace {
+  /** The queue name the state is kept under. */
+  name: string;
+  /** The queue whose stream a retry goes back to. */
+  queue: string;
+  config: QueueConfig;
+  /** A consumer's retry is re-appended for that consumer only. */
+  consumer?: string;
+}
+
+/** A queue's own state too when it has consumers: what it held before a switch to push still drains. */
+function namespaces(tenant: TenantConfig): Namespace[] {
+  return Object.entries(tenant.queues).flatMap(([queue, config]) => [
+    { name: queue, queue, config },
+    ...config.consumers.map((c) => ({
+      name: consumerNamespace(queue, c.name),
+      queue,
+      config,
+      consumer: c.name,
+    })),
+  ]);
+}
+
 export class Sweeper {
   constructor(private readonly deps: SweeperDeps) {}
 
@@ -49,25 +73,27 @@ export class Sweeper {
 
   async sweepOnce(): Promise<SweepReport> {
     const report: SweepReport = { requeued: 0, expired: 0, released: 0, redriven: 0 };
-    for (const [queue, config] of Object.entries(this.deps.tenant.queues)) {
-      report.redriven += await this.deps.redrives.runPass(queue, config);
-      const shards = await this.deps.shards.shards(streamName(this.deps.tenant.tenant, queue));
+    for (const ns of namespaces(this.deps.tenant)) {
+      // Redrive jobs are started on a queue's own DLQ (a consumer's DLQ has no API yet).
+      if (ns.consumer === undefined) report.redriven += await this.deps.redrives.runPass(ns.queue, ns.config);
+      const shards = await this.deps.shards.shards(streamName(this.deps.tenant.tenant, ns.queue));
       await Promise.all(
         shards.map(async (shard) => {
-          report.expired += await this.expireLeases(queue, config, shard);
-          report.requeued += await this.requeueDue(queue, config, shard);
-          if (config.ordered) report.released += await this.deps.keyOrder.releaseStragglers(queue, shard);
+          report.expired += await this.expireLeases(ns.name, ns.config, shard);
+          report.requeued += await this.requeueDue(ns, shard);
+          if (ns.config.ordered)
+            report.released += await this.deps.keyOrder.releaseStragglers(ns.name, shard);
         }),
       );
     }
     return report;
   }
 
-  private async requeueDue(queue: string, config: QueueConfig, shard: string): Promise<number> {
+  private async requeueDue(ns: Namespace, shard: string): Promise<number> {
     let total = 0;
     for (;;) {
       const now = this.now();
-      const due = await this.deps.messages.partition(gsi.delayed(queue, shard), {
+      const due = await this.deps.messages.partition(gsi.delayed(ns.name, shard), {
         limit: PAGE,
         below: timeSortKey(now + 1, ''),
       });
@@ -79,23 +105,25 @@ export class Sweeper {
         return {
           v: 1,
           ...body,
+          queue: ns.queue,
           attempt: item.attempt,
           entry: item.entry + 1,
           enqueued_at: new Date(now).toISOString(),
+          ...(ns.consumer !== undefined ? { for: ns.consumer } : {}),
         };
       });
       // The new entry first; the delay store item is retired only once it is in the log.
       const appended = await this.deps.log.append(
-        streamName(this.deps.tenant.tenant, queue),
+        streamName(this.deps.tenant.tenant, ns.queue),
         envelopes.map((env) => ({
           partitionKey: env.key ?? env.message_id,
           data: Buffer.from(JSON.stringify(env)),
         })),
-        { preserveKeyOrder: config.ordered },
+        { preserveKeyOrder: ns.config.ordered },
       );
       const landed = due.filter((_, i) => appended[i]?.ok);
       await mapLimit(landed, 16, (item) =>
-        this.deps.messages.markRequeued(queue, item.message_id, item.entry),
+        this.deps.messages.markRequeued(ns.name, item.message_id, item.entry),
       );
       total += landed.length;
       if (landed.length < due.length || due.length < PAGE) return total;
