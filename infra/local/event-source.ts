@@ -44,6 +44,8 @@ export interface EventSourceMapping {
   maximumRetryAttempts?: number;
   /** Default false. */
   bisectBatchOnFunctionError?: boolean;
+  /** The function's timeout, where its context's remaining time starts. Default 30 s. */
+  timeoutMs?: number;
 }
 
 export interface EventSourceOptions {
@@ -382,7 +384,7 @@ class ShardPoller {
     try {
       const response = await this.d.mapping.handler(
         { Records: batch },
-        lambdaContext(this.d.mapping.functionName),
+        lambdaContext(this.d.mapping.functionName, this.d.mapping.timeoutMs),
       );
       failures = response?.batchItemFailures;
     } catch (error) {

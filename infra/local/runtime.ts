@@ -10,6 +10,7 @@ import { streamName, type TenantConfig, tableName } from '../../functions/core/c
 import type { RuntimeConfig } from '../../functions/core/runtime-config.js';
 import { createDispatchHandler } from '../../functions/dispatch/app.js';
 import { createSweepHandler } from '../../functions/sweep/app.js';
+import { consumerMappings } from './consumers.js';
 import { startEmulators } from './emulators.js';
 import { type EventSource, startEventSource } from './event-source.js';
 import { startGateway } from './http-gateway.js';
@@ -83,12 +84,18 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
       region: config.region,
       checkpointDir: join(options.dataDir, 'checkpoints'),
       idlePollMs: options.idlePollMs ?? 100,
-      mappings: Object.keys(options.tenant.queues).map((queue) => ({
-        functionName: `dispatch-${queue}`,
-        streamName: streamName(options.tenant.tenant, queue),
-        handler: dispatch,
-        batchSize: 100,
-      })),
+      mappings: [
+        // A queue with Lambda consumers is theirs (push): dispatch does not admit it.
+        ...Object.entries(options.tenant.queues)
+          .filter(([, q]) => q.consumers.length === 0)
+          .map(([queue]) => ({
+            functionName: `dispatch-${queue}`,
+            streamName: streamName(options.tenant.tenant, queue),
+            handler: dispatch,
+            batchSize: 100,
+          })),
+        ...(await consumerMappings(config, clients, logger)),
+      ],
       onError: (err, info) => log.warn('event source error', { ...info, error: String(err) }),
     });
     const sweepHandler = createSweepHandler(config, clients, {}, logger('leaseq-sweep'));

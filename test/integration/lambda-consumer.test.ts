@@ -1,0 +1,289 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { Logger } from '@aws-lambda-powertools/logger';
+import { PutRecordsCommand } from '@aws-sdk/client-kinesis';
+import type { KinesisStreamEvent, KinesisStreamRecord } from 'aws-lambda';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { bindConsumer, leaseqConsumer } from '../../functions/consumer/middleware.js';
+import { sleep } from '../../functions/core/async.js';
+import { consumerNamespace, type QueueConfig, streamName } from '../../functions/core/config.js';
+import { type Envelope, encodeEnvelope } from '../../functions/core/envelope.js';
+import { buildServices } from '../../functions/services.js';
+import { lambdaContext } from '../../infra/local/lambda-context.js';
+import { calls, handler, holds } from '../fixtures/lambda-consumer.js';
+import { queueApi } from '../helpers/queue-api.js';
+import { startTestRuntime, type TestRuntime } from '../helpers/runtime.js';
+
+/**
+ * A Lambda consumer (test/fixtures/lambda-consumer.ts) on the queue `events`, run by the local
+ * runtime's event source mapping as Lambda runs it on AWS: the consumer contract of DESIGN §1.
+ */
+
+let t: TestRuntime;
+const NS = consumerNamespace('events', 'billing');
+
+beforeAll(async () => {
+  t = await startTestRuntime({
+    tenant: 'push',
+    queues: {
+      events: {
+        shards: 1,
+        backoff_seconds: [0],
+        max_attempts: 3,
+        claim_check_bytes: 1024,
+        consumers: [{ name: 'billing', entry: 'test/fixtures/lambda-consumer.ts' }],
+      },
+      ledger: { ordered: true, shards: 1 },
+    },
+  });
+});
+afterAll(async () => {
+  await t?.close();
+});
+
+const services = () => buildServices(t.runtime.config, t.runtime.clients);
+const eventsConfig = () => t.runtime.config.tenant.queues.events as QueueConfig;
+const callsOf = (id: string) => calls.filter((c) => c.message_id === id);
+
+async function until(check: () => Promise<boolean> | boolean, timeoutMs = 15_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`not true after ${timeoutMs} ms`);
+    await sleep(50);
+  }
+}
+
+const stateOf = async (id: string) => (await services().messages.get(NS, id))?.state;
+
+function envelopeOf(id: string, payload: unknown = {}): Envelope {
+  const now = new Date().toISOString();
+  return {
+    v: 1,
+    message_id: id,
+    queue: 'events',
+    produced_at: now,
+    enqueued_at: now,
+    attempt: 1,
+    entry: 1,
+    payload,
+  };
+}
+
+/** A record as the event source hands it over, for invoking a bound consumer directly. */
+function recordOf(envelope: Envelope, sequenceNumber: string): KinesisStreamRecord {
+  const shard = 'shardId-000000000000';
+  return {
+    kinesis: {
+      kinesisSchemaVersion: '1.0',
+      partitionKey: envelope.message_id,
+      sequenceNumber,
+      data: Buffer.from(encodeEnvelope(envelope)).toString('base64'),
+      approximateArrivalTimestamp: Date.now() / 1000,
+    },
+    eventSource: 'aws:kinesis',
+    eventVersion: '1.0',
+    eventID: `${shard}:${sequenceNumber}`,
+    eventName: 'aws:kinesis:record',
+    invokeIdentityArn: 'arn:aws:iam::000000000000:role/test',
+    awsRegion: 'us-east-1',
+    eventSourceARN: `arn:aws:kinesis:us-east-1:000000000000:stream/${streamName('push', 'events')}`,
+  };
+}
+
+const bound = () =>
+  bindConsumer(handler, {
+    config: t.runtime.config,
+    clients: t.runtime.clients,
+    queue: 'events',
+    consumer: 'billing',
+    logger: new Logger({ logLevel: 'SILENT' }),
+  });
+
+describe('a Lambda consumer on an unordered queue', () => {
+  it('dead-letters a poison message after its attempts while the 199 others are handled once', async () => {
+    const ids = Array.from({ length: 200 }, (_, i) => `a-${String(i).padStart(3, '0')}`);
+    const poison = 'a-117';
+    await queueApi(t, 'events').produce(
+      ids.map((id) => ({ message_id: id, payload: { poison: id === poison } })),
+    );
+    await until(async () => (await stateOf(poison)) === 'dead');
+    await t.runtime.eventSource.drained(15_000);
+
+    for (const id of ids.filter((id) => id !== poison)) {
+      expect(
+        callsOf(id).map((c) => c.attempt),
+        id,
+      ).toEqual([1]);
+    }
+    expect(callsOf(poison).map((c) => c.attempt)).toEqual([1, 2, 3]);
+    const dead = await services().operations.dlqGet(NS, eventsConfig(), poison);
+    expect(dead.attempts.map((a) => [a.attempt, a.reason, a.error])).toEqual([
+      [1, 'nack', `poison ${poison}`],
+      [2, 'nack', `poison ${poison}`],
+      [3, 'nack', `poison ${poison}`],
+    ]);
+    expect(dead.attempts[0]?.consumer_id).toMatch(/^billing\//);
+    expect(await stateOf('a-000')).toBe('acked');
+    // Dispatch does not admit a queue with Lambda consumers: its own namespace stays empty.
+    expect(await services().messages.get('events', 'a-000')).toBeUndefined();
+
+    // The retries went back into the stream for this consumer, and the checkpoint is past them all.
+    const records = await t.records('events');
+    expect(
+      records.filter((r) => r.envelope.message_id === poison).map((r) => [r.envelope.entry, r.envelope.for]),
+    ).toEqual([
+      [1, undefined],
+      [2, 'billing'],
+      [3, 'billing'],
+    ]);
+    const checkpoint = JSON.parse(
+      readFileSync(join(t.dataDir, 'checkpoints', 'consumer-events-billing.json'), 'utf8'),
+    );
+    const last = records.at(-1);
+    expect(checkpoint.shards[last?.shardId as string]).toBe(last?.sequenceNumber);
+  });
+
+  it('does not handle a redelivered message twice once it is completed', async () => {
+    await queueApi(t, 'events').produce([{ message_id: 'b-1', payload: { n: 1 } }]);
+    await until(async () => (await stateOf('b-1')) === 'acked');
+    const [copy] = (await t.records('events')).filter((r) => r.envelope.message_id === 'b-1');
+    await t.runtime.clients.kinesis.send(
+      new PutRecordsCommand({
+        StreamName: streamName('push', 'events'),
+        Records: [{ PartitionKey: 'b-1', Data: encodeEnvelope(copy?.envelope as Envelope) }],
+      }),
+    );
+    await t.runtime.eventSource.drained(10_000);
+    expect((await t.records('events')).filter((r) => r.envelope.message_id === 'b-1')).toHaveLength(2);
+    expect(callsOf('b-1')).toHaveLength(1);
+  });
+
+  it('dead-letters a NonRetryableError at once', async () => {
+    await queueApi(t, 'events').produce([{ message_id: 'c-1', payload: { fatal: true } }]);
+    await until(async () => (await stateOf('c-1')) === 'dead');
+    const dead = await services().operations.dlqGet(NS, eventsConfig(), 'c-1');
+    expect(dead.attempts.map((a) => [a.attempt, a.reason, a.error])).toEqual([
+      [1, 'non_retryable', 'cannot handle this one'],
+    ]);
+    expect(callsOf('c-1')).toHaveLength(1);
+  });
+
+  it('delivers a produce-delayed message when it is due, and restores a claim-checked payload', async () => {
+    const big = 'x'.repeat(4096);
+    const produced = Date.now();
+    await queueApi(t, 'events').produce([
+      { message_id: 'g-1', payload: { n: 1 }, delay_seconds: 1 },
+      { message_id: 'g-2', payload: { big } },
+    ]);
+    await until(() => callsOf('g-1').length > 0 && callsOf('g-2').length > 0);
+    expect(Date.now()).toBeGreaterThanOrEqual(produced + 1000);
+    expect(callsOf('g-1').map((c) => [c.attempt, c.payload])).toEqual([[1, { n: 1 }]]);
+    expect(callsOf('g-2').map((c) => c.payload)).toEqual([{ big }]);
+  });
+
+  it('takes over a lease a crashed invocation left, and handles two copies in one batch once', async () => {
+    const envelope = envelopeOf('e-1');
+    const event: KinesisStreamEvent = {
+      Records: [recordOf(envelope, '900001'), recordOf(envelope, '900002')],
+    };
+    let release = () => {};
+    holds.set('e-1', new Promise<void>((resolve) => (release = resolve)));
+    // The first invocation hangs in the handler: to the event source it crashed.
+    const crashed = bound()(event, lambdaContext('consumer-events-billing', 60_000));
+    await until(() => callsOf('e-1').length === 1);
+    holds.delete('e-1');
+    const retried = await bound()(event, lambdaContext('consumer-events-billing', 60_000));
+    expect(retried.batchItemFailures).toEqual([]);
+    expect(callsOf('e-1')).toHaveLength(2);
+    expect(await services().messages.get(NS, 'e-1')).toMatchObject({ state: 'acked', gen: 2 });
+    // The crashed invocation's late ack is stale: nothing changes.
+    release();
+    expect((await crashed).batchItemFailures).toEqual([]);
+    expect(await services().messages.get(NS, 'e-1')).toMatchObject({ state: 'acked', gen: 2 });
+  });
+
+  it('starts no record within the timeout margin and reports them all, without a failed attempt', async () => {
+    const event: KinesisStreamEvent = {
+      Records: [recordOf(envelopeOf('f-1'), '910001'), recordOf(envelopeOf('f-2'), '910002')],
+    };
+    const out = await bound()(event, lambdaContext('consumer-events-billing', 4000));
+    expect(out.batchItemFailures).toEqual([{ itemIdentifier: '910001' }, { itemIdentifier: '910002' }]);
+    expect(callsOf('f-1')).toEqual([]);
+    expect(await services().messages.get(NS, 'f-1')).toBeUndefined();
+  });
+
+  it('builds itself from the environment on AWS (LEASEQ_LOCAL_ENDPOINTS here)', async () => {
+    const { config } = t.runtime;
+    const env = {
+      LEASEQ_TENANT_CONFIG: JSON.stringify(config.tenant),
+      LEASEQ_TABLE: config.tableName,
+      LEASEQ_BUCKET: config.bucketName,
+      AWS_REGION: config.region,
+      LEASEQ_LOCAL_ENDPOINTS: JSON.stringify(t.runtime.endpoints),
+      LEASEQ_CONSUMER_NAME: 'billing',
+    };
+    const saved = Object.fromEntries(Object.keys(env).map((k) => [k, process.env[k]]));
+    Object.assign(process.env, env);
+    try {
+      const seen: string[] = [];
+      const lambda = leaseqConsumer(async (m) => void seen.push(m.message_id), { queue: 'events' });
+      const out = await lambda(
+        { Records: [recordOf(envelopeOf('h-1'), '920001')] },
+        lambdaContext('x', 60_000),
+      );
+      expect(out.batchItemFailures).toEqual([]);
+      expect(seen).toEqual(['h-1']);
+      expect(await stateOf('h-1')).toBe('acked');
+    } finally {
+      for (const [k, v] of Object.entries(saved)) {
+        if (v === undefined) delete process.env[k];
+        else process.env[k] = v;
+      }
+    }
+  });
+
+  it('refuses an ordered queue, and a consumer the tenant file does not declare', () => {
+    const binding = { config: t.runtime.config, clients: t.runtime.clients };
+    const noop = async () => {};
+    expect(() =>
+      bindConsumer(leaseqConsumer(noop, { queue: 'ledger' }), { ...binding, queue: 'ledger', consumer: 'x' }),
+    ).toThrow(/"ledger" is an ordered queue; ordered queues do not support Lambda consumers yet/);
+    expect(() =>
+      bindConsumer(leaseqConsumer(noop, { queue: 'events' }), {
+        ...binding,
+        queue: 'events',
+        consumer: 'audit',
+      }),
+    ).toThrow(/consumer "audit" is not declared on queue "events"/);
+    expect(() => bindConsumer(noop, { ...binding, queue: 'events', consumer: 'billing' })).toThrow(
+      /not a handler made by leaseqConsumer/,
+    );
+  });
+
+  it('retries the batch through an AWS outage and then handles every message exactly once', async () => {
+    const ids = Array.from({ length: 20 }, (_, i) => `d-${i}`);
+    t.faults.callFault = {
+      match: (op) => op === 'DynamoDB.UpdateItem',
+      errorName: 'ThrottlingException',
+      throttling: true,
+    };
+    try {
+      // Straight into the stream: the API's own writes would meet the fault too.
+      await t.runtime.clients.kinesis.send(
+        new PutRecordsCommand({
+          StreamName: streamName('push', 'events'),
+          Records: ids.map((id) => ({ PartitionKey: id, Data: encodeEnvelope(envelopeOf(id)) })),
+        }),
+      );
+      t.runtime.eventSource.nudge();
+      await until(() => t.faults.injected >= 8);
+      await sleep(1000);
+      expect(ids.flatMap(callsOf)).toEqual([]);
+    } finally {
+      t.faults.clear();
+    }
+    await t.runtime.eventSource.drained(20_000);
+    for (const id of ids) expect(callsOf(id), id).toHaveLength(1);
+    for (const id of ids) expect(await stateOf(id), id).toBe('acked');
+  });
+});
