@@ -6,8 +6,10 @@ import * as logs from 'aws-cdk-lib/aws-logs';
 import type { Construct } from 'constructs';
 
 export interface LeaseqFunctionProps {
-  /** Handler module, relative to the repository root (e.g. `functions/api/handler.ts`); it exports `handler`. */
+  /** Handler module, relative to the repository root (e.g. `functions/api/handler.ts`). */
   entry: string;
+  /** The module's export that is the handler. Default `handler`. */
+  handler?: string;
   /** POWERTOOLS_SERVICE_NAME: names the function in logs and metrics. */
   serviceName: string;
   environment: Record<string, string>;
@@ -30,7 +32,7 @@ export function leaseqFunction(
   return new nodejs.NodejsFunction(scope, id, {
     entry: fileURLToPath(new URL(props.entry, REPO_ROOT)),
     // With a dot the name is used as is, so the bundle and a `code` override agree on it.
-    handler: 'index.handler',
+    handler: `index.${props.handler ?? 'handler'}`,
     code: props.code,
     runtime: lambda.Runtime.NODEJS_22_X,
     architecture: lambda.Architecture.ARM_64,

@@ -5,12 +5,13 @@ import { HttpLambdaIntegration } from 'aws-cdk-lib/aws-apigatewayv2-integrations
 import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import * as events from 'aws-cdk-lib/aws-events';
 import * as targets from 'aws-cdk-lib/aws-events-targets';
+import * as iam from 'aws-cdk-lib/aws-iam';
 import type * as lambda from 'aws-cdk-lib/aws-lambda';
 import type * as nodejs from 'aws-cdk-lib/aws-lambda-nodejs';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import * as s3 from 'aws-cdk-lib/aws-s3';
 import type { Construct } from 'constructs';
-import { type TenantConfig, tableName } from '../functions/core/config.js';
+import { consumerNamespace, type TenantConfig, tableName } from '../functions/core/config.js';
 import { ENV } from '../functions/core/runtime-config.js';
 import { GSI1 } from '../functions/store/keys.js';
 import { grantClaimObjects, grantTableItems } from './grants.js';
@@ -27,7 +28,10 @@ export interface TenantStackProps extends StackProps {
 }
 
 /** A function added to the stack: it gets the runtime environment; grants stay with the caller. */
-export type TenantFunctionProps = Omit<LeaseqFunctionProps, 'environment' | 'code'>;
+export type TenantFunctionProps = Omit<LeaseqFunctionProps, 'environment' | 'code'> & {
+  /** Added to the runtime environment. */
+  environment?: Record<string, string>;
+};
 
 /** One tenant's cell: its streams, table, bucket, API and functions, shared with no other tenant. */
 export class TenantStack extends Stack {
@@ -38,6 +42,8 @@ export class TenantStack extends Stack {
   readonly apiFunction: nodejs.NodejsFunction;
   readonly dispatchFunction: nodejs.NodejsFunction;
   readonly sweepFunction: nodejs.NodejsFunction;
+  /** The tenant file's Lambda consumers, by `<queue>~<consumer>`. */
+  readonly consumerFunctions: ReadonlyMap<string, nodejs.NodejsFunction>;
   readonly httpApi: apigw.HttpApi;
   private readonly runtimeEnvironment: Record<string, string>;
   private readonly functionCode: lambda.Code | undefined;
@@ -111,6 +117,7 @@ export class TenantStack extends Stack {
     this.httpApi = this.createHttpApi();
     this.dispatchFunction = this.createDispatch();
     this.sweepFunction = this.createSweep();
+    this.consumerFunctions = this.createConsumers();
 
     new CfnOutput(this, 'TableName', { value: this.table.tableName });
     new CfnOutput(this, 'BucketName', { value: this.bucket.bucketName });
@@ -122,7 +129,7 @@ export class TenantStack extends Stack {
   addFunction(id: string, props: TenantFunctionProps): nodejs.NodejsFunction {
     return leaseqFunction(this, id, {
       ...props,
-      environment: this.runtimeEnvironment,
+      environment: { ...this.runtimeEnvironment, ...props.environment },
       code: this.functionCode,
     });
   }
@@ -136,8 +143,45 @@ export class TenantStack extends Stack {
       timeout: Duration.seconds(60),
     });
     grantTableItems(this.table, fn);
-    for (const queue of this.queues.values()) queue.subscribe(fn);
+    for (const queue of this.queues.values()) {
+      // A queue with Lambda consumers is theirs (push): dispatch does not admit it.
+      if (queue.config.consumers.length === 0) queue.subscribe(fn);
+    }
     return fn;
+  }
+
+  /**
+   * Each declared Lambda consumer: its entry bundled like leaseq's own functions, fed by its
+   * queue's stream. It writes its own message state and reads claim-checked payloads; it needs no
+   * PutRecords, since the sweep puts its retries back into the stream.
+   */
+  private createConsumers(): Map<string, nodejs.NodejsFunction> {
+    const fns = new Map<string, nodejs.NodejsFunction>();
+    for (const queue of this.queues.values()) {
+      for (const c of queue.config.consumers) {
+        const namespace = consumerNamespace(queue.name, c.name);
+        const fn = this.addFunction(`Consumer-${namespace}`, {
+          entry: c.entry,
+          handler: c.handler,
+          serviceName: `leaseq-consumer-${queue.name}-${c.name}`,
+          memorySize: c.memory_mb,
+          timeout: Duration.seconds(c.timeout_seconds),
+          environment: { [ENV.consumerName]: c.name },
+        });
+        grantTableItems(this.table, fn);
+        iam.Grant.addToPrincipal({
+          grantee: fn,
+          actions: ['s3:GetObject'],
+          resourceArns: [this.bucket.arnForObjects(`claims/${queue.name}/*`)],
+        });
+        queue.subscribe(fn, {
+          batchSize: c.batch_size,
+          maxBatchingWindow: Duration.seconds(c.max_batching_window_seconds),
+        });
+        fns.set(namespace, fn);
+      }
+    }
+    return fns;
   }
 
   /** Requeues due delayed messages and expires leases; it polls inside each minute's invocation. */

@@ -16,11 +16,34 @@ const acmeFile = {
   queues: { orders: { ordered: true, shards: 3, retention_hours: 72, dlq_retention_hours: 200 } },
 };
 
+const pushFile = {
+  tenant: 'push',
+  queues: {
+    events: {
+      shards: 1,
+      consumers: [
+        {
+          name: 'billing',
+          entry: 'examples/lambda-consumer.ts',
+          handler: 'main',
+          batch_size: 50,
+          max_batching_window_seconds: 2,
+          timeout_seconds: 120,
+          memory_mb: 1024,
+        },
+      ],
+    },
+    jobs: { shards: 1 },
+  },
+};
+
 // One app for the file: each stack is synthesized once and every test reads its template.
 const { app, stack: local } = buildApp(localFile, { functionCode });
 const { stack: acme } = buildApp(acmeFile, { app, functionCode });
+const { stack: push } = buildApp(pushFile, { app, functionCode });
 const template = Template.fromStack(local);
 const acmeTemplate = Template.fromStack(acme);
+const pushTemplate = Template.fromStack(push);
 
 type Statement = { Effect: string; Action: string | string[]; Resource: unknown };
 
@@ -406,5 +429,62 @@ describe('buildApp', () => {
 
   it('rejects a file that declares another tenant than the one asked for', () => {
     expect(() => buildApp(acmeFile, { tenant: 'local' })).toThrow(/declares tenant "acme", not "local"/);
+  });
+});
+
+describe('TenantStack with a Lambda consumer', () => {
+  const streams = () => streamIds(pushTemplate);
+  const consumerId = () => functionId(pushTemplate, 'leaseq-consumer-events-billing');
+
+  it('bundles the consumer from its entry with its settings and its name in the environment', () => {
+    const fn = pushTemplate.toJSON().Resources[consumerId()];
+    expect(fn.Properties).toMatchObject({
+      Runtime: 'nodejs22.x',
+      Architectures: ['arm64'],
+      Handler: 'index.main',
+      MemorySize: 1024,
+      Timeout: 120,
+    });
+    const env = fn.Properties.Environment.Variables;
+    expect(env.LEASEQ_CONSUMER_NAME).toBe('billing');
+    expect(env.LEASEQ_TABLE).toEqual({ Ref: onlyId(pushTemplate, 'AWS::DynamoDB::Table') });
+    expect(JSON.parse(env.LEASEQ_TENANT_CONFIG)).toEqual(pushFile);
+  });
+
+  it("subscribes it to its queue's stream with partial batch responses, and dispatch to the other stream only", () => {
+    const mappings = Object.values(pushTemplate.findResources('AWS::Lambda::EventSourceMapping')).map(
+      (r) => r.Properties,
+    );
+    expect(mappings).toHaveLength(2);
+    expect(mappings).toContainEqual(
+      expect.objectContaining({
+        FunctionName: { Ref: consumerId() },
+        EventSourceArn: arnOf(streams()['leaseq-push-events'] as string),
+        StartingPosition: 'TRIM_HORIZON',
+        BatchSize: 50,
+        MaximumBatchingWindowInSeconds: 2,
+        ParallelizationFactor: 1,
+        FunctionResponseTypes: ['ReportBatchItemFailures'],
+        MaximumRetryAttempts: -1,
+      }),
+    );
+    const dispatch = mappings.filter(
+      (m) => m.FunctionName.Ref === functionId(pushTemplate, 'leaseq-dispatch'),
+    );
+    expect(dispatch.map((m) => m.EventSourceArn)).toEqual([arnOf(streams()['leaseq-push-jobs'] as string)]);
+  });
+
+  it('grants it table items, claim reads of its queue and reads of its stream: no PutRecords', () => {
+    const statements = functionStatements(pushTemplate, consumerId());
+    const dynamo = serviceStatements(statements, 'dynamodb:');
+    expect(actionsOf(dynamo)).toEqual(TABLE_ITEM_ACTIONS);
+    const s3 = serviceStatements(statements, 's3:');
+    expect(actionsOf(s3)).toEqual(new Set(['s3:GetObject']));
+    const bucketArn = arnOf(onlyId(pushTemplate, 'AWS::S3::Bucket'));
+    expect(resourcesOf(s3)).toEqual([{ 'Fn::Join': ['', [bucketArn, '/claims/events/*']] }]);
+    const kinesis = serviceStatements(statements, 'kinesis:');
+    expect(actionsOf(kinesis)).toEqual(CONSUME_ACTIONS);
+    expect(resourcesOf(kinesis)).toEqual([arnOf(streams()['leaseq-push-events'] as string)]);
+    expect(dynamo.length + s3.length + kinesis.length).toBe(statements.length);
   });
 });
