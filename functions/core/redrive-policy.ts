@@ -31,9 +31,12 @@ export function needsHistory(filter: RedriveFilterSpec): boolean {
 }
 
 /**
- * The job's token bucket: `rate` tokens a second, at most one second's worth banked, so a
- * late pass never bursts past the rate.
+ * The job's token bucket: `rate` tokens a second from the job's start, so what moved never
+ * runs ahead of `rate × elapsed`. A few seconds' worth may bank while a pass runs late, so a
+ * slow pass does not lower the rate; no more, so a job that waited (a busy sweep) does not burst.
  */
+const BANK_SECONDS = 5;
+
 export function refill(credit: number, lastRunAt: number, now: number, rate: number): number {
-  return Math.min(Math.max(1, rate), credit + (rate * Math.max(0, now - lastRunAt)) / 1000);
+  return Math.min(Math.max(1, rate * BANK_SECONDS), credit + (rate * Math.max(0, now - lastRunAt)) / 1000);
 }

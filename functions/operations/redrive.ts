@@ -1,8 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import type { KeyOrder } from '../consume/key-order.js';
+import { mapLimit } from '../core/async.js';
 import { type QueueConfig, streamName } from '../core/config.js';
 import type { Envelope } from '../core/envelope.js';
-import { NotFoundError, UnavailableError } from '../core/errors.js';
+import { NotFoundError } from '../core/errors.js';
 import { matchesFilter, needsHistory, type RedriveFilterSpec, refill } from '../core/redrive-policy.js';
 import { retentionTtls } from '../core/retention.js';
 import type { StreamLog } from '../log/stream.js';
@@ -107,10 +108,12 @@ export class Redrives {
     const now = this.now();
     const credit = refill(job.credit, job.last_run_at, now, job.rate_per_sec);
     const take = Math.floor(credit);
-    let moved = 0;
+    // Each examined item with the cursor from before it, so a message that did not move is seen again.
+    const examined: { item: StateItem; before: string | undefined; selected: boolean }[] = [];
     let cursor = job.cursor;
+    let selected = 0;
     let exhausted = false;
-    while (moved < take && !exhausted) {
+    while (selected < take && !exhausted) {
       const page = await this.deps.messages.partition(gsi.dead(queue), {
         limit: PAGE,
         ...(cursor ? { above: cursor } : {}),
@@ -122,18 +125,26 @@ export class Redrives {
           exhausted = true;
           break;
         }
+        const match = await this.matches(queue, item, job.filter);
+        examined.push({ item, before: cursor, selected: match });
         cursor = (item as StateItem & { gsi1sk: string }).gsi1sk;
-        if (await this.matches(queue, item, job.filter)) {
-          await this.redriveOne(queue, config, item, job.redrive_id, now);
-          moved++;
-          if (moved >= take) {
-            filled = true;
-            break;
-          }
+        if (match && ++selected >= take) {
+          filled = true;
+          break;
         }
       }
       if (!filled && page.length < PAGE) exhausted = true;
     }
+    const batch = examined.filter((e) => e.selected).map((e) => e.item);
+    const landed = batch.length
+      ? await this.redriveBatch(queue, config, batch, job.redrive_id, now)
+      : new Set<string>();
+    const missed = examined.find((e) => e.selected && !landed.has(e.item.message_id));
+    if (missed) {
+      cursor = missed.before;
+      exhausted = false;
+    }
+    const moved = landed.size;
     const remaining = Math.max(0, job.remaining - moved);
     await this.deps.jobs.progress(job, {
       moved,
@@ -169,45 +180,60 @@ export class Redrives {
   }
 
   /**
-   * One dead letter back into the log as its next entry, attempt 1. On an ordered queue whose
-   * key it parked, the key is released with this message holding it, so it goes first.
+   * Dead letters back into the log as their next entry, attempt 1, in one append. On an ordered
+   * queue a key parked by one of them is released with that message holding it, so it goes
+   * first. Answers the ids that landed.
    */
-  private async redriveOne(
+  private async redriveBatch(
     queue: string,
     config: QueueConfig,
-    item: StateItem,
+    items: StateItem[],
     redriveId: string,
     now: number,
-  ): Promise<void> {
-    const body = (await this.deps.messages.bodies([item])).get(item.pk);
-    if (!body) throw new Error(`the body of ${item.message_id} is missing`);
-    if (config.ordered && item.key !== undefined) {
-      const state = (await this.deps.keys.getMany(queue, [item.key])).get(item.key);
+  ): Promise<Set<string>> {
+    const bodies = await this.deps.messages.bodies(items);
+    if (config.ordered) await this.releaseKeys(queue, items);
+    const envelopes: Envelope[] = items.map((item) => {
+      const body = bodies.get(item.pk);
+      if (!body) throw new Error(`the body of ${item.message_id} is missing`);
+      return { v: 1, ...body, attempt: 1, entry: item.entry + 1, enqueued_at: new Date(now).toISOString() };
+    });
+    const results = await this.deps.log.append(
+      streamName(this.deps.tenant, queue),
+      envelopes.map((env) => ({
+        partitionKey: env.key ?? env.message_id,
+        data: Buffer.from(JSON.stringify(env)),
+      })),
+      { preserveKeyOrder: config.ordered },
+    );
+    const landed = items.filter((_, i) => results[i]?.ok);
+    const ttl = retentionTtls(config, now).deadTtl;
+    await mapLimit(landed, 16, async (item) => {
+      await this.deps.messages.markRequeued(queue, item.message_id, item.entry, 'dead');
+      await this.deps.messages.putEvent(
+        queue,
+        item.message_id,
+        { event: 'redriven', detail: { redrive_id: redriveId } },
+        now,
+        ttl,
+      );
+    });
+    return new Set(landed.map((item) => item.message_id));
+  }
+
+  private async releaseKeys(queue: string, items: StateItem[]): Promise<void> {
+    const keyed = items.filter((item) => item.key !== undefined);
+    if (!keyed.length) return;
+    const states = await this.deps.keys.getMany(
+      queue,
+      keyed.map((item) => item.key as string),
+    );
+    for (const item of keyed) {
+      const state = states.get(item.key as string);
       if (state?.parked_at !== undefined && state.dead_message_id === item.message_id) {
         await this.deps.keyOrder.unpark(queue, state, item.message_id);
       }
     }
-    const envelope: Envelope = {
-      v: 1,
-      ...body,
-      attempt: 1,
-      entry: item.entry + 1,
-      enqueued_at: new Date(now).toISOString(),
-    };
-    const [result] = await this.deps.log.append(
-      streamName(this.deps.tenant, queue),
-      [{ partitionKey: envelope.key ?? envelope.message_id, data: Buffer.from(JSON.stringify(envelope)) }],
-      { preserveKeyOrder: config.ordered },
-    );
-    if (!result?.ok) throw new UnavailableError('the stream did not take the redriven message');
-    await this.deps.messages.markRequeued(queue, item.message_id, item.entry, 'dead');
-    await this.deps.messages.putEvent(
-      queue,
-      item.message_id,
-      { event: 'redriven', detail: { redrive_id: redriveId } },
-      now,
-      retentionTtls(config, now).deadTtl,
-    );
   }
 }
 

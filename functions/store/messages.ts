@@ -9,7 +9,7 @@ import {
 } from '@aws-sdk/lib-dynamodb';
 import type { Envelope } from '../core/envelope.js';
 import type { FailureReason } from '../core/retry-policy.js';
-import { buildKeyCondition, buildUpdate, Raw } from './expression.js';
+import { buildKeyCondition, buildUpdate, Raw, type UpdateSpec } from './expression.js';
 import {
   BODY_SK,
   GSI1,
@@ -261,38 +261,25 @@ export class MessageStore {
     });
   }
 
-  private async leaseIf(
+  private leaseIf(
     item: LeaseTarget,
     lease: NewLease,
     condition: string,
     values: Record<string, unknown>,
   ): Promise<StateItem | undefined> {
-    try {
-      const out = await this.doc.send(
-        new UpdateCommand({
-          TableName: this.table,
-          Key: { pk: item.pk, sk: STATE_SK },
-          ...buildUpdate({
-            set: {
-              state: 'leased',
-              delivered_at: lease.deliveredAt,
-              lease_expires_at: lease.expiresAt,
-              consumer_id: lease.consumerId,
-              gsi1pk: gsi.leased(item.queue, item.shard),
-              gsi1sk: timeSortKey(lease.expiresAt, item.message_id),
-            },
-            add: { gen: 1 },
-            condition,
-            values: { ...values, ':entry': item.entry },
-          }),
-          ReturnValues: 'ALL_NEW',
-        }),
-      );
-      return out.Attributes as StateItem;
-    } catch (err) {
-      if (isConditionFailed(err)) return undefined;
-      throw err;
-    }
+    return this.updateState(item.queue, item.message_id, {
+      set: {
+        state: 'leased',
+        delivered_at: lease.deliveredAt,
+        lease_expires_at: lease.expiresAt,
+        consumer_id: lease.consumerId,
+        gsi1pk: gsi.leased(item.queue, item.shard),
+        gsi1sk: timeSortKey(lease.expiresAt, item.message_id),
+      },
+      add: { gen: 1 },
+      condition,
+      values: { ...values, ':entry': item.entry },
+    });
   }
 
   async get(queue: string, messageId: string): Promise<StateItem | undefined> {
@@ -317,27 +304,15 @@ export class MessageStore {
     now: number,
     tombstoneTtl: number,
   ): Promise<{ outcome: 'acked' | 'already_acked' | 'stale'; key?: string }> {
-    try {
-      const out = await this.doc.send(
-        new UpdateCommand({
-          TableName: this.table,
-          Key: { pk: messagePk(queue, messageId), sk: STATE_SK },
-          ...buildUpdate({
-            set: { state: 'acked', acked_at: now, [TTL_ATTRIBUTE]: tombstoneTtl },
-            remove: ['gsi1pk', 'gsi1sk', 'body'],
-            condition: '#state = :leased AND #gen = :gen AND #lease_expires_at > :now',
-            values: { ':leased': 'leased', ':gen': generation, ':now': now },
-          }),
-          ReturnValues: 'ALL_NEW',
-        }),
-      );
-      const key = (out.Attributes as StateItem | undefined)?.key;
-      return { outcome: 'acked', ...(key !== undefined ? { key } : {}) };
-    } catch (err) {
-      if (!isConditionFailed(err)) throw err;
-      const item = await this.get(queue, messageId);
-      return { outcome: item?.state === 'acked' && item.gen === generation ? 'already_acked' : 'stale' };
-    }
+    const acked = await this.updateState(queue, messageId, {
+      set: { state: 'acked', acked_at: now, [TTL_ATTRIBUTE]: tombstoneTtl },
+      remove: ['gsi1pk', 'gsi1sk', 'body'],
+      condition: '#state = :leased AND #gen = :gen AND #lease_expires_at > :now',
+      values: { ':leased': 'leased', ':gen': generation, ':now': now },
+    });
+    if (acked) return { outcome: 'acked', ...(acked.key !== undefined ? { key: acked.key } : {}) };
+    const item = await this.get(queue, messageId);
+    return { outcome: item?.state === 'acked' && item.gen === generation ? 'already_acked' : 'stale' };
   }
 
   /** Moves the live lease `generation` to a new expiry. False when the receipt is stale. */
@@ -348,23 +323,12 @@ export class MessageStore {
     expiresAt: number,
     now: number,
   ): Promise<boolean> {
-    try {
-      await this.doc.send(
-        new UpdateCommand({
-          TableName: this.table,
-          Key: { pk: messagePk(queue, messageId), sk: STATE_SK },
-          ...buildUpdate({
-            set: { lease_expires_at: expiresAt, gsi1sk: timeSortKey(expiresAt, messageId) },
-            condition: '#state = :leased AND #gen = :gen AND #lease_expires_at > :now',
-            values: { ':leased': 'leased', ':gen': generation, ':now': now },
-          }),
-        }),
-      );
-      return true;
-    } catch (err) {
-      if (isConditionFailed(err)) return false;
-      throw err;
-    }
+    const moved = await this.updateState(queue, messageId, {
+      set: { lease_expires_at: expiresAt, gsi1sk: timeSortKey(expiresAt, messageId) },
+      condition: '#state = :leased AND #gen = :gen AND #lease_expires_at > :now',
+      values: { ':leased': 'leased', ':gen': generation, ':now': now },
+    });
+    return moved !== undefined;
   }
 
   /** Writes the history of a failed delivery once; false when it is already there. */
@@ -430,24 +394,13 @@ export class MessageStore {
             gsi1sk: timeSortKey(now, item.message_id),
             [TTL_ATTRIBUTE]: deadTtl,
           };
-    try {
-      await this.doc.send(
-        new UpdateCommand({
-          TableName: this.table,
-          Key: { pk: messagePk(item.queue, item.message_id), sk: STATE_SK },
-          ...buildUpdate({
-            set,
-            remove: ['consumer_id', 'lease_expires_at'],
-            condition: `#state = :leased AND #gen = :gen AND #lease_expires_at ${lease === 'live' ? '>' : '<='} :now`,
-            values: { ':leased': 'leased', ':gen': generation, ':now': now },
-          }),
-        }),
-      );
-      return true;
-    } catch (err) {
-      if (isConditionFailed(err)) return false;
-      throw err;
-    }
+    const failed = await this.updateState(item.queue, item.message_id, {
+      set,
+      remove: ['consumer_id', 'lease_expires_at'],
+      condition: `#state = :leased AND #gen = :gen AND #lease_expires_at ${lease === 'live' ? '>' : '<='} :now`,
+      values: { ':leased': 'leased', ':gen': generation, ':now': now },
+    });
+    return failed !== undefined;
   }
 
   /**
@@ -460,24 +413,14 @@ export class MessageStore {
     entry: number,
     from: 'delayed' | 'dead' = 'delayed',
   ): Promise<void> {
-    try {
-      await this.doc.send(
-        new UpdateCommand({
-          TableName: this.table,
-          Key: { pk: messagePk(queue, messageId), sk: STATE_SK },
-          ...buildUpdate({
-            // `entry` stays: admission of entry + 1 moves it on.
-            set: { state: 'requeued' },
-            remove: ['gsi1pk', 'gsi1sk', 'due_at', TTL_ATTRIBUTE],
-            condition: '#state = :from AND #entry = :entry',
-            values: { ':from': from, ':entry': entry },
-          }),
-        }),
-      );
-    } catch (err) {
-      // Dispatch admitted the new entry first: nothing left to retire.
-      if (!isConditionFailed(err)) throw err;
-    }
+    // If dispatch admitted the new entry first, the condition fails and nothing is left to retire.
+    await this.updateState(queue, messageId, {
+      // `entry` stays: admission of entry + 1 moves it on.
+      set: { state: 'requeued' },
+      remove: ['gsi1pk', 'gsi1sk', 'due_at', TTL_ATTRIBUTE],
+      condition: '#state = :from AND #entry = :entry',
+      values: { ':from': from, ':entry': entry },
+    });
   }
 
   /** State items by id; `consistent` where a decision rests on what is missing. */
@@ -550,22 +493,33 @@ export class MessageStore {
     set: Record<string, unknown>,
     remove: string[] = [],
   ): Promise<boolean> {
+    const moved = await this.updateState(item.queue, item.message_id, {
+      set,
+      remove,
+      condition: '#state = :from AND #entry = :entry',
+      values: { ':from': from, ':entry': item.entry },
+    });
+    return moved !== undefined;
+  }
+
+  /** One conditional write on a state item: the item as written, or undefined when the condition failed. */
+  private async updateState(
+    queue: string,
+    messageId: string,
+    spec: UpdateSpec,
+  ): Promise<StateItem | undefined> {
     try {
-      await this.doc.send(
+      const out = await this.doc.send(
         new UpdateCommand({
           TableName: this.table,
-          Key: { pk: item.pk, sk: STATE_SK },
-          ...buildUpdate({
-            set,
-            remove,
-            condition: '#state = :from AND #entry = :entry',
-            values: { ':from': from, ':entry': item.entry },
-          }),
+          Key: { pk: messagePk(queue, messageId), sk: STATE_SK },
+          ...buildUpdate(spec),
+          ReturnValues: 'ALL_NEW',
         }),
       );
-      return true;
+      return out.Attributes as StateItem;
     } catch (err) {
-      if (isConditionFailed(err)) return false;
+      if (isConditionFailed(err)) return undefined;
       throw err;
     }
   }
