@@ -13,6 +13,7 @@ import { DedupStore } from './store/dedup.js';
 import { KeyStates } from './store/key-states.js';
 import { MessageStore } from './store/messages.js';
 import { RedriveJobs } from './store/redrives.js';
+import { StorageMeter } from './store/storage.js';
 
 /**
  * The adapters and services of one function instance, built once from its config and
@@ -30,6 +31,7 @@ export function buildServices(config: RuntimeConfig, clients: AwsClients) {
   const audit = new AuditTrail(clients.doc, table);
   const keyOrder = new KeyOrder({ keys, messages, counters });
   const dedup = new DedupStore(clients.doc, table);
+  const storage = new StorageMeter(clients.doc, table);
   return {
     tenant,
     messages,
@@ -42,8 +44,19 @@ export function buildServices(config: RuntimeConfig, clients: AwsClients) {
     keyOrder,
     failures: new Failures({ messages, counters, keyOrder }),
     dedup,
+    storage,
     tracer: new Tracer(messages, dedup),
-    operations: new Operations({ tenant, messages, counters, claims, shards, keys, keyOrder, audit }),
+    operations: new Operations({
+      tenant,
+      messages,
+      counters,
+      claims,
+      shards,
+      keys,
+      keyOrder,
+      audit,
+      storage,
+    }),
     redrives: new Redrives({
       tenant,
       messages,

@@ -39,7 +39,13 @@ export class Authenticator {
     if (hit && hit.until > now) return hit.principal;
     const stored = await this.store.byHash(hash);
     const principal =
-      stored && stored.revoked_at === undefined ? { name: stored.name, scopes: stored.scopes } : undefined;
+      stored && stored.revoked_at === undefined
+        ? {
+            name: stored.name,
+            scopes: stored.scopes,
+            ...(stored.rate_limits ? { limits: stored.rate_limits } : {}),
+          }
+        : undefined;
     // A flood of unknown keys must not grow the cache without bound.
     if (this.cache.size >= MAX_CACHED) this.cache.clear();
     this.cache.set(hash, { principal, until: now + this.ttlMs });

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { hashApiKey } from '../core/auth.js';
+import { hashApiKey, type KeyLimits } from '../core/auth.js';
 import { ConflictError, NotFoundError } from '../core/errors.js';
 import type { ApiKeyStore, StoredApiKey } from '../store/api-keys.js';
 
@@ -8,6 +8,7 @@ import type { ApiKeyStore, StoredApiKey } from '../store/api-keys.js';
 export interface ApiKeyView {
   name: string;
   scopes: string[];
+  rate_limits: KeyLimits;
   created_at: string;
   created_by: string;
   revoked_at: string | null;
@@ -17,6 +18,7 @@ function view(k: StoredApiKey): ApiKeyView {
   return {
     name: k.name,
     scopes: k.scopes,
+    rate_limits: k.rate_limits ?? {},
     created_at: new Date(k.created_at).toISOString(),
     created_by: k.created_by,
     revoked_at: k.revoked_at === undefined ? null : new Date(k.revoked_at).toISOString(),
@@ -30,12 +32,18 @@ export class KeyAdmin {
   ) {}
 
   /** The key itself is in this answer only; leaseq keeps its hash. */
-  async create(name: string, scopes: string[], actor: string): Promise<ApiKeyView & { key: string }> {
+  async create(
+    name: string,
+    scopes: string[],
+    actor: string,
+    limits?: KeyLimits,
+  ): Promise<ApiKeyView & { key: string }> {
     const key = `lq_${randomBytes(32).toString('base64url')}`;
     const stored: StoredApiKey = {
       name,
       sha256: hashApiKey(key),
       scopes,
+      ...(limits ? { rate_limits: limits } : {}),
       created_at: this.now(),
       created_by: actor,
     };

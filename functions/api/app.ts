@@ -6,6 +6,7 @@ import httpRouterHandler from '@middy/http-router';
 import type { APIGatewayProxyEventV2, Context } from 'aws-lambda';
 import { Authenticator } from '../access/authenticator.js';
 import { KeyAdmin } from '../access/key-admin.js';
+import { RateQuotas } from '../access/quotas.js';
 import type { AwsClients } from '../aws/clients.js';
 import { Consumer } from '../consume/consumer.js';
 import { KeyRing } from '../core/auth.js';
@@ -15,6 +16,7 @@ import { countFor, METRICS_NAMESPACE } from '../observability/metrics.js';
 import { Producer } from '../produce/producer.js';
 import { buildServices } from '../services.js';
 import { ApiKeyStore } from '../store/api-keys.js';
+import { RateWindows } from '../store/rate-windows.js';
 import { loadReceiptSecret } from '../store/secret.js';
 import { errorResponse, type HttpResponse } from './http.js';
 import type { ApiServices, Route } from './route.js';
@@ -84,6 +86,7 @@ export function createApiHandler(
     metrics,
     auth: new Authenticator(new KeyRing([...config.tenant.api_keys, ...(config.extraKeys ?? [])]), apiKeys),
     keyAdmin: new KeyAdmin(apiKeys),
+    quotas: new RateQuotas(new RateWindows(clients.doc, config.tableName)),
     producer: new Producer(built),
     consumer: new Consumer({ ...built, signer: loadSigner }),
     operations: built.operations,

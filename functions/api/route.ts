@@ -3,6 +3,8 @@ import type { Metrics } from '@aws-lambda-powertools/metrics';
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import type { Authenticator } from '../access/authenticator.js';
 import type { KeyAdmin } from '../access/key-admin.js';
+import { demandsFor } from '../access/limits.js';
+import type { Demand, RateQuotas } from '../access/quotas.js';
 import type { Consumer } from '../consume/consumer.js';
 import { type Action, type Principal, requireScope } from '../core/auth.js';
 import type { QueueConfig } from '../core/config.js';
@@ -18,6 +20,7 @@ import { type HttpResponse, header, pathParam } from './http.js';
 export interface ApiServices {
   config: RuntimeConfig;
   auth: Authenticator;
+  quotas: RateQuotas;
   keyAdmin: KeyAdmin;
   producer: Producer;
   consumer: Consumer;
@@ -33,6 +36,8 @@ export interface QueueRequest {
   services: ApiServices;
   principal: Principal;
   queue: { name: string; config: QueueConfig };
+  /** The rate quotas this request drew on (produce and consume routes). */
+  demands: Demand[];
 }
 
 export interface Route {
@@ -62,7 +67,12 @@ export function queueRoute(
         : undefined;
       if (!config) throw new QueueNotFoundError(name);
       requireScope(principal, action, name);
-      return handler({ event, services, principal, queue: { name, config } });
+      const demands =
+        action === 'admin'
+          ? []
+          : demandsFor(principal, name, config, action, Buffer.byteLength(event.body ?? ''));
+      await services.quotas.admit(demands);
+      return handler({ event, services, principal, queue: { name, config }, demands });
     },
   };
 }

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { SCOPE, SCOPE_MESSAGE } from '../core/auth.js';
+import { rateLimitsSchema } from '../core/config.js';
 import { MESSAGE_ID } from '../core/envelope.js';
 
 /** Request bodies of the HTTP API (API.md), validated at the edge. Types come from here. */
@@ -112,4 +113,5 @@ export const auditQuerySchema = z.strictObject({
 export const createKeySchema = z.strictObject({
   name: z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/, 'names are 1-64 of [A-Za-z0-9_.-]'),
   scopes: z.array(z.string().regex(SCOPE, SCOPE_MESSAGE)).min(1).max(100),
+  rate_limits: rateLimitsSchema.optional(),
 });

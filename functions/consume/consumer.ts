@@ -16,6 +16,7 @@ import type { ShardDirectory } from '../log/stream.js';
 import type { Counters } from '../store/counters.js';
 import { gsi } from '../store/keys.js';
 import type { MessageStore, StateItem, StoredBody } from '../store/messages.js';
+import type { StorageMeter } from '../store/storage.js';
 import type { Failures } from './failures.js';
 import type { KeyOrder } from './key-order.js';
 
@@ -29,6 +30,7 @@ export interface ConsumerDeps {
   shards: ShardDirectory;
   keyOrder: KeyOrder;
   failures: Failures;
+  storage: StorageMeter;
   signer: () => Promise<ReceiptSigner>;
   now?: () => number;
 }
@@ -144,10 +146,11 @@ export class Consumer {
     const { tombstoneTtl } = retentionTtls(config, now);
     const freed = new Map<string, number>();
     let stale = 0;
+    let freedBytes = 0;
     const results = await mapLimit(receipts, 16, async (receipt) => {
       const d = signer.verify(receipt, queue);
       if (!d) return { receipt, status: 'invalid_receipt' as const };
-      const { outcome, key } = await this.deps.messages.ack(
+      const { outcome, key, bytes } = await this.deps.messages.ack(
         queue,
         d.messageId,
         d.generation,
@@ -160,6 +163,7 @@ export class Consumer {
       }
       if (outcome === 'acked') {
         freed.set(d.shard, (freed.get(d.shard) ?? 0) + 1);
+        freedBytes += bytes ?? 0;
         if (config.ordered && key !== undefined) await this.deps.keyOrder.finished(queue, key, d.messageId);
       }
       return { receipt, status: 'acked' as const };
@@ -168,6 +172,7 @@ export class Consumer {
     await Promise.all([
       ...[...freed].map(([shard, n]) => this.deps.counters.addWindow(queue, shard, -n)),
       this.deps.counters.addStats(queue, { acked: newlyAcked, stale_receipts: stale }),
+      this.deps.storage.add(queue, -freedBytes),
     ]);
     return results;
   }

@@ -12,6 +12,14 @@ export const SCOPE_MESSAGE = 'a scope is produce|consume|admin:<queue or *>';
 export interface Principal {
   name: string;
   scopes: readonly string[];
+  /** The key's own rate quotas, beside the queue's. */
+  limits?: KeyLimits;
+}
+
+/** Requests and bytes a second, per action (the tenant file's `rate_limits`). */
+export interface KeyLimits {
+  produce?: { requests_per_sec?: number; bytes_per_sec?: number };
+  consume?: { requests_per_sec?: number; bytes_per_sec?: number };
 }
 
 export function hashApiKey(key: string): string {
@@ -37,8 +45,15 @@ export function bearerToken(header: string | undefined): string {
 export class KeyRing {
   private readonly byHash: Map<string, Principal>;
 
-  constructor(keys: readonly { sha256: string; name: string; scopes: readonly string[] }[]) {
-    this.byHash = new Map(keys.map((k) => [k.sha256, { name: k.name, scopes: k.scopes }]));
+  constructor(
+    keys: readonly { sha256: string; name: string; scopes: readonly string[]; rate_limits?: KeyLimits }[],
+  ) {
+    this.byHash = new Map(
+      keys.map((k) => [
+        k.sha256,
+        { name: k.name, scopes: k.scopes, ...(k.rate_limits ? { limits: k.rate_limits } : {}) },
+      ]),
+    );
   }
 
   find(sha256: string): Principal | undefined {

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { SCOPE, SCOPE_MESSAGE } from './auth.js';
 import { issuesOf } from './validation.js';
 
 /** The tenant file (API.md "Tenant configuration"): one schema for the CDK stack and the local runtime. */
@@ -27,6 +28,19 @@ const lambdaConsumerSchema = z.strictObject({
   timeout_seconds: z.number().int().min(1).max(900).default(60),
   memory_mb: z.number().int().min(128).max(10_240).default(512),
 });
+
+const rateSchema = z.strictObject({
+  requests_per_sec: z.number().positive().max(1_000_000).optional(),
+  bytes_per_sec: z.number().positive().max(1e12).optional(),
+});
+
+/** Rate quotas of a queue or an API key (DESIGN §3): requests and bytes a second. */
+export const rateLimitsSchema = z.strictObject({
+  produce: rateSchema.optional(),
+  consume: rateSchema.optional(),
+});
+
+export type RateLimits = z.infer<typeof rateLimitsSchema>;
 
 export const queueConfigSchema = z
   .strictObject({
@@ -78,6 +92,9 @@ export const queueConfigSchema = z
     window_size: z.number().int().min(1).max(1_000_000).default(10_000),
     /** A queue with Lambda consumers is consumed by them (push), not by dispatch (pull). */
     consumers: z.array(lambdaConsumerSchema).default([]),
+    rate_limits: rateLimitsSchema.default({}),
+    /** Bytes the queue may hold unconsumed; the default is derived (see storageQuotaBytes). */
+    storage_quota_bytes: z.number().int().positive().optional(),
   })
   .superRefine((q, ctx) => {
     if (q.lease_seconds > q.max_lease_seconds) {
@@ -119,15 +136,14 @@ export const queueConfigSchema = z
     });
   });
 
-const scopeSchema = z
-  .string()
-  .regex(/^(produce|consume|admin):(\*|[a-z0-9-]{1,64})$/, 'a scope is produce|consume|admin:<queue or *>');
+const scopeSchema = z.string().regex(SCOPE, SCOPE_MESSAGE);
 
 /** A key declared in the tenant file: only its SHA-256 is kept, never the key itself. */
 export const apiKeyConfigSchema = z.strictObject({
   name: z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/),
   sha256: z.string().regex(/^[0-9a-f]{64}$/, 'sha256 is the lowercase hex SHA-256 of the key'),
   scopes: z.array(scopeSchema).min(1),
+  rate_limits: rateLimitsSchema.default({}),
 });
 
 export const tenantConfigSchema = z.strictObject({
@@ -178,4 +194,17 @@ export function consumerNamespace(queue: string, consumer: string): string {
 
 export function tableName(tenant: string): string {
   return `leaseq-${tenant}`;
+}
+
+/** A Kinesis shard takes 1 MiB a second: the write rate a queue can sustain at most. */
+const SHARD_BYTES_PER_SEC = 1024 * 1024;
+
+/**
+ * The bytes a queue may hold: its own setting, or what its produce rate (the byte quota, else
+ * its shards' write capacity) fills over the retention, with half again for headroom.
+ */
+export function storageQuotaBytes(q: QueueConfig): number {
+  if (q.storage_quota_bytes !== undefined) return q.storage_quota_bytes;
+  const rate = q.rate_limits.produce?.bytes_per_sec ?? q.shards * SHARD_BYTES_PER_SEC;
+  return Math.floor(rate * q.retention_hours * HOUR * 1.5);
 }

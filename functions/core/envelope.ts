@@ -51,3 +51,8 @@ export function encodeEnvelope(envelope: Envelope): Uint8Array {
 export function decodeEnvelope(data: Uint8Array): Envelope {
   return envelopeSchema.parse(JSON.parse(Buffer.from(data).toString('utf8')));
 }
+
+/** The bytes of a message's payload, wherever it lives: what storage quotas count. */
+export function payloadBytes(env: Pick<Envelope, 'payload' | 'claim'>): number {
+  return env.claim ? env.claim.bytes : Buffer.byteLength(JSON.stringify(env.payload ?? null));
+}

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import type { ClaimStore } from '../claims/claims.js';
 import type { KeyOrder } from '../consume/key-order.js';
 import { mapLimit } from '../core/async.js';
-import { type QueueConfig, streamName } from '../core/config.js';
+import { type QueueConfig, storageQuotaBytes, streamName } from '../core/config.js';
 import { InvalidRequestError, MessageNotFoundError, NotFoundError } from '../core/errors.js';
 import { retentionTtls } from '../core/retention.js';
 import type { ShardDirectory } from '../log/stream.js';
@@ -11,6 +11,7 @@ import type { Counters } from '../store/counters.js';
 import type { KeyStates } from '../store/key-states.js';
 import { gsi } from '../store/keys.js';
 import type { MessageStore, StateItem } from '../store/messages.js';
+import type { StorageMeter } from '../store/storage.js';
 import { type AttemptView, attemptView, iso } from './views.js';
 
 /**
@@ -27,6 +28,7 @@ export interface OperationsDeps {
   keys: KeyStates;
   keyOrder: KeyOrder;
   audit: AuditTrail;
+  storage: StorageMeter;
   now?: () => number;
 }
 
@@ -92,6 +94,7 @@ export class Operations {
     const ttls = retentionTtls(config, now);
     if (!(await this.deps.messages.purge(item, now, ttls.deadTtl))) throw new MessageNotFoundError(messageId);
     await Promise.all([
+      this.deps.storage.add(queue, -(item.bytes ?? 0)),
       this.deps.messages.putEvent(
         queue,
         messageId,
@@ -164,7 +167,7 @@ export class Operations {
     });
   }
 
-  async stats(queue: string) {
+  async stats(queue: string, config: QueueConfig) {
     const now = this.now();
     const shards = await this.deps.shards.shards(streamName(this.deps.tenant, queue));
     const m = this.deps.messages;
@@ -190,10 +193,11 @@ export class Operations {
         };
       }),
     );
-    const [dlqDepth, oldestDead, totals] = await Promise.all([
+    const [dlqDepth, oldestDead, totals, storedBytes] = await Promise.all([
       m.count(gsi.dead(queue)),
       m.partition(gsi.dead(queue), { limit: 1 }),
       this.deps.counters.stats(queue),
+      this.deps.storage.used(queue),
     ]);
     const sum = (f: (s: (typeof perShard)[number]) => number) => perShard.reduce((a, s) => a + f(s), 0);
     return {
@@ -210,6 +214,8 @@ export class Operations {
       redelivered_total: totals.redelivered ?? 0,
       stale_receipts_total: totals.stale_receipts ?? 0,
       expired_unprocessed_total: 0,
+      stored_bytes: storedBytes,
+      storage_quota_bytes: storageQuotaBytes(config),
     };
   }
 }

@@ -1,13 +1,14 @@
 import type { ProduceMessage, ProduceResult } from '../api/schemas.js';
 import type { ClaimStore } from '../claims/claims.js';
 import { mapLimit } from '../core/async.js';
-import { type QueueConfig, streamName } from '../core/config.js';
-import { type ClaimRef, type Envelope, encodeEnvelope } from '../core/envelope.js';
-import { InvalidRequestError } from '../core/errors.js';
+import { type QueueConfig, storageQuotaBytes, streamName } from '../core/config.js';
+import { type ClaimRef, type Envelope, encodeEnvelope, payloadBytes } from '../core/envelope.js';
+import { InvalidRequestError, QuotaExceededError } from '../core/errors.js';
 import { newMessageId } from '../core/ids.js';
 import type { StreamLog } from '../log/stream.js';
 import type { Counters } from '../store/counters.js';
 import type { DedupStore } from '../store/dedup.js';
+import type { StorageMeter } from '../store/storage.js';
 
 /**
  * The produce path: dedup check, claim-check, append, then the dedup record. `accepted`
@@ -20,8 +21,12 @@ export interface ProducerDeps {
   claims: ClaimStore;
   log: StreamLog;
   counters: Counters;
+  storage: StorageMeter;
   now?: () => number;
 }
+
+/** How long a producer over the storage quota should wait: consumers free space in seconds, not ms. */
+const STORAGE_RETRY_SECONDS = 5;
 
 interface Prepared {
   index: number;
@@ -38,6 +43,7 @@ export class Producer {
     messages: readonly ProduceMessage[],
   ): Promise<ProduceResult[]> {
     if (config.ordered) requireKeys(messages);
+    await this.checkStorage(queue, config);
     const now = this.deps.now?.() ?? Date.now();
     const prepared: Prepared[] = messages.map((message, index) => ({
       index,
@@ -99,6 +105,10 @@ export class Producer {
     });
 
     const marks = await this.markLanded(queue, config, landed, now);
+    if (!config.consumers.length) {
+      const bytes = landed.reduce((sum, l) => sum + payloadBytes({ payload: l.p.message.payload }), 0);
+      await this.deps.storage.add(queue, bytes).catch(() => undefined);
+    }
     landed.forEach((l, i) => {
       results[l.p.index] = {
         message_id: l.p.messageId,
@@ -112,6 +122,22 @@ export class Producer {
     }
     await this.count(queue, results);
     return results;
+  }
+
+  /**
+   * A queue that holds its storage quota takes no more until consumers catch up. Push queues
+   * are not metered: their consumers' acks do not pass through here.
+   */
+  private async checkStorage(queue: string, config: QueueConfig): Promise<void> {
+    if (config.consumers.length) return;
+    const used = await this.deps.storage.used(queue);
+    const quota = storageQuotaBytes(config);
+    if (used >= quota) {
+      throw new QuotaExceededError(
+        `queue ${queue} holds ${used} bytes, its storage quota is ${quota}`,
+        STORAGE_RETRY_SECONDS,
+      );
+    }
   }
 
   /** Totals are best effort: a counter write that fails must not turn accepted into an error. */

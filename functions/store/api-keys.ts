@@ -5,6 +5,7 @@ import {
   QueryCommand,
   UpdateCommand,
 } from '@aws-sdk/lib-dynamodb';
+import type { KeyLimits } from '../core/auth.js';
 import { buildKeyCondition, buildUpdate } from './expression.js';
 import { API_KEYS_PK, apiKeyHashKey } from './keys.js';
 import { isConditionFailed } from './util.js';
@@ -18,6 +19,7 @@ export interface StoredApiKey {
   name: string;
   sha256: string;
   scopes: string[];
+  rate_limits?: KeyLimits;
   created_at: number;
   created_by: string;
   revoked_at?: number;

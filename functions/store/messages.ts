@@ -7,7 +7,7 @@ import {
   QueryCommand,
   UpdateCommand,
 } from '@aws-sdk/lib-dynamodb';
-import type { Envelope } from '../core/envelope.js';
+import { type Envelope, payloadBytes } from '../core/envelope.js';
 import type { FailureReason } from '../core/retry-policy.js';
 import { buildKeyCondition, buildUpdate, Raw, type UpdateSpec } from './expression.js';
 import {
@@ -57,6 +57,8 @@ export interface StateItem {
   body?: string;
   /** Ordered queues: the previous message of the same key, which must finish first. */
   prev?: string;
+  /** Payload bytes, for the queue's storage quota. */
+  bytes?: number;
 }
 
 /** What is stored once per message: the envelope less what changes per log entry. */
@@ -153,6 +155,7 @@ export class MessageStore {
               produced_at: Date.parse(env.produced_at),
               enqueued_at: Date.parse(env.enqueued_at),
               body: inline ? bodyJson : undefined,
+              bytes: payloadBytes(env),
               // A held message keeps its delay: the release puts it through the log again.
               due_at: dueAt > now ? dueAt : undefined,
               ...index,
@@ -303,14 +306,20 @@ export class MessageStore {
     generation: number,
     now: number,
     tombstoneTtl: number,
-  ): Promise<{ outcome: 'acked' | 'already_acked' | 'stale'; key?: string }> {
+  ): Promise<{ outcome: 'acked' | 'already_acked' | 'stale'; key?: string; bytes?: number }> {
     const acked = await this.updateState(queue, messageId, {
       set: { state: 'acked', acked_at: now, [TTL_ATTRIBUTE]: tombstoneTtl },
       remove: ['gsi1pk', 'gsi1sk', 'body'],
       condition: '#state = :leased AND #gen = :gen AND #lease_expires_at > :now',
       values: { ':leased': 'leased', ':gen': generation, ':now': now },
     });
-    if (acked) return { outcome: 'acked', ...(acked.key !== undefined ? { key: acked.key } : {}) };
+    if (acked) {
+      return {
+        outcome: 'acked',
+        bytes: acked.bytes ?? 0,
+        ...(acked.key !== undefined ? { key: acked.key } : {}),
+      };
+    }
     const item = await this.get(queue, messageId);
     return { outcome: item?.state === 'acked' && item.gen === generation ? 'already_acked' : 'stale' };
   }

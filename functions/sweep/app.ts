@@ -37,8 +37,8 @@ export function createSweepHandler(
   const publishAllGauges = async () => {
     if (Date.now() - gaugesAt < gaugeInterval) return;
     gaugesAt = Date.now();
-    for (const queue of Object.keys(config.tenant.queues)) {
-      const s = await services.operations.stats(queue);
+    for (const [queue, queueConfig] of Object.entries(config.tenant.queues)) {
+      const s = await services.operations.stats(queue, queueConfig);
       publishGauges(metrics, queue, {
         depth: s.depth,
         in_flight: s.in_flight,

@@ -28,6 +28,7 @@ describe('tenant configuration', () => {
       claim_check_bytes: 262144,
       window_size: 10000,
       consumers: [],
+      rate_limits: {},
     });
     expect(config.api_keys).toEqual([]);
   });

@@ -1,3 +1,4 @@
+import { byteDemands } from '../../access/limits.js';
 import { countFor } from '../../observability/metrics.js';
 import { json, parseBody } from '../http.js';
 import { queueRoute } from '../route.js';
@@ -12,6 +13,8 @@ export const receiveRoute = queueRoute('POST', '/queues/{queue}/receive', 'consu
   const body = parseBody(req.event, receiveRequestSchema);
   const consumerId = body.consumer_id ?? req.principal.name;
   const messages = await req.services.consumer.receive(req.queue.name, req.queue.config, body, consumerId);
+  // What was delivered counts against the byte quotas; the next receive waits for it.
+  req.services.quotas.spend(byteDemands(req.demands, Buffer.byteLength(JSON.stringify(messages))));
   countFor(req.services.metrics, req.queue.name, {
     received: messages.length,
     redelivered: messages.filter((m) => m.attempt > 1).length,

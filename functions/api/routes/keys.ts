@@ -3,8 +3,8 @@ import { tenantRoute } from '../route.js';
 import { createKeySchema } from '../schemas.js';
 
 export const createKeyRoute = tenantRoute('POST', '/keys', async (req) => {
-  const { name, scopes } = parseBody(req.event, createKeySchema);
-  return json(201, await req.services.keyAdmin.create(name, scopes, req.principal.name));
+  const { name, scopes, rate_limits } = parseBody(req.event, createKeySchema);
+  return json(201, await req.services.keyAdmin.create(name, scopes, req.principal.name, rate_limits));
 });
 
 export const listKeysRoute = tenantRoute('GET', '/keys', async (req) =>

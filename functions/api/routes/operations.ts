@@ -80,5 +80,5 @@ export const traceRoute = queueRoute('GET', '/queues/{queue}/messages/{message_i
 );
 
 export const statsRoute = queueRoute('GET', '/queues/{queue}/stats', 'admin', async (req) =>
-  json(200, await req.services.operations.stats(req.queue.name)),
+  json(200, await req.services.operations.stats(req.queue.name, req.queue.config)),
 );
