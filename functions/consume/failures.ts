@@ -1,4 +1,4 @@
-import type { QueueConfig } from '../core/config.js';
+import { isNamespace, type QueueConfig } from '../core/config.js';
 import { retentionTtls } from '../core/retention.js';
 import { afterFailure, type FailureReason, type Outcome } from '../core/retry-policy.js';
 import type { Counters } from '../store/counters.js';
@@ -65,7 +65,8 @@ export class Failures {
     }
     const dead = outcome.kind === 'dead';
     await Promise.all([
-      this.deps.counters.addWindow(queue, item.shard, -1),
+      // A push consumer's namespace has no window: its records never pass through dispatch.
+      isNamespace(queue) ? Promise.resolve() : this.deps.counters.addWindow(queue, item.shard, -1),
       this.deps.counters.addStats(queue, {
         ...(f.lease === 'live' ? { nacked: 1 } : {}),
         ...(dead ? { dead_lettered: 1 } : {}),

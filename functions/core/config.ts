@@ -192,6 +192,10 @@ export function consumerNamespace(queue: string, consumer: string): string {
   return `${queue}~${consumer}`;
 }
 
+export function isNamespace(name: string): boolean {
+  return name.includes('~');
+}
+
 export function tableName(tenant: string): string {
   return `leaseq-${tenant}`;
 }

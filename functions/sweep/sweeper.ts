@@ -140,8 +140,8 @@ export class Sweeper {
       });
       // The index is eventually consistent: the write decides, with the lease's own expiry.
       const moved = await mapLimit(expired, 16, (item) => this.expire(queue, config, item, now));
+      // Failures.fail has already given the window slots back.
       const n = moved.filter(Boolean).length;
-      if (n) await this.deps.counters.addWindow(queue, shard, -n);
       total += n;
       if (expired.length < PAGE || n === 0) return total;
     }

@@ -1,5 +1,6 @@
-import { ScanCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, ScanCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { windowCounterKey } from '../../functions/store/keys.js';
 import { queueApi, type Received } from '../helpers/queue-api.js';
 import { startTestRuntime, type TestRuntime } from '../helpers/runtime.js';
 
@@ -13,6 +14,7 @@ beforeAll(async () => {
     queues: {
       win: { shards: 2, window_size: 5 },
       rs: { shards: 1, window_size: 3, lease_seconds: 1, backoff_seconds: [1] },
+      count: { shards: 1, window_size: 2, lease_seconds: 1, backoff_seconds: [30] },
     },
   });
 });
@@ -66,6 +68,32 @@ describe('window backpressure', () => {
     expect(peak).toBeLessThanOrEqual(5);
     expect(peak).toBeGreaterThan(0);
   }, 90_000);
+});
+
+describe('window counter', () => {
+  it('matches what the window holds after leases expire', async () => {
+    const q = queueApi(t, 'count');
+    await q.produce(Array.from({ length: 4 }, (_, i) => ({ message_id: `cnt-${i}`, payload: i })));
+    const leased = await q.receiveAll(2, 5000, { max_messages: 2 });
+    expect(leased).toHaveLength(2);
+    await new Promise((r) => setTimeout(r, 1100));
+    await t.runtime.sweep.fire();
+    // The two expired leases wait in the delay store (30 s); the other two fill the window.
+    const deadline = Date.now() + 5000;
+    let held = 0;
+    while (held < 2 && Date.now() < deadline) {
+      held = (await occupancy('count')).reduce((a, b) => a + b, 0);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    expect(held).toBe(2);
+    const counter = await t.runtime.clients.doc.send(
+      new GetCommand({
+        TableName: t.runtime.config.tableName,
+        Key: windowCounterKey('count', 'shardId-000000000000'),
+      }),
+    );
+    expect(counter.Item?.n).toBe(2);
+  });
 });
 
 describe('restart', () => {
