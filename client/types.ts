@@ -55,6 +55,8 @@ export interface NackOptions {
   error?: string;
   /** false dead-letters at once. */
   retryable?: boolean;
+  /** Give the message back without using up an attempt (and without a history entry). */
+  release?: boolean;
 }
 
 export interface NackResult {

@@ -188,7 +188,7 @@ export class Worker<T = unknown> {
     const released = this.options.client
       .nack(this.options.queue, message.receipt, {
         retry_after_seconds: retryAfter,
-        error: 'released: the worker stopped before the handler finished',
+        release: true,
       })
       .then(
         () => undefined,

@@ -50,17 +50,24 @@ export const ackRequestSchema = z.strictObject({
     .max(100, 'send 1-100 receipts'),
 });
 
-export const nackRequestSchema = z.strictObject({
-  receipt: z.string().min(1).max(1024),
-  retry_after_seconds: z
-    .number()
-    .int()
-    .min(0)
-    .max(12 * 3600)
-    .optional(),
-  error: z.string().max(4096).optional(),
-  retryable: z.boolean().default(true),
-});
+export const nackRequestSchema = z
+  .strictObject({
+    receipt: z.string().min(1).max(1024),
+    retry_after_seconds: z
+      .number()
+      .int()
+      .min(0)
+      .max(12 * 3600)
+      .optional(),
+    error: z.string().max(4096).optional(),
+    retryable: z.boolean().default(true),
+    /** Give the message back without a failed attempt (a worker that stops before it is done). */
+    release: z.boolean().default(false),
+  })
+  .refine((n) => !(n.release && !n.retryable), {
+    path: ['release'],
+    message: 'a released message is retried: release and retryable false exclude each other',
+  });
 
 export const extendRequestSchema = z.strictObject({
   receipt: z.string().min(1).max(1024),

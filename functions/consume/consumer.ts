@@ -188,20 +188,22 @@ export class Consumer {
     if (item?.state !== 'leased' || item.gen !== d.generation || (item.lease_expires_at ?? 0) <= now) {
       return this.stale(queue);
     }
-    const outcome = await this.deps.failures.fail(
-      queue,
-      config,
-      item,
-      {
-        generation: d.generation,
-        reason: req.retryable ? 'nack' : 'non_retryable',
-        deliveredAt: d.deliveredAt,
-        lease: 'live',
-        ...(req.error !== undefined ? { error: req.error } : {}),
-        ...(req.retry_after_seconds !== undefined ? { retryAfterSeconds: req.retry_after_seconds } : {}),
-      },
-      now,
-    );
+    const outcome = req.release
+      ? await this.deps.failures.release(queue, item, d.generation, req.retry_after_seconds ?? 0, now)
+      : await this.deps.failures.fail(
+          queue,
+          config,
+          item,
+          {
+            generation: d.generation,
+            reason: req.retryable ? 'nack' : 'non_retryable',
+            deliveredAt: d.deliveredAt,
+            lease: 'live',
+            ...(req.error !== undefined ? { error: req.error } : {}),
+            ...(req.retry_after_seconds !== undefined ? { retryAfterSeconds: req.retry_after_seconds } : {}),
+          },
+          now,
+        );
     if (!outcome) return this.stale(queue);
     return outcome.kind === 'retry'
       ? {

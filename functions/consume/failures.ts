@@ -29,6 +29,27 @@ export interface FailedDelivery {
 export class Failures {
   constructor(private readonly deps: FailuresDeps) {}
 
+  /**
+   * Ends a live lease without a failed attempt: the message is due again after `retryAfterSeconds`
+   * with the same attempt number and no history entry. On an ordered queue it keeps its key.
+   */
+  async release(
+    queue: string,
+    item: StateItem,
+    generation: number,
+    retryAfterSeconds: number,
+    now: number,
+  ): Promise<Outcome | undefined> {
+    const outcome = {
+      kind: 'retry' as const,
+      nextAttempt: item.attempt,
+      dueAt: now + retryAfterSeconds * 1000,
+    };
+    if (!(await this.deps.messages.fail(item, generation, outcome, 'live', now, 0))) return undefined;
+    if (!isNamespace(queue)) await this.deps.counters.addWindow(queue, item.shard, -1);
+    return outcome;
+  }
+
   /** The outcome, or undefined when the lease was no longer that delivery's (stale). */
   async fail(
     queue: string,

@@ -251,6 +251,25 @@ describe('failure and the DLQ', () => {
   });
 });
 
+describe('release', () => {
+  it('gives a message back without using up an attempt or writing history', async () => {
+    const q = queueApi(t, 'dlq');
+    await q.produce([{ message_id: 'rel-1', payload: 1 }]);
+    for (let i = 0; i < 4; i++) {
+      const [m] = await q.receiveAll(1, 8000);
+      expect(m?.attempt).toBe(1);
+      const res = await q.nack({ receipt: m?.receipt, release: true });
+      expect(res.body).toMatchObject({ status: 'retry_scheduled', attempt: 1 });
+    }
+    const [m] = await q.receiveAll(1, 8000);
+    expect(m?.attempt).toBe(1);
+    await q.ack([m?.receipt as string]);
+    expect((await t.api('/queues/dlq/messages/rel-1')).body.attempts).toEqual([]);
+    const contradiction = await q.nack({ receipt: m?.receipt, release: true, retryable: false });
+    expect(contradiction.status).toBe(400);
+  });
+});
+
 describe('delay and claim-check', () => {
   it('honours delay_seconds on produce', async () => {
     const q = queueApi(t, 'delay');
