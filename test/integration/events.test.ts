@@ -3,7 +3,7 @@ import { fileURLToPath } from 'node:url';
 import { Logger } from '@aws-lambda-powertools/logger';
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import { afterAll, assert, beforeAll, describe, expect, it } from 'vitest';
-import { type ApiHandler, createApiHandler } from '../../functions/api/app.js';
+import { type ApiHandler, createApiHandler, routes } from '../../functions/api/app.js';
 import { lambdaContext } from '../../infra/local/lambda-context.js';
 import { type ApiAnswer, startTestRuntime, type TestRuntime } from '../helpers/runtime.js';
 
@@ -22,6 +22,10 @@ interface Expectation {
   status: number;
   /** What else the answer and the runtime's state must show; `again` invokes the sample once more. */
   check(answer: Answer, event: APIGatewayProxyEventV2, again: () => Promise<Answer>): Promise<void>;
+}
+
+function expectBadReceipt(body: Answer['body']): void {
+  expect(body.error).toMatchObject({ code: 'INVALID_REQUEST', details: { issues: [{ path: 'receipt' }] } });
 }
 
 let t: TestRuntime;
@@ -70,6 +74,91 @@ const expectations: Record<string, Expectation> = {
     status: 404,
     check: async ({ body }) => expect(body.error.code).toBe('NOT_FOUND'),
   },
+  // The samples below run against one runtime in file order, so each expectation holds
+  // whether or not the samples before it ran (produce.json's message may be there or not).
+  'receive.json': {
+    status: 200,
+    async check({ body }) {
+      expect(body.messages).toEqual(expect.any(Array));
+      for (const m of body.messages) expect(m).toMatchObject({ receipt: expect.any(String), attempt: 1 });
+    },
+  },
+  // The sample receipt is shaped like one but signed by no runtime: it can never be current.
+  'ack.json': {
+    status: 200,
+    async check({ body }, event) {
+      const [receipt] = JSON.parse(event.body ?? '').receipts;
+      expect(body).toEqual({ results: [{ receipt, status: 'invalid_receipt' }] });
+    },
+  },
+  // The rest of their bodies is valid: the 400 is the receipt's.
+  'nack.json': { status: 400, check: async ({ body }) => expectBadReceipt(body) },
+  'extend.json': { status: 400, check: async ({ body }) => expectBadReceipt(body) },
+  // No sample dead-letters a message, so the DLQ is empty and the dead letter they name unknown.
+  'dlq-list.json': {
+    status: 200,
+    check: async ({ body }) => expect(body).toEqual({ messages: [], next_cursor: null }),
+  },
+  'dlq-get.json': {
+    status: 404,
+    check: async ({ body }) => expect(body.error.code).toBe('MESSAGE_NOT_FOUND'),
+  },
+  'dlq-purge.json': {
+    status: 404,
+    check: async ({ body }) => expect(body.error.code).toBe('MESSAGE_NOT_FOUND'),
+  },
+  'trace.json': {
+    status: 404,
+    check: async ({ body }) => expect(body.error.code).toBe('MESSAGE_NOT_FOUND'),
+  },
+  // Nothing matches the filter, so the redrive is done as soon as it starts.
+  'redrive.json': {
+    status: 202,
+    check: async ({ body }) =>
+      expect(body).toMatchObject({ redrive_id: expect.any(String), status: 'done', moved: 0, remaining: 0 }),
+  },
+  'redrive-get.json': {
+    status: 404,
+    check: async ({ body }) => expect(body.error.code).toBe('NOT_FOUND'),
+  },
+  'redrive-cancel.json': {
+    status: 404,
+    check: async ({ body }) => expect(body.error.code).toBe('NOT_FOUND'),
+  },
+  'parked-keys.json': {
+    status: 200,
+    check: async ({ body }) => expect(body).toEqual({ keys: [] }),
+  },
+  'skip-key.json': {
+    status: 404,
+    check: async ({ body }) => expect(body.error.code).toBe('NOT_FOUND'),
+  },
+  'audit.json': {
+    status: 200,
+    check: async ({ body }) => expect(body.entries).toEqual(expect.any(Array)),
+  },
+  'stats.json': {
+    status: 200,
+    check: async ({ body }) => expect(body).toMatchObject({ dlq_depth: 0, parked_keys: 0 }),
+  },
+  'key-create.json': {
+    status: 201,
+    async check({ body }, event, again) {
+      const { name, scopes } = JSON.parse(event.body ?? '');
+      expect(body).toMatchObject({ name, scopes, key: expect.stringMatching(/^lq_/), revoked_at: null });
+      // A fixed name: the sample creates its key once per runtime.
+      expect((await again()).body.error.code).toBe('CONFLICT');
+    },
+  },
+  'key-list.json': {
+    status: 200,
+    check: async ({ body }) => expect(body.keys).toEqual(expect.any(Array)),
+  },
+  // A name no key has: revoking a key key-create.json made would depend on the order.
+  'key-revoke.json': {
+    status: 404,
+    check: async ({ body }) => expect(body.error.code).toBe('NOT_FOUND'),
+  },
 };
 
 beforeAll(async () => {
@@ -100,12 +189,30 @@ describe('sample API Gateway events', () => {
     expect(Object.keys(expectations).sort()).toEqual(samples);
   });
 
+  it.each(routes.map((r) => [`${r.method} ${r.path}`, r] as const))('%s has a sample', (_, route) => {
+    // `{param}` stands for one path segment, as the router reads it.
+    const pattern = new RegExp(`^${route.path.replace(/\{[^}]+\}/g, '[^/]+')}$`);
+    const matching = samples.filter((file) => {
+      const event = readSample(file);
+      return event.requestContext.http.method === route.method && pattern.test(event.rawPath);
+    });
+    expect(matching, `add a sample for ${route.method} ${route.path} to events/apigw/`).not.toEqual([]);
+  });
+
   it.each(samples)('%s is shaped like an HTTP API v2 event', (file) => {
     const event = readSample(file);
-    expect(event).toMatchObject({ version: '2.0', isBase64Encoded: false, rawQueryString: '' });
+    expect(event).toMatchObject({ version: '2.0', isBase64Encoded: false });
     expect(event.requestContext.routeKey).toBe(event.routeKey);
     expect(event.requestContext.stage).toBe('$default');
     expect(event.requestContext.http.path).toBe(event.rawPath);
+    expect(event.queryStringParameters ?? {}).toEqual(
+      Object.fromEntries(new URLSearchParams(event.rawQueryString)),
+    );
+    // Only /health has a route of its own; the rest arrive on the catch-all with the path in `proxy`.
+    if (event.routeKey === 'ANY /{proxy+}')
+      expect(event.pathParameters).toEqual({ proxy: event.rawPath.slice(1) });
+    else expect(event.routeKey).toBe(`${event.requestContext.http.method} ${event.rawPath}`);
+    expect(event.requestContext.time).toMatch(/^\d{2}\/[A-Z][a-z]{2}\/\d{4}:\d{2}:\d{2}:\d{2} \+0000$/);
     for (const name of Object.keys(event.headers)) expect(name).toBe(name.toLowerCase());
     if (event.body !== undefined) {
       expect(event.headers['content-length']).toBe(String(Buffer.byteLength(event.body)));
