@@ -56,24 +56,37 @@ export function queueRoute(
   action: Action,
   handler: (req: QueueRequest) => Promise<HttpResponse>,
 ): Route {
+  return authenticated(method, path, async (event, services, principal) => {
+    const name = pathParam(event, 'queue');
+    const config = Object.hasOwn(services.config.tenant.queues, name)
+      ? services.config.tenant.queues[name]
+      : undefined;
+    if (!config) throw new QueueNotFoundError(name);
+    requireScope(principal, action, name);
+    const demands =
+      action === 'admin'
+        ? []
+        : demandsFor(principal, name, config, action, Buffer.byteLength(event.body ?? ''));
+    await services.quotas.admit(demands);
+    return handler({ event, services, principal, queue: { name, config }, demands });
+  });
+}
+
+/** Every route but /health starts here: who is asking (401 when nobody we know). */
+function authenticated(
+  method: Route['method'],
+  path: string,
+  handler: (
+    event: APIGatewayProxyEventV2,
+    services: ApiServices,
+    principal: Principal,
+  ) => Promise<HttpResponse>,
+): Route {
   return {
     method,
     path,
-    handler: async (event, services) => {
-      const principal = await services.auth.authenticate(header(event, 'authorization'));
-      const name = pathParam(event, 'queue');
-      const config = Object.hasOwn(services.config.tenant.queues, name)
-        ? services.config.tenant.queues[name]
-        : undefined;
-      if (!config) throw new QueueNotFoundError(name);
-      requireScope(principal, action, name);
-      const demands =
-        action === 'admin'
-          ? []
-          : demandsFor(principal, name, config, action, Buffer.byteLength(event.body ?? ''));
-      await services.quotas.admit(demands);
-      return handler({ event, services, principal, queue: { name, config }, demands });
-    },
+    handler: async (event, services) =>
+      handler(event, services, await services.auth.authenticate(header(event, 'authorization'))),
   };
 }
 
@@ -89,13 +102,8 @@ export function tenantRoute(
   path: string,
   handler: (req: TenantRequest) => Promise<HttpResponse>,
 ): Route {
-  return {
-    method,
-    path,
-    handler: async (event, services) => {
-      const principal = await services.auth.authenticate(header(event, 'authorization'));
-      requireScope(principal, 'admin', '*');
-      return handler({ event, services, principal });
-    },
-  };
+  return authenticated(method, path, async (event, services, principal) => {
+    requireScope(principal, 'admin', '*');
+    return handler({ event, services, principal });
+  });
 }
