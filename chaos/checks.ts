@@ -1,0 +1,185 @@
+import type { ApiRule, Delivery, History } from './history.js';
+
+/**
+ * The invariants a chaos run must keep (DESIGN §1), checked on its history and on the queues'
+ * state after the drain. Each answers every violation it found, with the history's own times
+ * (seconds since the run started), so a failure names its messages and moments.
+ */
+
+export interface EndState {
+  /** Dead letters of both queues: message id → when it died. */
+  dead: Map<string, number>;
+  /** Messages whose ack went unanswered (a kill, a fault) and whose trace says acked. */
+  ackedByTrace: Set<string>;
+  /** What the server says of each message still unsettled when the drain ended. */
+  unsettledStates: Map<string, string>;
+}
+
+export interface Invariant {
+  name: string;
+  ok: boolean;
+  violations: string[];
+}
+
+export function checkInvariants(history: History, end: EndState, orderedQueue: string): Invariant[] {
+  const at = (ms: number | undefined) =>
+    ms === undefined ? 'never' : `+${((ms - history.startedAt) / 1000).toFixed(3)}s`;
+  const byId = groupBy(history.deliveries, (d) => d.id);
+  const apiRule = (rule: ApiRule): Invariant =>
+    invariant(
+      `API: ${rule}`,
+      history.violations.filter((v) => v.rule === rule).map((v) => `${at(v.at)} ${v.operation}: ${v.what}`),
+    );
+  return [
+    noAcceptedMessageLost(history, end, byId, at),
+    invariant(
+      'no message both acked and dead',
+      [...byId.keys()].filter((id) => confirmedAck(byId.get(id)) && end.dead.has(id)),
+    ),
+    keyOrder(history, end, orderedQueue, at),
+    noStaleReceiptSucceeded(byId, at),
+    invariant(
+      'every delivery is of a message sent, with its payload intact',
+      history.deliveries
+        .filter((d) => !d.payloadIntact)
+        .map((d) => `${d.id} delivered ${at(d.receivedAt)} (attempt ${d.attempt})`),
+    ),
+    apiRule('no 500'),
+    apiRule('Retry-After on 503'),
+    apiRule('failed is retryable'),
+  ];
+}
+
+type At = (ms: number | undefined) => string;
+
+/** Each message answered `accepted` (or `duplicate`: already in the log) ends acked or dead-lettered. */
+function noAcceptedMessageLost(
+  history: History,
+  end: EndState,
+  byId: Map<string, Delivery[]>,
+  at: At,
+): Invariant {
+  const lost: string[] = [];
+  for (const p of history.produced.values()) {
+    if (p.accepted + p.duplicate === 0) continue;
+    const deliveries = byId.get(p.id) ?? [];
+    if (confirmedAck(deliveries) || end.ackedByTrace.has(p.id) || end.dead.has(p.id)) continue;
+    const last = deliveries.at(-1);
+    lost.push(
+      `${p.queue}/${p.id}: sent ${at(p.sentAt)}, accepted ×${p.accepted}, duplicate ×${p.duplicate}, ` +
+        `${deliveries.length} deliveries${last ? ` (last ${at(last.receivedAt)}, attempt ${last.attempt}, ${last.settle?.kind ?? 'not settled'} → ${last.settle?.outcome ?? '-'})` : ''}; ` +
+        `the server says: ${end.unsettledStates.get(p.id) ?? 'not asked'}`,
+    );
+  }
+  return invariant('no accepted message lost (each ends acked or dead)', lost);
+}
+
+/**
+ * Ordered queue, per key (its messages were produced in `seq` order, each once the previous
+ * was in the log). An ack counts from the moment it was sent when it landed or may have
+ * (answered `acked`, or never answered); one answered stale did not land.
+ * - Each message's first such ack comes in `seq` order.
+ * - No message is delivered before such an ack of every earlier message of its key was sent,
+ *   or that message was dead-lettered (which parks the key until the drain skips it).
+ * - No two messages of a key are in flight at once: delivered, not settled, lease running.
+ * A message delivered again after such an ack of its own (at-least-once, after a kill) is a
+ * duplicate, counted in the figures, not an order violation.
+ */
+function keyOrder(history: History, end: EndState, queue: string, at: At): Invariant {
+  const violations: string[] = [];
+  const deliveries = history.deliveries.filter((d) => d.queue === queue);
+  for (const [key, list] of groupBy(deliveries, (d) => d.key ?? '(none)')) {
+    const firstAck = new Map<number, number>();
+    for (const d of list) {
+      const s = d.settle;
+      if (d.seq === undefined || s?.kind !== 'ack' || s.outcome === 'stale' || s.outcome === 'invalid')
+        continue;
+      if (s.sentAt < (firstAck.get(d.seq) ?? Number.POSITIVE_INFINITY)) firstAck.set(d.seq, s.sentAt);
+    }
+
+    const acks = [...firstAck].sort(([, a], [, b]) => a - b);
+    for (const [i, [seq, sentAt]] of acks.entries()) {
+      const [prevSeq, prevAt] = acks[i - 1] ?? [-1, 0];
+      if (seq < prevSeq)
+        violations.push(`${key}: seq ${seq} acked ${at(sentAt)}, after seq ${prevSeq} (${at(prevAt)})`);
+    }
+
+    const idOfSeq = new Map(
+      [...history.produced.values()].filter((p) => p.key === key).map((p) => [p.seq, p.id] as const),
+    );
+    const deadAt = (seq: number) => end.dead.get(idOfSeq.get(seq) ?? '') ?? Number.POSITIVE_INFINITY;
+    // When each seq stopped holding the key back: its first ack sent, or its death.
+    const released = (seq: number) => Math.min(firstAck.get(seq) ?? Number.POSITIVE_INFINITY, deadAt(seq));
+    const redeliveredAfterAck = (d: Delivery) =>
+      d.seq !== undefined && (firstAck.get(d.seq) ?? Number.POSITIVE_INFINITY) < d.receivedAt;
+    for (const d of list) {
+      if (d.seq === undefined) continue;
+      for (let j = 0; j < d.seq; j++) {
+        if (released(j) <= d.receivedAt) continue;
+        violations.push(
+          `${key}: seq ${d.seq} delivered ${at(d.receivedAt)} (attempt ${d.attempt}) before seq ${j} was acked ` +
+            `(first ack sent ${at(firstAck.get(j))}, dead ${at(end.dead.get(idOfSeq.get(j) ?? ''))})`,
+        );
+        break;
+      }
+      if (redeliveredAfterAck(d)) continue;
+      const overlapping = list.find(
+        (e) =>
+          e.id !== d.id &&
+          e.receivedAt <= d.receivedAt &&
+          (e.settle === undefined || e.settle.sentAt > d.receivedAt) &&
+          e.leaseExpiresAt > d.receivedAt &&
+          !redeliveredAfterAck(e),
+      );
+      if (overlapping) {
+        violations.push(
+          `${key}: seq ${d.seq} delivered ${at(d.receivedAt)} while seq ${overlapping.seq} was in flight ` +
+            `(delivered ${at(overlapping.receivedAt)}, lease to ${at(overlapping.leaseExpiresAt)}, ` +
+            `settle sent ${at(overlapping.settle?.sentAt)})`,
+        );
+      }
+    }
+  }
+  return invariant('per-key order on the ordered queue', violations);
+}
+
+/**
+ * A receipt is stale once a later delivery of its message was seen: an ack or nack sent after
+ * that must be refused (the later lease bumped the generation before it was handed out).
+ */
+function noStaleReceiptSucceeded(byId: Map<string, Delivery[]>, at: At): Invariant {
+  const violations: string[] = [];
+  for (const [id, list] of byId) {
+    for (const d of list) {
+      const s = d.settle;
+      if (!s || (s.outcome !== 'acked' && s.outcome !== 'nacked')) continue;
+      const later = list.find((e) => e.n > d.n && e.receivedAt < s.sentAt);
+      if (later) {
+        violations.push(
+          `${id}: ${s.kind} of attempt ${d.attempt} (delivered ${at(d.receivedAt)}) sent ${at(s.sentAt)} ` +
+            `succeeded although attempt ${later.attempt} was delivered ${at(later.receivedAt)}`,
+        );
+      }
+    }
+  }
+  return invariant('no ack or nack with a known-stale receipt succeeded', violations);
+}
+
+export function confirmedAck(deliveries: readonly Delivery[] | undefined): boolean {
+  return (deliveries ?? []).some((d) => d.settle?.outcome === 'acked');
+}
+
+export function groupBy<T>(items: readonly T[], keyOf: (item: T) => string): Map<string, T[]> {
+  const groups = new Map<string, T[]>();
+  for (const item of items) {
+    const key = keyOf(item);
+    const group = groups.get(key);
+    if (group) group.push(item);
+    else groups.set(key, [item]);
+  }
+  return groups;
+}
+
+function invariant(name: string, violations: string[]): Invariant {
+  return { name, ok: violations.length === 0, violations };
+}

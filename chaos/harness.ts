@@ -1,0 +1,175 @@
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { fileURLToPath } from 'node:url';
+import type { Invariant } from './checks.js';
+import { ChildRuntime, pickPort } from './child-runtime.js';
+import { History } from './history.js';
+import { checkIndex } from './index-check.js';
+import { seededRandom } from './random.js';
+import { runScenario, type ScenarioResult } from './scenario.js';
+import { CHAOS_ADMIN_KEY, CHAOS_TENANT, writeTenantFile } from './tenant.js';
+
+/**
+ * The crash harness: the local runtime as a child process, killed with SIGKILL at seeded random
+ * moments while producers and consumers run against it, started again on the same data folder
+ * and port each time, then drained and checked (scenario.ts). The folder is kept when an
+ * invariant fails, with the runtime's log and the whole history.
+ */
+
+export interface CrashOptions {
+  seed: number;
+  durationMs: number;
+  kills: number;
+  /** New messages per second, per queue. */
+  ratePerSecond: number;
+  keys: number;
+  consumersPerQueue: number;
+  drainTimeoutMs: number;
+  /** Keep the run's folder even when every invariant holds. */
+  keepData?: boolean;
+  log?: (line: string) => void;
+}
+
+export interface Restart {
+  /** Seconds into the run. */
+  killedAt: number;
+  /** From the kill until the runtime served again (including the random time it stayed down). */
+  downMs: number;
+  /** From the kill until the first ack after the restart was answered `acked`. */
+  recoverMs: number | undefined;
+}
+
+export interface CrashReport {
+  seed: number;
+  restarts: Restart[];
+  scenario: ScenarioResult;
+  invariants: Invariant[];
+  ok: boolean;
+  /** Where the data, the runtime's log and history.json are, when kept. */
+  keptAt: string | undefined;
+}
+
+const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+/** The runtime serves at least this long between two kills, so work progresses between them. */
+const MIN_UP_MS = 2000;
+const MAX_DOWN_MS = 500;
+const START_ATTEMPTS = 3;
+
+export async function runCrash(options: CrashOptions): Promise<CrashReport> {
+  const log = options.log ?? (() => undefined);
+  const random = seededRandom(options.seed);
+  log(`crash run: seed ${options.seed}, ${options.kills} kills in ${options.durationMs / 1000} s`);
+  const dir = mkdtempSync(join(tmpdir(), 'leaseq-chaos-'));
+  const dataDir = join(dir, 'data');
+  mkdirSync(dataDir);
+  const runtime = new ChildRuntime({
+    repoRoot: REPO_ROOT,
+    tenantFile: writeTenantFile(dir),
+    dataDir,
+    port: await pickPort(random.fork()),
+    adminKey: CHAOS_ADMIN_KEY,
+    logFile: join(dir, 'runtime.log'),
+  });
+  const history = new History();
+  const kills: { killedAt: number; readyAt: number }[] = [];
+  const killRandom = random.fork();
+  /** Only a run that held every invariant (and was not asked to keep it) leaves nothing behind. */
+  let remove = false;
+
+  const startRuntime = async () => {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await runtime.start();
+      } catch (err) {
+        // A port or a LevelDB lock not yet released by the killed process: try again shortly.
+        if (attempt >= START_ATTEMPTS) throw err;
+        log(`start failed (${(err as Error).message.split('\n')[0]}); retrying`);
+        await sleep(1000);
+      }
+    }
+  };
+  const keepRunning = async () => {
+    if (runtime.running) return;
+    history.mark('runtime found exited; starting it');
+    await startRuntime();
+  };
+
+  try {
+    await startRuntime();
+    const scenario = await runScenario({
+      baseUrl: runtime.url,
+      adminKey: CHAOS_ADMIN_KEY,
+      random: random.fork(),
+      history,
+      durationMs: options.durationMs,
+      ratePerSecond: options.ratePerSecond,
+      keys: options.keys,
+      consumersPerQueue: options.consumersPerQueue,
+      drainTimeoutMs: options.drainTimeoutMs,
+      log,
+      disrupt: async (until) => {
+        const begin = until - options.durationMs;
+        const segment = options.durationMs / Math.max(1, options.kills);
+        for (let i = 0; i < options.kills; i++) {
+          // Somewhere in the middle of its share of the run, so kills spread over all of it.
+          const target = begin + segment * (i + 0.25 + 0.5 * killRandom.next());
+          const at = Math.max(target, (kills.at(-1)?.readyAt ?? begin) + MIN_UP_MS);
+          await sleep(Math.max(0, at - Date.now()));
+          await keepRunning();
+          history.mark(`kill ${i + 1}`);
+          const killedAt = Date.now();
+          await runtime.kill();
+          await sleep(killRandom.int(0, MAX_DOWN_MS));
+          await startRuntime();
+          history.mark(`running again after kill ${i + 1}`);
+          kills.push({ killedAt, readyAt: Date.now() });
+          log(
+            `kill ${i + 1} at +${((killedAt - history.startedAt) / 1000).toFixed(1)} s; serving again after ${Date.now() - killedAt} ms`,
+          );
+        }
+      },
+      beforeDrain: keepRunning,
+    });
+
+    await runtime.stop();
+    const invariants = [
+      ...scenario.invariants,
+      {
+        name: 'the runtime never exited on its own',
+        ok: runtime.unexpectedExits.length === 0,
+        violations: runtime.unexpectedExits,
+      },
+      await checkIndex(dataDir, CHAOS_TENANT.tenant),
+    ];
+    const ok = invariants.every((i) => i.ok);
+    const restarts = kills.map(({ killedAt, readyAt }, i) => {
+      const acked = firstAckBetween(history, readyAt, kills[i + 1]?.killedAt ?? Number.POSITIVE_INFINITY);
+      return {
+        killedAt: (killedAt - history.startedAt) / 1000,
+        downMs: readyAt - killedAt,
+        recoverMs: acked === undefined ? undefined : acked - killedAt,
+      };
+    });
+    remove = ok && options.keepData !== true;
+    if (!remove) writeFileSync(join(dir, 'history.json'), JSON.stringify(history, null, 1));
+    return { seed: options.seed, restarts, scenario, invariants, ok, keptAt: remove ? undefined : dir };
+  } finally {
+    await runtime.stop();
+    if (remove) rmSync(dir, { recursive: true, force: true });
+    else log(`run folder kept: ${dir}`);
+  }
+}
+
+/** When the first ack answered `acked` in [from, to) was answered. */
+function firstAckBetween(history: History, from: number, to: number): number | undefined {
+  let first: number | undefined;
+  for (const d of history.deliveries) {
+    const answeredAt = d.settle?.answeredAt;
+    if (d.settle?.outcome !== 'acked' || answeredAt === undefined || answeredAt < from || answeredAt >= to)
+      continue;
+    if (first === undefined || answeredAt < first) first = answeredAt;
+  }
+  return first;
+}

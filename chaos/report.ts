@@ -1,0 +1,60 @@
+import type { Invariant } from './checks.js';
+import type { FaultReport } from './fault-run.js';
+import type { Figures } from './figures.js';
+import type { CrashReport } from './harness.js';
+
+/** The text a chaos run prints: its figures, then each invariant with its first violations. */
+
+const EXAMPLES = 10;
+
+export function formatCrash(r: CrashReport): string {
+  const restarts = r.restarts.map(
+    (x, i) =>
+      `  restart ${i + 1}: killed at +${x.killedAt.toFixed(1)} s, serving after ${x.downMs} ms, ` +
+      `first ack after ${x.recoverMs === undefined ? '-' : `${x.recoverMs} ms`}`,
+  );
+  return [
+    `crash run, seed ${r.seed}`,
+    `  kills ${r.restarts.length}, restarts ${r.restarts.length}`,
+    ...restarts,
+    ...figures(r.scenario.figures, r.scenario.drainMs, r.scenario.parkedKeysSkipped),
+    ...invariants(r.invariants),
+    ...(r.keptAt ? [`  run folder: ${r.keptAt}`] : []),
+  ].join('\n');
+}
+
+export function formatFaults(r: FaultReport): string {
+  const injected = Object.entries(r.injected)
+    .map(([kind, n]) => `${kind} ${n}`)
+    .join(', ');
+  return [
+    `fault run, seed ${r.seed}`,
+    `  faults injected: ${injected}`,
+    ...figures(r.scenario.figures, r.scenario.drainMs, r.scenario.parkedKeysSkipped),
+    ...invariants(r.invariants),
+    ...(r.keptAt ? [`  run folder: ${r.keptAt}`] : []),
+  ].join('\n');
+}
+
+function figures(f: Figures, drainMs: number, parked: number): string[] {
+  const d = f.duplicates;
+  return [
+    `  messages: sent ${f.sent}, accepted ${f.accepted}, never answered accepted ${f.unresolved}, ` +
+      `answered failed ${f.failedResults} times`,
+    `  delivered ${f.delivered} (${f.deliveries} deliveries), acked ${f.acked}, dead ${f.dead}`,
+    `  duplicates: accepted more than once ${d.acceptedMoreThanOnce}, redeliveries ${d.redeliveries}, ` +
+      `delivered after a confirmed ack ${d.afterConfirmedAck}, after an unanswered ack ${d.afterUnansweredAck}`,
+    `  settles refused as stale ${f.staleRefused}, unanswered ${f.unansweredSettles}`,
+    `  drain ${(drainMs / 1000).toFixed(1)} s, parked keys skipped ${parked}`,
+    `  answers: ${Object.entries(f.answers)
+      .map(([k, n]) => `${k}: ${n}`)
+      .join(', ')}`,
+  ];
+}
+
+function invariants(list: readonly Invariant[]): string[] {
+  return list.flatMap((i) => [
+    `  ${i.ok ? 'ok  ' : 'FAIL'} ${i.name}${i.ok ? '' : ` (${i.violations.length})`}`,
+    ...i.violations.slice(0, EXAMPLES).map((v) => `         ${v}`),
+  ]);
+}

@@ -1,0 +1,165 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { LeaseqClient } from '../client/index.js';
+import { AdminApi } from './admin.js';
+import { checkInvariants, confirmedAck, type EndState, groupBy, type Invariant } from './checks.js';
+import { Consumer, type ConsumerBehaviour } from './consumers.js';
+import { countFigures, type Figures } from './figures.js';
+import type { History } from './history.js';
+import { Producer } from './producers.js';
+import type { Random } from './random.js';
+import { CHAOS_TENANT, QUEUES } from './tenant.js';
+
+/**
+ * One chaos run's shape, whatever disrupts it: producers and consumers on both queues for a
+ * while, with a disruption running alongside (kills, fault storms); then every message sent is
+ * produced until the log has it, the consumers drain the queues (acking everything, releasing
+ * parked keys) until each accepted message is acked or dead, and the history is checked.
+ */
+
+export interface ScenarioOptions {
+  baseUrl: string;
+  adminKey: string;
+  random: Random;
+  history: History;
+  durationMs: number;
+  /** New messages per second, per queue. */
+  ratePerSecond: number;
+  /** Keys of the ordered queue. */
+  keys: number;
+  consumersPerQueue: number;
+  /**
+   * How long the producers may take to get what is pending into the log, and then the drain to
+   * settle everything, before what is left counts as unresolved or lost.
+   */
+  drainTimeoutMs: number;
+  log: (line: string) => void;
+  /** Runs alongside the workload until `until` (epoch ms), then resolves. */
+  disrupt: (until: number) => Promise<void>;
+  /** Between the workload and the drain: the disruption ends for good (faults off). */
+  beforeDrain?: () => void | Promise<void>;
+}
+
+export interface ScenarioResult {
+  invariants: Invariant[];
+  figures: Figures;
+  drainMs: number;
+  parkedKeysSkipped: number;
+}
+
+/** Each request goes once (the producers and consumers retry themselves, and record each try). */
+const CLIENT = { maxRetries: 0, timeoutMs: 30_000 };
+const DRAIN_POLL_MS = 1000;
+/** A message whose ack went unanswered is asked about again at most this often. */
+const TRACE_EVERY_MS = 3000;
+/** At most this many still-unsettled messages are traced for the report. */
+const TRACED_FOR_REPORT = 50;
+
+const BEHAVIOUR: Record<string, ConsumerBehaviour> = {
+  [QUEUES.unordered]: { nack: 0.05, deadLetter: 0.01, slowAck: 0.03, drop: 0.02 },
+  // No nack to the DLQ: a parked key would hold its later messages for the rest of the run (until
+  // the drain skips it), and order is what this queue is here to exercise.
+  [QUEUES.ordered]: { nack: 0.05, deadLetter: 0, slowAck: 0.03, drop: 0.02 },
+};
+
+export async function runScenario(o: ScenarioOptions): Promise<ScenarioResult> {
+  const client = new LeaseqClient({ baseUrl: o.baseUrl, apiKey: o.adminKey, ...CLIENT });
+  const admin = new AdminApi(o.baseUrl, o.adminKey);
+  const producers = [
+    new Producer({ ...common(o, client), queue: QUEUES.unordered, name: 'w' }),
+    new Producer({ ...common(o, client), queue: QUEUES.ordered, name: 'o', keys: o.keys }),
+  ];
+  const consumers = [QUEUES.unordered, QUEUES.ordered].flatMap((queue) =>
+    Array.from(
+      { length: o.consumersPerQueue },
+      (_, i) =>
+        new Consumer({
+          client,
+          history: o.history,
+          random: o.random.fork(),
+          queue,
+          name: `${queue}-c${i}`,
+          behaviour: BEHAVIOUR[queue] as ConsumerBehaviour,
+          leaseSeconds: CHAOS_TENANT.queues[queue]?.lease_seconds ?? 2,
+        }),
+    ),
+  );
+
+  const until = Date.now() + o.durationMs;
+  o.history.mark('workload');
+  for (const w of [...producers, ...consumers]) w.start();
+  await o.disrupt(until);
+  await sleep(Math.max(0, until - Date.now()));
+  await o.beforeDrain?.();
+
+  o.history.mark('finishing produce');
+  const unresolved = (await Promise.all(producers.map((p) => p.finish(o.drainTimeoutMs)))).flat();
+  if (unresolved.length) o.log(`${unresolved.length} messages never answered accepted: not checked`);
+
+  o.history.mark('drain');
+  o.log('draining');
+  const drainStart = Date.now();
+  for (const c of consumers) c.drain();
+  const { parkedKeysSkipped, ...settled } = await drain(o, admin);
+  await Promise.all(consumers.map((c) => c.stop()));
+  const drainMs = Date.now() - drainStart;
+  o.history.mark('drained');
+
+  const end: EndState = { ...settled, unsettledStates: new Map() };
+  for (const id of unsettled(o.history, end).slice(0, TRACED_FOR_REPORT)) {
+    const queue = o.history.produced.get(id)?.queue as string;
+    end.unsettledStates.set(id, await admin.state(queue, id));
+  }
+  return {
+    invariants: checkInvariants(o.history, end, QUEUES.ordered),
+    figures: countFigures(o.history, end),
+    drainMs,
+    parkedKeysSkipped,
+  };
+}
+
+function common(o: ScenarioOptions, client: LeaseqClient) {
+  return { client, history: o.history, random: o.random.fork(), ratePerSecond: o.ratePerSecond };
+}
+
+/**
+ * Waits while the consumers ack, until every accepted message is acked or dead. Parked keys are
+ * skipped (the held messages behind a dead one must still be delivered), and a message whose
+ * ack went unanswered is settled by its trace: it will not come back if that ack landed.
+ */
+async function drain(o: ScenarioOptions, admin: AdminApi): Promise<Settled & { parkedKeysSkipped: number }> {
+  const deadline = Date.now() + o.drainTimeoutMs;
+  const end: Settled = { dead: new Map(), ackedByTrace: new Set() };
+  const tracedAt = new Map<string, number>();
+  let parkedKeysSkipped = 0;
+  for (;;) {
+    end.dead = new Map([
+      ...(await admin.deadLetters(QUEUES.unordered)),
+      ...(await admin.deadLetters(QUEUES.ordered)),
+    ]);
+    parkedKeysSkipped += await admin.skipParkedKeys(QUEUES.ordered);
+    const left = unsettled(o.history, end);
+    const byId = groupBy(o.history.deliveries, (d) => d.id);
+    for (const id of left) {
+      const unanswered = (byId.get(id) ?? []).some(
+        (d) => d.settle?.kind === 'ack' && d.settle.outcome === 'unknown',
+      );
+      if (!unanswered || Date.now() - (tracedAt.get(id) ?? 0) < TRACE_EVERY_MS) continue;
+      tracedAt.set(id, Date.now());
+      const queue = o.history.produced.get(id)?.queue as string;
+      if ((await admin.state(queue, id)) === 'acked') end.ackedByTrace.add(id);
+    }
+    if (unsettled(o.history, end).length === 0 || Date.now() > deadline) return { ...end, parkedKeysSkipped };
+    await sleep(DRAIN_POLL_MS);
+  }
+}
+
+type Settled = Pick<EndState, 'dead' | 'ackedByTrace'>;
+
+/** Accepted messages not yet known to be acked or dead. */
+function unsettled(history: History, end: Settled): string[] {
+  const byId = groupBy(history.deliveries, (d) => d.id);
+  return [...history.produced.values()]
+    .filter((p) => p.accepted + p.duplicate > 0)
+    .map((p) => p.id)
+    .filter((id) => !confirmedAck(byId.get(id)) && !end.ackedByTrace.has(id) && !end.dead.has(id));
+}

@@ -1,0 +1,29 @@
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+
+/**
+ * The tenant every chaos run uses. Short leases and one short backoff tier, so a message
+ * caught by a kill or a fault comes back within seconds, and a run sees many redeliveries.
+ */
+
+export const QUEUES = { unordered: 'work', ordered: 'ordered' } as const;
+
+const TIMINGS = { shards: 2, lease_seconds: 2, backoff_seconds: [1], max_attempts: 5 };
+
+export const CHAOS_TENANT = {
+  tenant: 'chaos',
+  queues: {
+    [QUEUES.unordered]: { ...TIMINGS },
+    [QUEUES.ordered]: { ...TIMINGS, ordered: true },
+  },
+};
+
+/** Fixed, so the key survives restarts of a child runtime (it is only ever local). */
+export const CHAOS_ADMIN_KEY = 'chaos-admin-key-0123456789';
+
+/** Writes the tenant file into `dir` for `--config`; answers its path. */
+export function writeTenantFile(dir: string): string {
+  const path = join(dir, 'tenant.json');
+  writeFileSync(path, `${JSON.stringify(CHAOS_TENANT, null, 2)}\n`);
+  return path;
+}
