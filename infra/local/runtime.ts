@@ -14,6 +14,7 @@ import { consumerMappings } from './consumers.js';
 import { startEmulators } from './emulators.js';
 import { type EventSource, startEventSource } from './event-source.js';
 import { startGateway } from './http-gateway.js';
+import { repairIndex } from './index-repair.js';
 import { ensureResources } from './resources.js';
 import { type Schedule, startSchedule } from './schedule.js';
 
@@ -76,6 +77,7 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
   });
   try {
     await ensureResources(clients, options.tenant, { table: config.tableName, bucket: config.bucketName });
+    await repairIndex(clients, config.tableName);
     const logger = (serviceName: string) => new Logger({ serviceName, logLevel: options.logLevel ?? 'WARN' });
     const log = logger('leaseq-local');
     const dispatch = createDispatchHandler(config, clients, logger('leaseq-dispatch'));
