@@ -49,6 +49,11 @@ export interface ScenarioResult {
 /** Each request goes once (the producers and consumers retry themselves, and record each try). */
 const CLIENT = { maxRetries: 0, timeoutMs: 30_000 };
 const DRAIN_POLL_MS = 1000;
+/**
+ * The drain gives up early when nothing settled for this long: a message comes back within a
+ * few seconds (2 s lease, 1 s backoff) even on a loaded machine, so what is left is stuck.
+ */
+const DRAIN_STALL_MS = 60_000;
 /** A message whose ack went unanswered is asked about again at most this often. */
 const TRACE_EVERY_MS = 3000;
 /** At most this many still-unsettled messages are traced for the report. */
@@ -122,15 +127,17 @@ function common(o: ScenarioOptions, client: LeaseqClient) {
 }
 
 /**
- * Waits while the consumers ack, until every accepted message is acked or dead. Parked keys are
- * skipped (the held messages behind a dead one must still be delivered), and a message whose
- * ack went unanswered is settled by its trace: it will not come back if that ack landed.
+ * Waits while the consumers ack, until every accepted message is acked or dead (or the drain
+ * times out, or stalls). Parked keys are skipped (the held messages behind a dead one must
+ * still be delivered), and a message whose ack went unanswered is settled by its trace: it will
+ * not come back if that ack landed.
  */
 async function drain(o: ScenarioOptions, admin: AdminApi): Promise<Settled & { parkedKeysSkipped: number }> {
   const deadline = Date.now() + o.drainTimeoutMs;
   const end: Settled = { dead: new Map(), ackedByTrace: new Set() };
   const tracedAt = new Map<string, number>();
   let parkedKeysSkipped = 0;
+  let [lastRemaining, movedAt] = [Number.POSITIVE_INFINITY, Date.now()];
   for (;;) {
     end.dead = new Map([
       ...(await admin.deadLetters(QUEUES.unordered)),
@@ -148,7 +155,10 @@ async function drain(o: ScenarioOptions, admin: AdminApi): Promise<Settled & { p
       const queue = o.history.produced.get(id)?.queue as string;
       if ((await admin.state(queue, id)) === 'acked') end.ackedByTrace.add(id);
     }
-    if (unsettled(o.history, end).length === 0 || Date.now() > deadline) return { ...end, parkedKeysSkipped };
+    const remaining = unsettled(o.history, end).length;
+    if (remaining !== lastRemaining) [lastRemaining, movedAt] = [remaining, Date.now()];
+    if (remaining === 0 || Date.now() > deadline || Date.now() - movedAt > DRAIN_STALL_MS)
+      return { ...end, parkedKeysSkipped };
     await sleep(DRAIN_POLL_MS);
   }
 }
