@@ -1,6 +1,7 @@
 import { App } from 'aws-cdk-lib';
 import type * as lambda from 'aws-cdk-lib/aws-lambda';
 import { parseTenantConfig } from '../functions/core/config.js';
+import { applyNagChecks } from './nag.js';
 import { TenantStack } from './tenant-stack.js';
 
 export interface BuildAppOptions {
@@ -14,7 +15,10 @@ export interface BuildAppOptions {
   functionCode?: lambda.Code;
 }
 
-/** Validates a tenant file and adds its stack, `Leaseq-<tenant>`; throws ConfigError when invalid. */
+/**
+ * Validates a tenant file and adds its stack, `Leaseq-<tenant>`; throws ConfigError when invalid.
+ * The app is checked with cdk-nag's AwsSolutions pack: an unacknowledged finding fails its synthesis.
+ */
 export function buildApp(
   tenantFile: unknown,
   options: BuildAppOptions = {},
@@ -27,6 +31,7 @@ export function buildApp(
     );
   }
   const app = options.app ?? new App();
+  applyNagChecks(app);
   const stack = new TenantStack(app, `Leaseq-${config.tenant}`, {
     tenantFile,
     config,

@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import { type CfnElement, Stack } from 'aws-cdk-lib';
 import { Match, Template } from 'aws-cdk-lib/assertions';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
 import { describe, expect, it } from 'vitest';
@@ -90,6 +91,19 @@ const CONSUME_ACTIONS = new Set([
   'kinesis:ListShards',
   'kinesis:ListStreams',
 ]);
+
+/** The logical id of an L2 construct's resource. */
+const logicalId = (c: { node: { defaultChild?: unknown } }) =>
+  Stack.of(c as never).getLogicalId(c.node.defaultChild as CfnElement);
+
+/** A function's log-writing statements: its own log group only. */
+function expectOwnLogs(t: Template, functionLogicalId: string, statements: Statement[]): Statement[] {
+  const logGroupId: string = t.toJSON().Resources[functionLogicalId].Properties.LoggingConfig.LogGroup.Ref;
+  const logs = serviceStatements(statements, 'logs:');
+  expect(actionsOf(logs)).toEqual(new Set(['logs:CreateLogStream', 'logs:PutLogEvents']));
+  expect(resourcesOf(logs)).toEqual([arnOf(logGroupId)]);
+  return logs;
+}
 
 function onlyId(t: Template, type: string): string {
   const ids = Object.keys(t.findResources(type));
@@ -212,6 +226,53 @@ describe('TenantStack (tenants/local.json)', () => {
     });
   });
 
+  it("logs the claims bucket's requests to a private, retained logs bucket of its own", () => {
+    const claims = logicalId(local.bucket);
+    const logsBucket = logicalId(local.accessLogsBucket);
+    template.resourceCountIs('AWS::S3::Bucket', 2);
+    expect(template.toJSON().Resources[claims].Properties.LoggingConfiguration).toEqual({
+      DestinationBucketName: { Ref: logsBucket },
+      LogFilePrefix: 'claims-bucket/',
+    });
+    const resource = template.toJSON().Resources[logsBucket];
+    expect(resource.DeletionPolicy).toBe('Retain');
+    expect(resource.Properties).toMatchObject({
+      PublicAccessBlockConfiguration: {
+        BlockPublicAcls: true,
+        BlockPublicPolicy: true,
+        IgnorePublicAcls: true,
+        RestrictPublicBuckets: true,
+      },
+      BucketEncryption: {
+        ServerSideEncryptionConfiguration: [{ ServerSideEncryptionByDefault: { SSEAlgorithm: 'AES256' } }],
+      },
+      LifecycleConfiguration: {
+        Rules: [{ Id: 'expire-access-logs', ExpirationInDays: 90, Status: 'Enabled' }],
+      },
+    });
+    // No log-delivery ACL: S3's logging service may put objects under the prefix, for this
+    // claims bucket of this account only; and the logs bucket is TLS-only like the claims bucket.
+    expect(resource.Properties.AccessControl).toBeUndefined();
+    const policy = Object.values(template.findResources('AWS::S3::BucketPolicy')).find(
+      (p) => p.Properties.Bucket.Ref === logsBucket,
+    );
+    expect(policy?.Properties.PolicyDocument.Statement).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ Effect: 'Deny', Condition: { Bool: { 'aws:SecureTransport': 'false' } } }),
+        {
+          Effect: 'Allow',
+          Principal: { Service: 'logging.s3.amazonaws.com' },
+          Action: 's3:PutObject',
+          Resource: { 'Fn::Join': ['', [arnOf(logsBucket), '/claims-bucket/*']] },
+          Condition: {
+            ArnLike: { 'aws:SourceArn': arnOf(claims) },
+            StringEquals: { 'aws:SourceAccount': { Ref: 'AWS::AccountId' } },
+          },
+        },
+      ]),
+    );
+  });
+
   it.each([
     { service: 'leaseq-api', timeout: 29 },
     { service: 'leaseq-dispatch', timeout: 60 },
@@ -228,7 +289,7 @@ describe('TenantStack (tenants/local.json)', () => {
     });
     const env = fn.Properties.Environment.Variables;
     expect(env.LEASEQ_TABLE).toEqual({ Ref: onlyId(template, 'AWS::DynamoDB::Table') });
-    expect(env.LEASEQ_BUCKET).toEqual({ Ref: onlyId(template, 'AWS::S3::Bucket') });
+    expect(env.LEASEQ_BUCKET).toEqual({ Ref: logicalId(local.bucket) });
     expect(env.NODE_OPTIONS).toBe('--enable-source-maps');
     expect(env.AWS_REGION).toBeUndefined();
     // Verbatim, not defaults-expanded: the function applies its own schema's defaults.
@@ -260,15 +321,16 @@ describe('TenantStack (tenants/local.json)', () => {
 
   it('grants the api function only its own table, claims and streams', () => {
     const tableArn = arnOf(onlyId(template, 'AWS::DynamoDB::Table'));
-    const bucketArn = arnOf(onlyId(template, 'AWS::S3::Bucket'));
+    const bucketArn = arnOf(logicalId(local.bucket));
     const streamArns = Object.values(streamIds(template)).map(arnOf);
-    const statements = functionStatements(template, functionId(template, 'leaseq-api'));
+    const apiId = functionId(template, 'leaseq-api');
+    const statements = functionStatements(template, apiId);
 
     expect(statements.every((s) => s.Effect === 'Allow')).toBe(true);
 
     const dynamo = serviceStatements(statements, 'dynamodb:');
     expect(actionsOf(dynamo)).toEqual(TABLE_ITEM_ACTIONS);
-    expect(resourcesOf(dynamo)).toEqual([tableArn, { 'Fn::Join': ['', [tableArn, '/index/*']] }]);
+    expect(resourcesOf(dynamo)).toEqual([tableArn, { 'Fn::Join': ['', [tableArn, '/index/gsi1']] }]);
 
     // GetObject: receive restores claim-checked payloads.
     const s3 = serviceStatements(statements, 's3:');
@@ -280,8 +342,9 @@ describe('TenantStack (tenants/local.json)', () => {
     expect(resourcesOf(kinesis)).toHaveLength(streamArns.length);
     expect(resourcesOf(kinesis)).toEqual(expect.arrayContaining(streamArns));
 
-    // Nothing else: every statement is one of the three services above.
-    expect(dynamo.length + s3.length + kinesis.length).toBe(statements.length);
+    // Nothing else: every statement is one of the three services above, or its own logs.
+    const logs = expectOwnLogs(template, apiId, statements);
+    expect(dynamo.length + s3.length + kinesis.length + logs.length).toBe(statements.length);
   });
 
   it('subscribes dispatch to every queue stream: oldest first, one batch per shard, never skipping', () => {
@@ -311,7 +374,8 @@ describe('TenantStack (tenants/local.json)', () => {
 
   it('grants dispatch table items and reads of its own streams, nothing to write to them', () => {
     const streamArns = Object.values(streamIds(template)).map(arnOf);
-    const statements = functionStatements(template, functionId(template, 'leaseq-dispatch'));
+    const dispatchId = functionId(template, 'leaseq-dispatch');
+    const statements = functionStatements(template, dispatchId);
 
     const dynamo = serviceStatements(statements, 'dynamodb:');
     expect(actionsOf(dynamo)).toEqual(TABLE_ITEM_ACTIONS);
@@ -321,7 +385,8 @@ describe('TenantStack (tenants/local.json)', () => {
     expect(resourcesOf(kinesis)).toHaveLength(streamArns.length);
     expect(resourcesOf(kinesis)).toEqual(expect.arrayContaining(streamArns));
 
-    expect(dynamo.length + kinesis.length).toBe(statements.length);
+    const logs = expectOwnLogs(template, dispatchId, statements);
+    expect(dynamo.length + kinesis.length + logs.length).toBe(statements.length);
   });
 
   it('fires sweep every minute, one instance at a time, and drops a tick rather than queue it', () => {
@@ -347,7 +412,8 @@ describe('TenantStack (tenants/local.json)', () => {
 
   it('grants sweep table items and appends to its own streams, no S3', () => {
     const streamArns = Object.values(streamIds(template)).map(arnOf);
-    const statements = functionStatements(template, functionId(template, 'leaseq-sweep'));
+    const sweepId = functionId(template, 'leaseq-sweep');
+    const statements = functionStatements(template, sweepId);
 
     const dynamo = serviceStatements(statements, 'dynamodb:');
     expect(actionsOf(dynamo)).toEqual(TABLE_ITEM_ACTIONS);
@@ -358,7 +424,8 @@ describe('TenantStack (tenants/local.json)', () => {
     expect(resourcesOf(kinesis)).toEqual(expect.arrayContaining(streamArns));
 
     expect(serviceStatements(statements, 's3:')).toEqual([]);
-    expect(dynamo.length + kinesis.length).toBe(statements.length);
+    const logs = expectOwnLogs(template, sweepId, statements);
+    expect(dynamo.length + kinesis.length + logs.length).toBe(statements.length);
   });
 
   it('scopes every data action of every policy to a resource, never "*"', () => {
@@ -480,11 +547,12 @@ describe('TenantStack with a Lambda consumer', () => {
     expect(actionsOf(dynamo)).toEqual(TABLE_ITEM_ACTIONS);
     const s3 = serviceStatements(statements, 's3:');
     expect(actionsOf(s3)).toEqual(new Set(['s3:GetObject']));
-    const bucketArn = arnOf(onlyId(pushTemplate, 'AWS::S3::Bucket'));
+    const bucketArn = arnOf(logicalId(push.bucket));
     expect(resourcesOf(s3)).toEqual([{ 'Fn::Join': ['', [bucketArn, '/claims/events/*']] }]);
     const kinesis = serviceStatements(statements, 'kinesis:');
     expect(actionsOf(kinesis)).toEqual(CONSUME_ACTIONS);
     expect(resourcesOf(kinesis)).toEqual([arnOf(streams()['leaseq-push-events'] as string)]);
-    expect(dynamo.length + s3.length + kinesis.length).toBe(statements.length);
+    const logs = expectOwnLogs(pushTemplate, consumerId(), statements);
+    expect(dynamo.length + s3.length + kinesis.length + logs.length).toBe(statements.length);
   });
 });
