@@ -1,0 +1,177 @@
+/**
+ * us-east-1 list prices, on demand, without free tiers or volume discounts: the only place the
+ * bench keeps a price. Taken on 2026-11-29. This machine cannot browse the pricing pages, so each
+ * figure says how it was checked: `search` = confirmed that day against a stored copy of a page
+ * quoting it (named in `checkedAgainst`); `memory` = a well-known list price, with the date it
+ * last changed as far as we know. Check the `source` page before quoting a figure outside the bench.
+ */
+
+export type PriceCheck = 'search' | 'memory';
+
+export interface Price {
+  usd: number;
+  per: string;
+  source: string;
+  check: PriceCheck;
+  checkedAgainst?: string;
+  /** The price's last known change. */
+  since: string;
+}
+
+export const PRICES_AS_OF = '2026-11-29';
+export const REGION = 'us-east-1';
+
+export const PRICES = {
+  dynamodbWriteRequestUnit: {
+    usd: 0.625 / 1e6,
+    per: 'write request unit (on demand; ≤ 1 KB, index writes billed alike)',
+    source: 'https://aws.amazon.com/dynamodb/pricing/on-demand/',
+    check: 'search',
+    checkedAgainst: 'airbyte.com/data-engineering-resources/dynamodb-pricing (2025-07)',
+    since: '2024-11-01 (on-demand throughput cut 50 %)',
+  },
+  dynamodbReadRequestUnit: {
+    usd: 0.125 / 1e6,
+    per: 'read request unit (on demand; one strongly consistent 4 KB read, or two eventually consistent)',
+    source: 'https://aws.amazon.com/dynamodb/pricing/on-demand/',
+    check: 'search',
+    checkedAgainst: 'airbyte.com/data-engineering-resources/dynamodb-pricing (2025-07)',
+    since: '2024-11-01',
+  },
+  kinesisShardHour: {
+    usd: 0.015,
+    per: 'shard-hour (provisioned)',
+    source: 'https://aws.amazon.com/kinesis/data-streams/pricing/',
+    check: 'memory',
+    checkedAgainst: 'kindatechnical.com lesson 29 quotes $0.015 per shard-hour',
+    since: '2013-12 (unchanged since launch)',
+  },
+  kinesisPutPayloadUnit: {
+    usd: 0.014 / 1e6,
+    per: 'PUT payload unit (provisioned; each 25 KB chunk of a record)',
+    source: 'https://aws.amazon.com/kinesis/data-streams/pricing/',
+    check: 'memory',
+    checkedAgainst: 'the stored pricing page defines the 25 KB unit; its figure was not in the copy',
+    since: '2015 (PUT payload units replaced per-PUT pricing)',
+  },
+  kinesisExtendedRetentionShardHour: {
+    usd: 0.02,
+    per: 'shard-hour of retention past 24 h, up to 7 days (provisioned; leaseq keeps 96 h by default)',
+    source: 'https://aws.amazon.com/kinesis/data-streams/pricing/',
+    check: 'memory',
+    since: '2015',
+  },
+  kinesisOnDemandStreamHour: {
+    usd: 0.04,
+    per: 'stream-hour (on-demand standard)',
+    source: 'https://aws.amazon.com/kinesis/data-streams/pricing/',
+    check: 'memory',
+    since: '2021-11 (on-demand mode launched)',
+  },
+  kinesisOnDemandIngestGb: {
+    usd: 0.08,
+    per: 'GB written (on-demand; each record rounded up to 1 KB)',
+    source: 'https://aws.amazon.com/kinesis/data-streams/pricing/',
+    check: 'memory',
+    checkedAgainst: 'the stored pricing page confirms the 1 KB rounding; its figure was not in the copy',
+    since: '2021-11',
+  },
+  kinesisOnDemandRetrievalGb: {
+    usd: 0.04,
+    per: 'GB read (on-demand)',
+    source: 'https://aws.amazon.com/kinesis/data-streams/pricing/',
+    check: 'memory',
+    since: '2021-11',
+  },
+  kinesisOnDemandExtendedRetentionGbMonth: {
+    usd: 0.1,
+    per: 'GB-month stored past 24 h, up to 7 days (on-demand)',
+    source: 'https://aws.amazon.com/kinesis/data-streams/pricing/',
+    check: 'memory',
+    since: '2021-11',
+  },
+  s3PutRequest: {
+    usd: 0.005 / 1000,
+    per: 'PUT, COPY, POST or LIST request (S3 Standard)',
+    source: 'https://aws.amazon.com/s3/pricing/',
+    check: 'memory',
+    since: '2016-12',
+  },
+  s3GetRequest: {
+    usd: 0.0004 / 1000,
+    per: 'GET or SELECT request (S3 Standard)',
+    source: 'https://aws.amazon.com/s3/pricing/',
+    check: 'memory',
+    since: '2016-12',
+  },
+  apiGatewayHttpRequest: {
+    usd: 1.0 / 1e6,
+    per: 'HTTP API request (first 300 M a month; metered in 512 KB increments)',
+    source: 'https://aws.amazon.com/api-gateway/pricing/',
+    check: 'search',
+    checkedAgainst: 'awsforengineers.com/blog/aws-api-gateway-pricing-explained (2025-05)',
+    since: '2020-03 (HTTP APIs generally available)',
+  },
+  lambdaRequest: {
+    usd: 0.2 / 1e6,
+    per: 'Lambda invocation',
+    source: 'https://aws.amazon.com/lambda/pricing/',
+    check: 'search',
+    checkedAgainst: 'cloudchipr.com/blog/aws-lambda-pricing; kodekloud Lambda pricing notes',
+    since: '2014-11',
+  },
+  lambdaArmGbSecond: {
+    usd: 0.0000133334,
+    per: 'GB-second, arm64 (first 7.5 billion a month; the stack deploys arm64)',
+    source: 'https://aws.amazon.com/lambda/pricing/',
+    check: 'search',
+    checkedAgainst: 'cloudchipr.com/blog/aws-lambda-pricing',
+    since: '2021-09 (Graviton2 functions)',
+  },
+  sqsStandardRequest: {
+    usd: 0.4 / 1e6,
+    per: 'SQS standard request (first 100 billion a month; each 64 KB chunk of a payload is one request)',
+    source: 'https://aws.amazon.com/sqs/pricing/',
+    check: 'search',
+    checkedAgainst: 'cloudburn.io/blog/amazon-sqs-pricing (2026-03)',
+    since: '2016 or earlier',
+  },
+  sqsFifoRequest: {
+    usd: 0.5 / 1e6,
+    per: 'SQS FIFO request (64 KB chunks as above)',
+    source: 'https://aws.amazon.com/sqs/pricing/',
+    check: 'search',
+    checkedAgainst: 'cloudburn.io/blog/amazon-sqs-pricing (2026-03)',
+    since: '2016 or earlier',
+  },
+} as const satisfies Record<string, Price>;
+
+/** How leaseq's stack is sized (infra/tenant-stack.ts, infra/queue.ts): what turns durations into GB-seconds. */
+export const DEPLOYMENT = {
+  /** Every leaseq function: api, dispatch and sweep. */
+  lambdaMemoryGb: 0.5,
+  /** The sweep runs once a minute and makes passes until 5 s before its 60 s timeout. */
+  sweepBilledSecondsPerMinute: 55,
+  /** A month as AWS bills hours. */
+  hoursPerMonth: 730,
+  /** Dispatch's event source mapping batch size. */
+  dispatchBatchSize: 100,
+  sqsBatchSize: 10,
+  sqsChunkBytes: 64 * 1024,
+} as const;
+
+/**
+ * gsi1 index writes per delivered message, counted from functions/store/messages.ts (the index
+ * projects ALL attributes, so an index entry is as large as the state item, under 1 KB: one unit
+ * per index write):
+ *
+ * - admit: UpdateItem puts the new state item into the ready partition      → 1 (put)
+ * - lease: UpdateItem moves it from ready to leased (gsi1pk changes)          → 2 (delete + put)
+ * - ack:   UpdateItem removes gsi1pk/gsi1sk                                   → 1 (delete)
+ *
+ * 4 per message on the happy path. Each extend adds 2 (gsi1sk changes); a nack or expired lease
+ * adds 2 (to the delay partition) + 1 (requeue removes it) + the next delivery's 1 + 2. The dedup
+ * record, the message body item and the counters carry no gsi1 keys: 0. The bench also counts
+ * them request by request (bench/probe.ts), which agrees on the happy path.
+ */
+export const INDEX_WRITES_PER_DELIVERED_MESSAGE = 4;
