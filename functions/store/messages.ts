@@ -59,6 +59,8 @@ export interface StateItem {
   prev?: string;
   /** Payload bytes, for the queue's storage quota. */
   bytes?: number;
+  /** Ready-index position of the message's first entry, kept across retries. */
+  origin_sk?: string;
 }
 
 /** What is stored once per message: the envelope less what changes per log entry. */
@@ -130,7 +132,12 @@ export class MessageStore {
       ? { gsi1pk: gsi.held(env.queue, shard), gsi1sk: heldSortKey(env.key as string, seq) }
       : delayed
         ? { gsi1pk: gsi.delayed(env.queue, shard), gsi1sk: timeSortKey(dueAt, env.message_id) }
-        : { gsi1pk: gsi.ready(env.queue, shard), gsi1sk: seqSortKey(seq) };
+        : {
+            gsi1pk: gsi.ready(env.queue, shard),
+            // A retried message keeps the place of its first entry: behind its own successors it
+            // could sit past what receive reads, and on an ordered queue it holds their key.
+            gsi1sk: new Raw('if_not_exists(#origin_sk, :origin)', { ':origin': seqSortKey(seq) }),
+          };
     try {
       await this.doc.send(
         new UpdateCommand({
@@ -156,6 +163,7 @@ export class MessageStore {
               enqueued_at: Date.parse(env.enqueued_at),
               body: inline ? bodyJson : undefined,
               bytes: payloadBytes(env),
+              origin_sk: new Raw('if_not_exists(#origin_sk, :origin)', { ':origin': seqSortKey(seq) }),
               // A held message keeps its delay: the release puts it through the log again.
               due_at: dueAt > now ? dueAt : undefined,
               ...index,
@@ -484,7 +492,7 @@ export class MessageStore {
     return this.transition(item, 'held', {
       state: 'ready',
       gsi1pk: gsi.ready(item.queue, item.shard),
-      gsi1sk: seqSortKey(item.seq),
+      gsi1sk: item.origin_sk ?? seqSortKey(item.seq),
     });
   }
 

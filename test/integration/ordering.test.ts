@@ -14,6 +14,7 @@ beforeAll(async () => {
       ord: { ordered: true, shards: 2, lease_seconds: 5, backoff_seconds: [0], max_attempts: 20 },
       poison: { ordered: true, shards: 1, backoff_seconds: [0], max_attempts: 2 },
       park: { ordered: true, shards: 1, backoff_seconds: [0], max_attempts: 3 },
+      deep: { ordered: true, shards: 1, backoff_seconds: [0], max_attempts: 3 },
     },
   });
 });
@@ -124,6 +125,28 @@ async function consume(
   }
   return delivered;
 }
+
+describe('retried key holder', () => {
+  it('comes back even with more successors waiting than one receive reads', async () => {
+    const q = queueApi(t, 'deep');
+    const messages = Array.from({ length: 130 }, (_, i) => ({
+      message_id: `deep-${i}`,
+      key: 'hot',
+      payload: i,
+    }));
+    for (let i = 0; i < messages.length; i += 65) await q.produce(messages.slice(i, i + 65));
+    const [first] = await q.receiveAll(1, 8000);
+    expect(first?.message_id).toBe('deep-0');
+    await q.nack({ receipt: first?.receipt, retry_after_seconds: 0 });
+    const [again] = await q.receiveAll(1, 10_000);
+    expect(again?.message_id).toBe('deep-0');
+    expect(again?.attempt).toBe(2);
+    await q.ack([again?.receipt as string]);
+    const [next] = await q.receiveAll(1, 8000);
+    expect(next?.message_id).toBe('deep-1');
+    await q.ack([next?.receipt as string]);
+  }, 40_000);
+});
 
 describe('key parking', () => {
   it('a poison key on a shard does not stop 500 other keys on the same shard', async () => {
