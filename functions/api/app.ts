@@ -1,6 +1,5 @@
 import { Logger } from '@aws-lambda-powertools/logger';
 import { Metrics } from '@aws-lambda-powertools/metrics';
-import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
 import middy from '@middy/core';
 import httpRouterHandler from '@middy/http-router';
 import type { APIGatewayProxyEventV2, Context } from 'aws-lambda';
@@ -12,7 +11,7 @@ import { Consumer } from '../consume/consumer.js';
 import { KeyRing } from '../core/auth.js';
 import { ReceiptSigner } from '../core/receipt.js';
 import type { RuntimeConfig } from '../core/runtime-config.js';
-import { countFor, METRICS_NAMESPACE } from '../observability/metrics.js';
+import { countFor, flushMetrics, METRICS_NAMESPACE } from '../observability/metrics.js';
 import { Producer } from '../produce/producer.js';
 import { buildServices } from '../services.js';
 import { ApiKeyStore } from '../store/api-keys.js';
@@ -101,7 +100,7 @@ export function createApiHandler(
     })),
   );
   return middy<APIGatewayProxyEventV2, HttpResponse>()
-    .use(logMetrics(metrics))
+    .use(flushMetrics(metrics))
     .use({
       onError: async (request) => {
         const { response, internal, code } = errorResponse(request.error);

@@ -47,3 +47,14 @@ export function publishGauges(metrics: Metrics, queue: string, gauges: Record<Ga
   }
   metrics.publishStoredMetrics();
 }
+
+/**
+ * Publishes what a request counted, after it and after its error. Powertools' own logMetrics
+ * warns on every request that counted nothing (health checks, rejected requests).
+ */
+export function flushMetrics(metrics: Metrics) {
+  const flush = async () => {
+    if (metrics.hasStoredMetrics()) metrics.publishStoredMetrics();
+  };
+  return { after: flush, onError: flush };
+}
