@@ -1,37 +1,56 @@
-import { PutCommand, ScanCommand } from '@aws-sdk/lib-dynamodb';
+import { DeleteCommand, PutCommand, ScanCommand } from '@aws-sdk/lib-dynamodb';
 import type { AwsClients } from '../../functions/aws/clients.js';
 import { GSI1 } from '../../functions/store/keys.js';
 
 /**
  * dynalite writes an item and its index entries as separate LevelDB writes, so a process
- * killed between them leaves an item the index does not show — and leaseq finds work only
- * through the index. AWS's own indexes always catch up; locally, each start puts back what a
- * crash left out: every item with index keys that the index lacks is written again as it is
- * (dynalite re-creates an item's index entries on every put).
+ * killed between them leaves the index out of step with the table: an item it does not show,
+ * or an entry for what the item no longer is. leaseq finds work only through the index, and
+ * AWS's own indexes always catch up; locally, each start mends what a crash left:
+ * - an item the index lacks is written again as it is (dynalite re-creates its entries);
+ * - a stale entry is removed by writing the item as the entry says, then as it really is (or
+ *   deleting it, when the table no longer has it): dynalite drops an entry whose keys change.
  */
+
+type Item = Record<string, unknown>;
+
+const id = (i: Item) => `${i.pk}\u0000${i.sk}`;
+const place = (i: Item) => `${i.gsi1pk}\u0000${i.gsi1sk}`;
+
 export async function repairIndex(clients: AwsClients, table: string): Promise<number> {
   const scan = async (index?: string) => {
-    const items: Record<string, unknown>[] = [];
-    let start: Record<string, unknown> | undefined;
+    const items: Item[] = [];
+    let start: Item | undefined;
     do {
       const page = await clients.doc.send(
         new ScanCommand({
           TableName: table,
-          ...(index ? { IndexName: index } : { FilterExpression: 'attribute_exists(gsi1pk)' }),
+          ...(index ? { IndexName: index } : {}),
           ExclusiveStartKey: start,
         }),
       );
-      items.push(...((page.Items ?? []) as Record<string, unknown>[]));
+      items.push(...((page.Items ?? []) as Item[]));
       start = page.LastEvaluatedKey;
     } while (start);
     return items;
   };
-  const placed = new Set(
-    (await scan(GSI1)).map((i) => `${i.pk}\u0000${i.sk}\u0000${i.gsi1pk}\u0000${i.gsi1sk}`),
-  );
-  const missing = (await scan()).filter(
-    (i) => !placed.has(`${i.pk}\u0000${i.sk}\u0000${i.gsi1pk}\u0000${i.gsi1sk}`),
-  );
-  for (const item of missing) await clients.doc.send(new PutCommand({ TableName: table, Item: item }));
-  return missing.length;
+  const [rows, entries] = await Promise.all([scan(), scan(GSI1)]);
+  const byId = new Map(rows.map((r) => [id(r), r]));
+  const indexed = new Set(entries.map((e) => `${id(e)}\u0000${place(e)}`));
+  const put = (Item: Item) => clients.doc.send(new PutCommand({ TableName: table, Item }));
+  let mended = 0;
+  for (const entry of entries) {
+    const row = byId.get(id(entry));
+    if (row && row.gsi1pk !== undefined && place(row) === place(entry)) continue;
+    await put(entry);
+    if (row) await put(row);
+    else await clients.doc.send(new DeleteCommand({ TableName: table, Key: { pk: entry.pk, sk: entry.sk } }));
+    mended++;
+  }
+  for (const row of rows) {
+    if (row.gsi1pk === undefined || indexed.has(`${id(row)}\u0000${place(row)}`)) continue;
+    await put(row);
+    mended++;
+  }
+  return mended;
 }

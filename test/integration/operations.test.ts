@@ -44,9 +44,10 @@ async function waitRedrive(queue: string, id: string, timeoutMs: number) {
 
 describe('redrive', () => {
   it('moves dead letters at the requested rate (within 10 % + 1 message)', async () => {
-    const ids = Array.from({ length: 40 }, (_, i) => `rate-${i}`);
+    const ids = Array.from({ length: 20 }, (_, i) => `rate-${i}`);
     await deadLetters('rate', ids);
-    const rate = 10;
+    // Slow enough that a loaded 2-core machine keeps up: this checks the limiter, not the machine.
+    const rate = 4;
     const started = Date.now();
     const res = await t.api('/queues/rate/redrive', { body: { rate_per_sec: rate } });
     expect(res.status).toBe(202);
@@ -62,14 +63,14 @@ describe('redrive', () => {
     for (const s of samples) expect(s.moved).toBeLessThanOrEqual(rate * s.at * 1.1 + 1);
     // The rate while it moved: from its first message to its last.
     const first = samples.find((s) => s.moved > 0) as { at: number; moved: number };
-    const last = samples.find((s) => s.moved === 40) as { at: number; moved: number };
+    const last = samples.find((s) => s.moved === 20) as { at: number; moved: number };
     const span = last.at - first.at;
     const measured = (last.moved - first.moved) / span;
     expect(Math.abs(measured - rate)).toBeLessThanOrEqual(rate * 0.1 + 1 / span);
     // They are back in the queue with a fresh attempt count and their history kept.
     const q = queueApi(t, 'rate');
-    const back = await q.receiveAll(40, 15_000);
-    expect(new Set(back.map((m) => m.message_id)).size).toBe(40);
+    const back = await q.receiveAll(20, 15_000);
+    expect(new Set(back.map((m) => m.message_id)).size).toBe(20);
     expect(back.every((m) => m.attempt === 1)).toBe(true);
     const trace = await t.api('/queues/rate/messages/rate-0');
     expect(trace.body.attempts).toHaveLength(1);
