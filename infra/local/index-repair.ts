@@ -12,12 +12,20 @@ import { GSI1 } from '../../functions/store/keys.js';
  *   deleting it, when the table no longer has it): dynalite drops an entry whose keys change.
  */
 
-type Item = Record<string, unknown>;
+export type Item = Record<string, unknown>;
 
 const id = (i: Item) => `${i.pk}\u0000${i.sk}`;
 const place = (i: Item) => `${i.gsi1pk}\u0000${i.gsi1sk}`;
 
-export async function repairIndex(clients: AwsClients, table: string): Promise<number> {
+export interface IndexDisagreements {
+  /** Index entries the table does not back: [the entry, the item as it is (if any)]. */
+  stale: { entry: Item; row: Item | undefined }[];
+  /** Items with index keys the index does not show. */
+  missing: Item[];
+}
+
+/** Where the index and the table disagree: one scan of each. */
+export async function indexDisagreements(clients: AwsClients, table: string): Promise<IndexDisagreements> {
   const scan = async (index?: string) => {
     const items: Item[] = [];
     let start: Item | undefined;
@@ -37,20 +45,23 @@ export async function repairIndex(clients: AwsClients, table: string): Promise<n
   const [rows, entries] = await Promise.all([scan(), scan(GSI1)]);
   const byId = new Map(rows.map((r) => [id(r), r]));
   const indexed = new Set(entries.map((e) => `${id(e)}\u0000${place(e)}`));
+  return {
+    stale: entries.flatMap((entry) => {
+      const row = byId.get(id(entry));
+      return row && row.gsi1pk !== undefined && place(row) === place(entry) ? [] : [{ entry, row }];
+    }),
+    missing: rows.filter((row) => row.gsi1pk !== undefined && !indexed.has(`${id(row)}\u0000${place(row)}`)),
+  };
+}
+
+export async function repairIndex(clients: AwsClients, table: string): Promise<number> {
+  const { stale, missing } = await indexDisagreements(clients, table);
   const put = (Item: Item) => clients.doc.send(new PutCommand({ TableName: table, Item }));
-  let mended = 0;
-  for (const entry of entries) {
-    const row = byId.get(id(entry));
-    if (row && row.gsi1pk !== undefined && place(row) === place(entry)) continue;
+  for (const { entry, row } of stale) {
     await put(entry);
     if (row) await put(row);
     else await clients.doc.send(new DeleteCommand({ TableName: table, Key: { pk: entry.pk, sk: entry.sk } }));
-    mended++;
   }
-  for (const row of rows) {
-    if (row.gsi1pk === undefined || indexed.has(`${id(row)}\u0000${place(row)}`)) continue;
-    await put(row);
-    mended++;
-  }
-  return mended;
+  for (const row of missing) await put(row);
+  return stale.length + missing.length;
 }
