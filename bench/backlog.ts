@@ -9,8 +9,9 @@ import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import type { MeterSnapshot } from '../functions/aws/meter.js';
 import { parseTenantConfig } from '../functions/core/config.js';
-import { type Runtime, startRuntime } from '../infra/local/runtime.js';
+import type { Runtime } from '../infra/local/runtime.js';
 import { CostProbe, type ProbeSnapshot } from './probe.js';
+import { startBenchRuntime } from './runtime.js';
 import { formatTable, percentile } from './stats.js';
 import { ApiTally, type ApiTallySnapshot, consume, type Endpoint, getJson, produce } from './workload.js';
 
@@ -119,15 +120,7 @@ export async function runBacklog(options: BacklogOptions): Promise<BacklogReport
   const dataDir = mkdtempSync(join(tmpdir(), 'leaseq-bench-backlog-'));
   let runtime: Runtime | undefined;
   try {
-    runtime = await startRuntime({
-      tenant,
-      dataDir,
-      port: 0,
-      adminKey: ADMIN_KEY,
-      logLevel: 'SILENT',
-      sweepIntervalMs: 1000,
-      idlePollMs: 20,
-    });
+    runtime = await startBenchRuntime(tenant, dataDir, ADMIN_KEY);
     const probe = new CostProbe();
     for (const client of [runtime.clients.dynamodb, runtime.clients.kinesis, runtime.clients.s3])
       probe.attach(client);

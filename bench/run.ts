@@ -7,7 +7,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import type { MeterSnapshot } from '../functions/aws/meter.js';
 import { parseTenantConfig } from '../functions/core/config.js';
-import { type Runtime, startRuntime } from '../infra/local/runtime.js';
+import type { Runtime } from '../infra/local/runtime.js';
 import { BACKLOG_DEFAULTS, type BacklogReport, printBacklog, runBacklogIsolated } from './backlog.js';
 import { type PeerReport, printPeer, runPeer } from './bullmq.js';
 import {
@@ -23,6 +23,7 @@ import {
 } from './cost.js';
 import { INDEX_WRITES_PER_DELIVERED_MESSAGE, PRICES, PRICES_AS_OF, REGION } from './prices.js';
 import { CostProbe, type ProbeSnapshot } from './probe.js';
+import { startBenchRuntime } from './runtime.js';
 import { formatTable, operationRows, type PerMessage, percentile, perMessage } from './stats.js';
 import {
   ApiTally,
@@ -333,15 +334,7 @@ async function main(): Promise<void> {
   let runtime: Runtime | undefined;
   let measured: Measured;
   try {
-    runtime = await startRuntime({
-      tenant: parseTenantConfig(TENANT, 'bench tenant'),
-      dataDir,
-      port: 0,
-      adminKey: ADMIN_KEY,
-      logLevel: 'SILENT',
-      sweepIntervalMs: 1000,
-      idlePollMs: 20,
-    });
+    runtime = await startBenchRuntime(parseTenantConfig(TENANT, 'bench tenant'), dataDir, ADMIN_KEY);
     measured = await measure(runtime, options.messages);
   } finally {
     await runtime?.close();

@@ -8,7 +8,7 @@ import { startRuntime } from '../infra/local/runtime.js';
 import type { Invariant } from './checks.js';
 import { History } from './history.js';
 import { seededRandom } from './random.js';
-import { runScenario, type ScenarioResult } from './scenario.js';
+import { runScenario, type ScenarioResult, workloadOf } from './scenario.js';
 import { CHAOS_ADMIN_KEY, CHAOS_TENANT } from './tenant.js';
 
 /**
@@ -87,11 +87,7 @@ export async function runFaults(options: FaultOptions): Promise<FaultReport> {
       adminKey: CHAOS_ADMIN_KEY,
       random: random.fork(),
       history,
-      durationMs: options.durationMs,
-      ratePerSecond: options.ratePerSecond,
-      keys: options.keys,
-      consumersPerQueue: options.consumersPerQueue,
-      drainTimeoutMs: options.drainTimeoutMs,
+      ...workloadOf(options),
       log,
       disrupt: async (until) => {
         failAt(options.rate);

@@ -8,7 +8,7 @@ import { ChildRuntime, pickPort } from './child-runtime.js';
 import { History } from './history.js';
 import { checkIndex } from './index-check.js';
 import { seededRandom } from './random.js';
-import { runScenario, type ScenarioResult } from './scenario.js';
+import { runScenario, type ScenarioResult, workloadOf } from './scenario.js';
 import { CHAOS_ADMIN_KEY, CHAOS_TENANT, writeTenantFile } from './tenant.js';
 
 /**
@@ -103,11 +103,7 @@ export async function runCrash(options: CrashOptions): Promise<CrashReport> {
       adminKey: CHAOS_ADMIN_KEY,
       random: random.fork(),
       history,
-      durationMs: options.durationMs,
-      ratePerSecond: options.ratePerSecond,
-      keys: options.keys,
-      consumersPerQueue: options.consumersPerQueue,
-      drainTimeoutMs: options.drainTimeoutMs,
+      ...workloadOf(options),
       log,
       disrupt: async (until) => {
         const begin = until - options.durationMs;

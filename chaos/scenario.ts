@@ -39,6 +39,22 @@ export interface ScenarioOptions {
   beforeDrain?: () => void | Promise<void>;
 }
 
+/** The workload's shape, the same for a crash run and a fault run. */
+export type Workload = Pick<
+  ScenarioOptions,
+  'durationMs' | 'ratePerSecond' | 'keys' | 'consumersPerQueue' | 'drainTimeoutMs'
+>;
+
+export function workloadOf(o: Workload): Workload {
+  return {
+    durationMs: o.durationMs,
+    ratePerSecond: o.ratePerSecond,
+    keys: o.keys,
+    consumersPerQueue: o.consumersPerQueue,
+    drainTimeoutMs: o.drainTimeoutMs,
+  };
+}
+
 export interface ScenarioResult {
   invariants: Invariant[];
   figures: Figures;

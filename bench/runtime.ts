@@ -1,0 +1,15 @@
+import type { TenantConfig } from '../functions/core/config.js';
+import { type Runtime, startRuntime } from '../infra/local/runtime.js';
+
+/** The local runtime as every bench phase runs it: quiet, on a free port, AWS's sweep pace. */
+export function startBenchRuntime(tenant: TenantConfig, dataDir: string, adminKey: string): Promise<Runtime> {
+  return startRuntime({
+    tenant,
+    dataDir,
+    port: 0,
+    adminKey,
+    logLevel: 'SILENT',
+    sweepIntervalMs: 1000,
+    idlePollMs: 20,
+  });
+}
