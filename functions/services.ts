@@ -2,6 +2,7 @@ import type { AwsClients } from './aws/clients.js';
 import { ClaimStore } from './claims/claims.js';
 import { Failures } from './consume/failures.js';
 import { KeyOrder } from './consume/key-order.js';
+import { Requeue } from './consume/requeue.js';
 import type { RuntimeConfig } from './core/runtime-config.js';
 import { ShardDirectory, StreamLog } from './log/stream.js';
 import { Operations } from './operations/operations.js';
@@ -29,7 +30,8 @@ export function buildServices(config: RuntimeConfig, clients: AwsClients) {
   const shards = new ShardDirectory(clients.kinesis);
   const log = new StreamLog(clients.kinesis);
   const audit = new AuditTrail(clients.doc, table);
-  const keyOrder = new KeyOrder({ keys, messages, counters });
+  const requeue = new Requeue({ tenant: config.tenant, messages, log });
+  const keyOrder = new KeyOrder({ keys, messages, counters, requeue });
   const dedup = new DedupStore(clients.doc, table);
   const storage = new StorageMeter(clients.doc, table);
   return {
@@ -42,6 +44,7 @@ export function buildServices(config: RuntimeConfig, clients: AwsClients) {
     log,
     audit,
     keyOrder,
+    requeue,
     failures: new Failures({ messages, counters, keyOrder }),
     dedup,
     storage,

@@ -1,4 +1,5 @@
 import { mapLimit } from '../core/async.js';
+import { isNamespace } from '../core/config.js';
 import {
   holderFate,
   holdersToCheck,
@@ -9,18 +10,21 @@ import {
 import type { Counters } from '../store/counters.js';
 import type { KeyState, KeyStates } from '../store/key-states.js';
 import { gsi } from '../store/keys.js';
-import type { MessageStore, StateItem } from '../store/messages.js';
+import type { Candidate, MessageStore, StateItem } from '../store/messages.js';
+import type { Requeue } from './requeue.js';
 
 /**
  * Ordering on an ordered queue, over the key states and the messages: who may be leased,
- * what happens to a key when its holder is acked or dead-lettered, and how a parked key's
- * held messages come back.
+ * what happens to a key when its holder is acked or dead-lettered, and how held messages come
+ * back: to the ready index for pull consumers, through the log for a Lambda consumer's
+ * namespace (nothing reads its ready index).
  */
 
 export interface KeyOrderDeps {
   keys: KeyStates;
   messages: MessageStore;
   counters: Counters;
+  requeue: Requeue;
   now?: () => number;
 }
 
@@ -33,7 +37,10 @@ export class KeyOrder {
    * The candidates (ready items in log order) that may be leased now. A key whose holder is
    * already finished (a crash between the holder's ack and the key's release) is repaired here.
    */
-  async leasable(queue: string, candidates: readonly StateItem[]): Promise<StateItem[]> {
+  async leasable<T extends Pick<StateItem, 'message_id' | 'key' | 'prev'>>(
+    queue: string,
+    candidates: readonly T[],
+  ): Promise<T[]> {
     const keyed = candidates.filter((c) => c.key !== undefined);
     if (!keyed.length) return [...candidates];
     const keys = await this.deps.keys.getMany(
@@ -47,7 +54,7 @@ export class KeyOrder {
         if (!state.busy_with || !suspects.includes(state.busy_with)) continue;
         const holder = holders.get(state.busy_with);
         const fate = holderFate(holder?.state);
-        if (fate === 'finished' && (await this.deps.keys.release(queue, key, state.busy_with))) {
+        if (fate === 'finished' && (await this.finished(queue, key, state.busy_with))) {
           keys.set(key, { key });
         } else if (fate === 'dead' && holder) {
           await this.deps.keys.park(queue, key, holder.message_id, holder.shard, this.now());
@@ -71,14 +78,27 @@ export class KeyOrder {
   }
 
   /** Takes the item's key for it before it is leased; false when another message holds it. */
-  claim(queue: string, item: StateItem): Promise<boolean> {
+  claim(queue: string, item: Pick<StateItem, 'key' | 'message_id'>): Promise<boolean> {
     return item.key === undefined
       ? Promise.resolve(true)
       : this.deps.keys.claim(queue, item.key, item.message_id);
   }
 
-  async finished(queue: string, key: string, messageId: string): Promise<void> {
-    await this.deps.keys.release(queue, key, messageId);
+  /** The holder is done: the key is free, and what was held while it was busy goes back. */
+  async finished(queue: string, key: string, messageId: string): Promise<boolean> {
+    const before = await this.deps.keys.release(queue, key, messageId);
+    if (before?.waiting_on !== undefined) await this.releaseHeld(queue, before.waiting_on, key);
+    return before !== undefined;
+  }
+
+  /**
+   * A Lambda consumer's message that may not go yet: held, and its key marked, so that the
+   * holder's release (`finished`) sends it back through the log. The mark comes first: a
+   * release in between finds it and the sweep's straggler pass returns what it missed.
+   */
+  async hold(queue: string, item: Candidate): Promise<boolean> {
+    await this.deps.keys.markWaiting(queue, item.key as string, item.shard);
+    return this.deps.messages.hold(item);
   }
 
   async died(queue: string, item: Pick<StateItem, 'key' | 'message_id' | 'shard'>): Promise<void> {
@@ -100,18 +120,27 @@ export class KeyOrder {
     let released = 0;
     for (;;) {
       const held = await this.deps.messages.heldOf(queue, shard, key, HELD_PAGE);
-      const moved = (await mapLimit(held, 16, (item) => this.deps.messages.releaseHeld(item))).filter(
-        Boolean,
-      ).length;
-      if (moved) await this.deps.counters.addWindow(queue, shard, moved);
+      const moved = isNamespace(queue)
+        ? (await this.deps.requeue.reappend(queue, held, 'held', this.now())).length
+        : await this.toReady(queue, shard, held);
       released += moved;
       if (held.length < HELD_PAGE || moved === 0) return released;
     }
   }
 
+  /** Pull: held messages to the ready index in log order; they count in the window again. */
+  private async toReady(queue: string, shard: string, held: StateItem[]): Promise<number> {
+    const moved = (await mapLimit(held, 16, (item) => this.deps.messages.releaseHeld(item))).filter(
+      Boolean,
+    ).length;
+    if (moved) await this.deps.counters.addWindow(queue, shard, moved);
+    return moved;
+  }
+
   /**
-   * Held messages whose key is no longer parked: dispatch read the key as parked just before
-   * it was released. The sweep returns them.
+   * Held messages that nothing will release: dispatch read the key as parked just before it was
+   * released; on a Lambda consumer's namespace, a release that crashed before sending them back.
+   * The sweep returns them.
    */
   async releaseStragglers(queue: string, shard: string): Promise<number> {
     const held = await this.deps.messages.partition(gsi.held(queue, shard), { limit: HELD_PAGE });
@@ -120,9 +149,13 @@ export class KeyOrder {
       queue,
       held.map((h) => h.key as string),
     );
+    const unparked = held.filter((h) => keys.get(h.key as string)?.parked_at === undefined);
+    // A namespace's held messages also wait for a busy key or a predecessor: only the keys whose
+    // first held message may go now are sent back, or they would only come back held again.
+    const free = isNamespace(queue) ? await this.leasable(queue, firstOfEachKey(unparked)) : unparked;
     let released = 0;
-    for (const key of new Set(held.map((h) => h.key as string))) {
-      if (keys.get(key)?.parked_at === undefined) released += await this.releaseHeld(queue, shard, key);
+    for (const key of new Set(free.map((h) => h.key as string))) {
+      released += await this.releaseHeld(queue, shard, key);
     }
     return released;
   }
@@ -134,4 +167,10 @@ export class KeyOrder {
   private now(): number {
     return this.deps.now?.() ?? Date.now();
   }
+}
+
+/** The held partition is sorted by key, then log order. */
+function firstOfEachKey(held: readonly StateItem[]): StateItem[] {
+  const seen = new Set<string>();
+  return held.filter((h) => !seen.has(h.key as string) && seen.add(h.key as string));
 }

@@ -106,11 +106,6 @@ function instantiate(
   if (!consumer) throw new Error(`${where}: name the consumer ({ consumer }) or set ${ENV.consumerName}`);
   const config = env.config.tenant.queues[queue];
   if (!config) throw new Error(`${where}: the tenant has no queue "${queue}"`);
-  if (config.ordered) {
-    throw new Error(
-      `${where}: "${queue}" is an ordered queue; ordered queues do not support Lambda consumers yet`,
-    );
-  }
   // The sweep retries the messages of declared consumers only.
   if (!config.consumers.some((c) => c.name === consumer)) {
     throw new Error(

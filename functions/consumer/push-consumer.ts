@@ -7,20 +7,24 @@ import type {
 } from 'aws-lambda';
 import type { ClaimStore } from '../claims/claims.js';
 import type { Failures } from '../consume/failures.js';
+import type { KeyOrder } from '../consume/key-order.js';
 import { mapLimit } from '../core/async.js';
 import { consumerNamespace, type QueueConfig, streamName } from '../core/config.js';
 import { decodeEnvelope, type Envelope } from '../core/envelope.js';
 import { retentionTtls } from '../core/retention.js';
-import { messagePk } from '../store/keys.js';
-import type { LeaseTarget, MessageStore, NewLease, StateItem } from '../store/messages.js';
+import type { KeyStates } from '../store/key-states.js';
+import type { MessageStore, NewLease, StateItem } from '../store/messages.js';
 import { isNonRetryable } from './errors.js';
 
 /**
- * One Lambda consumer of an unordered queue (DESIGN §2 "consumer middleware"): each record of
- * a batch is admitted into the consumer's own namespace of message state, leased for the rest
- * of the invocation, handed to the user's handler, then acked, or failed through the same path
- * as a pull nack (delay tier, then the DLQ with history). A failing message therefore never
- * blocks its shard: only an AWS call that fails after the SDK's retries fails a record.
+ * One Lambda consumer of a queue (DESIGN §2 "consumer middleware"): each record of a batch is
+ * admitted into the consumer's own namespace of message state, leased for the rest of the
+ * invocation, handed to the user's handler, then acked, or failed through the same path as a
+ * pull nack (delay tier, then the DLQ with history). A failing message therefore never blocks
+ * its shard: only an AWS call that fails after the SDK's retries fails a record. On an ordered
+ * queue a key's messages take its key in their order; one whose key is busy (a retry pending)
+ * or parked (a dead letter) is held, not waited for, and goes back through the log once the key
+ * is released.
  *
  * Not Powertools' BatchProcessor: it reports every record whose handler throws as a batch item
  * failure, has no cap on records in flight, and cannot stop before the deadline.
@@ -46,6 +50,8 @@ export interface PushConsumerDeps {
   config: QueueConfig;
   messages: MessageStore;
   failures: Failures;
+  keys: KeyStates;
+  keyOrder: KeyOrder;
   claims: ClaimStore;
   logger: Logger;
   // biome-ignore lint/suspicious/noExplicitAny: the payload type is the user's; the envelope carries unknown.
@@ -58,6 +64,21 @@ export interface PushConsumerDeps {
 
 /** History items stay small; a pull nack's error has the same bound. */
 const MAX_ERROR_CHARS = 4096;
+
+/** A record of the batch that is this consumer's to handle. */
+interface Entry {
+  record: KinesisStreamRecord;
+  envelope: Envelope;
+}
+
+/** What one invocation knows of a key of an ordered queue while it runs the key's records. */
+interface KeyRun {
+  key: string;
+  /** The key's last admitted message: the next new message's predecessor. */
+  tail?: string;
+  /** Acked here with the key released: its successor may go without reading the key again. */
+  finished?: string;
+}
 
 export class PushConsumer {
   private readonly namespace: string;
@@ -74,63 +95,82 @@ export class PushConsumer {
     if (arn !== undefined && !arn.endsWith(`/${this.stream}`)) {
       throw new Error(`the consumer of ${this.stream} received records of ${arn}`);
     }
-    // A second copy of the same entry in one batch (a producer's crash-retry) is handled once.
-    const seen = new Set<string>();
+    const entries = this.entries(event.Records);
+    const ordered = this.deps.config.ordered;
+    // On an ordered queue a key's records run one after another in log order; keys run side by side.
+    const groups = ordered ? groupByKey(entries) : entries.map((e) => [e]);
+    const keys = ordered
+      ? await this.deps.keys.getMany(
+          this.namespace,
+          entries.flatMap((e) => (e.envelope.key === undefined ? [] : [e.envelope.key])),
+        )
+      : undefined;
     let halted = false;
     const unfinished: string[] = [];
-    await mapLimit(event.Records, this.deps.concurrency, async (record) => {
-      const sequenceNumber = record.kinesis.sequenceNumber;
-      // The event source retries from the lowest record reported, so a record not started is
-      // just reported: it is not a failed attempt. After an AWS failure, the rest waits too.
-      if (halted || context.getRemainingTimeInMillis() < this.deps.timeoutMarginMs) {
-        unfinished.push(sequenceNumber);
-        return;
-      }
+    await mapLimit(groups, this.deps.concurrency, async (group) => {
+      const key = group[0]?.envelope.key;
+      const run: KeyRun | undefined =
+        keys && key !== undefined ? { key, tail: keys.get(key)?.tail } : undefined;
+      const startTail = run?.tail;
       try {
-        await this.process(record, context, seen);
-      } catch (err) {
-        halted = true;
-        unfinished.push(sequenceNumber);
-        this.deps.logger.error('AWS call failed: the event source retries from this record', {
-          sequenceNumber,
-          error: (err as Error).message,
-        });
+        for (const [i, entry] of group.entries()) {
+          // The event source retries from the lowest record reported, so a record not started is
+          // just reported: it is not a failed attempt. After an AWS failure, the rest waits too,
+          // and so do the key's later records, which must not overtake it.
+          if (halted || context.getRemainingTimeInMillis() < this.deps.timeoutMarginMs) {
+            unfinished.push(...group.slice(i).map((e) => e.record.kinesis.sequenceNumber));
+            return;
+          }
+          try {
+            const item = await this.claim(entry, context, run);
+            if (item) await this.deliver(entry.envelope, item, context, run);
+          } catch (err) {
+            halted = true;
+            unfinished.push(...group.slice(i).map((e) => e.record.kinesis.sequenceNumber));
+            this.deps.logger.error('AWS call failed: the event source retries from this record', {
+              sequenceNumber: entry.record.kinesis.sequenceNumber,
+              error: (err as Error).message,
+            });
+            return;
+          }
+        }
+      } finally {
+        if (run?.tail !== undefined && run.tail !== startTail) {
+          await this.deps.keys.setTail(this.namespace, run.key, run.tail);
+        }
       }
     });
     return { batchItemFailures: unfinished.map((itemIdentifier) => ({ itemIdentifier })) };
   }
 
-  private async process(record: KinesisStreamRecord, context: Context, seen: Set<string>): Promise<void> {
-    const envelope = this.decode(record);
-    if (!envelope) return;
-    if (envelope.for !== undefined && envelope.for !== this.deps.consumer) return;
-    const copy = `${envelope.message_id}#${envelope.entry}`;
-    if (seen.has(copy)) return;
-    seen.add(copy);
-    const item = await this.claim(record, envelope, context);
-    if (item) await this.deliver(envelope, item, context);
+  /** The batch's envelopes for this consumer; a second copy of one entry (a producer's crash-retry) once. */
+  private entries(records: readonly KinesisStreamRecord[]): Entry[] {
+    const seen = new Set<string>();
+    return records.flatMap((record) => {
+      const envelope = this.decode(record);
+      if (!envelope) return [];
+      if (envelope.for !== undefined && envelope.for !== this.deps.consumer) return [];
+      const copy = `${envelope.message_id}#${envelope.entry}`;
+      if (seen.has(copy)) return [];
+      seen.add(copy);
+      return [{ record, envelope }];
+    });
   }
 
   /**
    * Admits the record into the namespace and leases it, or finds it already there: completed
    * or on the retry path (skipped), or left leased by an invocation that crashed (taken over).
+   * On an ordered queue a message that may not go yet is held until its key is released.
    * Undefined when there is nothing to deliver now.
    */
   private async claim(
-    record: KinesisStreamRecord,
-    envelope: Envelope,
+    { record, envelope }: Entry,
     context: Context,
+    run: KeyRun | undefined,
   ): Promise<StateItem | undefined> {
     const { messages, config } = this.deps;
     const shard = record.eventID.split(':')[0] as string;
     const now = Date.now();
-    const target: LeaseTarget = {
-      pk: messagePk(this.namespace, envelope.message_id),
-      queue: this.namespace,
-      shard,
-      message_id: envelope.message_id,
-      entry: envelope.entry,
-    };
     const lease: NewLease = {
       deliveredAt: now,
       // The invocation's own time: past it, the sweep counts a failed attempt, unless the event
@@ -139,24 +179,52 @@ export class PushConsumer {
       consumerId: `${this.deps.consumer}/${context.awsRequestId}`,
     };
     const { bodyTtl } = retentionTtls(config, now);
-    const admitted = await messages.admit(
+    const first = envelope.entry === 1;
+    const prev = run && first ? run.tail : undefined;
+    const admitted = await messages.admitItem(
       shard,
       record.kinesis.sequenceNumber,
       { ...envelope, queue: this.namespace },
       now,
       bodyTtl,
+      prev === undefined ? {} : { prev },
     );
-    if (admitted === 'admitted') return messages.lease(target, lease);
     // 'delayed': produced with a delay; the sweep puts it back into the stream when it is due.
-    if (admitted !== 'duplicate') return undefined;
-    const state = await messages.get(this.namespace, envelope.message_id);
-    if (state?.entry !== envelope.entry) return undefined;
-    if (state.state === 'ready') return messages.lease(target, lease);
-    if (state.state === 'leased') return messages.relet(target, state.gen, lease);
-    return undefined;
+    if (admitted.result === 'delayed') return undefined;
+    let candidate = admitted.item;
+    if (admitted.result === 'duplicate') {
+      const state = await messages.get(this.namespace, envelope.message_id);
+      if (state?.entry !== envelope.entry) return undefined;
+      // A copy admitted by an invocation that ended before it moved the key's tail.
+      if (run && first && state.prev === run.tail) run.tail = state.message_id;
+      if (state.state === 'leased') return messages.relet(state, state.gen, lease);
+      if (state.state !== 'ready') return undefined;
+      candidate = state;
+    } else if (run && first) {
+      run.tail = envelope.message_id;
+    }
+    if (!candidate) return undefined;
+    if (run && !(await this.takeKey(candidate, run))) {
+      await this.deps.keyOrder.hold(this.namespace, candidate);
+      return undefined;
+    }
+    return messages.lease(candidate, lease);
   }
 
-  private async deliver(envelope: Envelope, item: StateItem, context: Context): Promise<void> {
+  /** Whether the message may go now on an ordered queue, and its key taken for it if so. */
+  private async takeKey(candidate: StateItem, run: KeyRun): Promise<boolean> {
+    const { keyOrder } = this.deps;
+    const afterFinished = run.finished !== undefined && candidate.prev === run.finished;
+    if (!afterFinished && !(await keyOrder.leasable(this.namespace, [candidate])).length) return false;
+    return keyOrder.claim(this.namespace, candidate);
+  }
+
+  private async deliver(
+    envelope: Envelope,
+    item: StateItem,
+    context: Context,
+    run: KeyRun | undefined,
+  ): Promise<void> {
     const message: LeaseqMessage = {
       message_id: envelope.message_id,
       key: envelope.key ?? null,
@@ -181,6 +249,11 @@ export class PushConsumer {
       now,
       tombstoneTtl,
     );
+    if (outcome === 'acked' && run) {
+      if (await this.deps.keyOrder.finished(this.namespace, run.key, item.message_id)) {
+        run.finished = item.message_id;
+      }
+    }
     if (outcome === 'stale') {
       this.deps.logger.warn('the lease ended before the ack: the message will be delivered again', {
         message_id: item.message_id,
@@ -221,4 +294,22 @@ export class PushConsumer {
       return undefined;
     }
   }
+}
+
+/** Records of one key together, in log order; a record without a key on its own. */
+function groupByKey(entries: readonly Entry[]): Entry[][] {
+  const groups: Entry[][] = [];
+  const byKey = new Map<string, Entry[]>();
+  for (const entry of entries) {
+    const key = entry.envelope.key;
+    const group = key === undefined ? undefined : byKey.get(key);
+    if (group) {
+      group.push(entry);
+      continue;
+    }
+    const fresh = [entry];
+    groups.push(fresh);
+    if (key !== undefined) byKey.set(key, fresh);
+  }
+  return groups;
 }

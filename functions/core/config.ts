@@ -114,14 +114,6 @@ export const queueConfigSchema = z
         message: 'must not exceed the retention',
       });
     }
-    // Per-key order needs the push path to hold a key across invocations: not built yet.
-    if (q.ordered && q.consumers.length > 0) {
-      ctx.addIssue({
-        code: 'custom',
-        path: ['consumers'],
-        message: 'ordered queues do not support Lambda consumers yet',
-      });
-    }
     const seen = new Set<string>();
     q.consumers.forEach((c, i) => {
       // The name keys the consumer's message state: two of one name would share it.
@@ -194,6 +186,12 @@ export function consumerNamespace(queue: string, consumer: string): string {
 
 export function isNamespace(name: string): boolean {
   return name.includes('~');
+}
+
+/** The queue whose stream feeds a state namespace, and the consumer it belongs to (if any). */
+export function namespaceParts(name: string): { queue: string; consumer?: string } {
+  const at = name.indexOf('~');
+  return at < 0 ? { queue: name } : { queue: name.slice(0, at), consumer: name.slice(at + 1) };
 }
 
 export function tableName(tenant: string): string {

@@ -22,6 +22,11 @@ export interface KeyState {
   parked_at?: number;
   dead_message_id?: string;
   shard?: string;
+  /**
+   * Lambda consumers: a message of the key was held on this shard while the key was busy; the
+   * holder's release sends the held messages back through the log.
+   */
+  waiting_on?: string;
 }
 
 export class KeyStates {
@@ -79,13 +84,22 @@ export class KeyStates {
     });
   }
 
-  /** The holder is done (acked): the key is free for the next message. */
-  release(queue: string, key: string, messageId: string): Promise<boolean> {
-    return this.update(queue, key, {
-      remove: ['busy_with'],
-      condition: '#busy_with = :m',
-      values: { ':m': messageId },
-    });
+  /**
+   * The holder is done (acked): the key is free for the next message. Answers the key's state
+   * before the release (its `waiting_on`), or undefined when the message did not hold the key.
+   */
+  async release(queue: string, key: string, messageId: string): Promise<KeyState | undefined> {
+    return this.write(
+      queue,
+      key,
+      { remove: ['busy_with', 'waiting_on'], condition: '#busy_with = :m', values: { ':m': messageId } },
+      'ALL_OLD',
+    );
+  }
+
+  /** A message of the key is being held on `shard` until the key's holder is done. */
+  markWaiting(queue: string, key: string, shard: string): Promise<boolean> {
+    return this.update(queue, key, { set: { key, waiting_on: shard } });
   }
 
   /** The holder was dead-lettered: its key is parked until a redrive or a skip. */
@@ -119,13 +133,28 @@ export class KeyStates {
     key: string,
     spec: Parameters<typeof buildUpdate>[0],
   ): Promise<boolean> {
+    return (await this.write(queue, key, spec, 'NONE')) !== undefined;
+  }
+
+  /** One conditional write: the attributes asked for, or undefined when the condition failed. */
+  private async write(
+    queue: string,
+    key: string,
+    spec: Parameters<typeof buildUpdate>[0],
+    returnValues: 'NONE' | 'ALL_OLD',
+  ): Promise<KeyState | undefined> {
     try {
-      await this.doc.send(
-        new UpdateCommand({ TableName: this.table, Key: keyStateKey(queue, key), ...buildUpdate(spec) }),
+      const out = await this.doc.send(
+        new UpdateCommand({
+          TableName: this.table,
+          Key: keyStateKey(queue, key),
+          ReturnValues: returnValues,
+          ...buildUpdate(spec),
+        }),
       );
-      return true;
+      return (out.Attributes ?? {}) as KeyState;
     } catch (err) {
-      if (isConditionFailed(err)) return false;
+      if (isConditionFailed(err)) return undefined;
       throw err;
     }
   }

@@ -84,6 +84,9 @@ const INLINE_BODY_BYTES = 512;
 
 export type AdmitResult = 'admitted' | 'delayed' | 'held' | 'duplicate';
 
+/** What the ordering rules and the writes around a lease need of a ready message. */
+export type Candidate = Pick<StateItem, 'queue' | 'message_id' | 'entry' | 'shard' | 'seq' | 'key' | 'prev'>;
+
 /** What a lease write needs of the state item. */
 export type LeaseTarget = Pick<StateItem, 'pk' | 'queue' | 'shard' | 'message_id' | 'entry'>;
 
@@ -111,6 +114,18 @@ export class MessageStore {
     bodyTtl: number,
     options: { held?: boolean; prev?: string } = {},
   ): Promise<AdmitResult> {
+    return (await this.admitItem(shard, seq, env, now, bodyTtl, options)).result;
+  }
+
+  /** `admit`, answering the state item as written too (a write's own answer: no extra read). */
+  async admitItem(
+    shard: string,
+    seq: string,
+    env: Envelope,
+    now: number,
+    bodyTtl: number,
+    options: { held?: boolean; prev?: string } = {},
+  ): Promise<{ result: AdmitResult; item?: StateItem }> {
     const body = storedBody(env);
     const bodyJson = JSON.stringify(body);
     const inline = Buffer.byteLength(bodyJson) <= INLINE_BODY_BYTES;
@@ -139,10 +154,11 @@ export class MessageStore {
             gsi1sk: new Raw('if_not_exists(#origin_sk, :origin)', { ':origin': seqSortKey(seq) }),
           };
     try {
-      await this.doc.send(
+      const out = await this.doc.send(
         new UpdateCommand({
           TableName: this.table,
           Key: { pk, sk: STATE_SK },
+          ReturnValues: 'ALL_NEW',
           ...buildUpdate({
             set: {
               queue: env.queue,
@@ -183,9 +199,9 @@ export class MessageStore {
           }),
         }),
       );
-      return held ? 'held' : delayed ? 'delayed' : 'admitted';
+      return { result: held ? 'held' : delayed ? 'delayed' : 'admitted', item: out.Attributes as StateItem };
     } catch (err) {
-      if (isConditionFailed(err)) return 'duplicate';
+      if (isConditionFailed(err)) return { result: 'duplicate' };
       throw err;
     }
   }
@@ -428,7 +444,7 @@ export class MessageStore {
     queue: string,
     messageId: string,
     entry: number,
-    from: 'delayed' | 'dead' = 'delayed',
+    from: 'delayed' | 'dead' | 'held' = 'delayed',
   ): Promise<void> {
     // If dispatch admitted the new entry first, the condition fails and nothing is left to retire.
     await this.updateState(queue, messageId, {
@@ -496,6 +512,18 @@ export class MessageStore {
     });
   }
 
+  /**
+   * A Lambda consumer's message of an ordered queue that may not go yet (its key is busy or
+   * parked, or its predecessor is not done): out of the ready index until its key is released.
+   */
+  async hold(item: Candidate): Promise<boolean> {
+    return this.transition(item, 'ready', {
+      state: 'held',
+      gsi1pk: gsi.held(item.queue, item.shard),
+      gsi1sk: heldSortKey(item.key as string, item.seq),
+    });
+  }
+
   /** Removes a dead letter for good; the tombstone remembers it until its TTL. */
   async purge(item: StateItem, now: number, ttl: number): Promise<boolean> {
     return this.transition(item, 'dead', { state: 'purged', purged_at: now, [TTL_ATTRIBUTE]: ttl }, [
@@ -505,7 +533,7 @@ export class MessageStore {
   }
 
   private async transition(
-    item: StateItem,
+    item: Pick<StateItem, 'queue' | 'message_id' | 'entry'>,
     from: MessageState,
     set: Record<string, unknown>,
     remove: string[] = [],

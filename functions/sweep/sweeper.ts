@@ -1,10 +1,10 @@
 import type { Logger } from '@aws-lambda-powertools/logger';
 import type { Failures } from '../consume/failures.js';
 import type { KeyOrder } from '../consume/key-order.js';
+import type { Requeue } from '../consume/requeue.js';
 import { mapLimit } from '../core/async.js';
 import { consumerNamespace, type QueueConfig, streamName, type TenantConfig } from '../core/config.js';
-import type { Envelope } from '../core/envelope.js';
-import type { ShardDirectory, StreamLog } from '../log/stream.js';
+import type { ShardDirectory } from '../log/stream.js';
 import type { Redrives } from '../operations/redrive.js';
 import type { Counters } from '../store/counters.js';
 import { gsi, timeSortKey } from '../store/keys.js';
@@ -19,10 +19,10 @@ export interface SweeperDeps {
   tenant: TenantConfig;
   messages: MessageStore;
   counters: Counters;
-  log: StreamLog;
   shards: ShardDirectory;
   keyOrder: KeyOrder;
   failures: Failures;
+  requeue: Requeue;
   redrives: Redrives;
   logger: Logger;
   now?: () => number;
@@ -98,33 +98,7 @@ export class Sweeper {
         below: timeSortKey(now + 1, ''),
       });
       if (!due.length) return total;
-      const bodies = await this.deps.messages.bodies(due);
-      const envelopes: Envelope[] = due.map((item) => {
-        const body = bodies.get(item.pk);
-        if (!body) throw new Error(`the body of ${item.message_id} is missing`);
-        return {
-          v: 1,
-          ...body,
-          queue: ns.queue,
-          attempt: item.attempt,
-          entry: item.entry + 1,
-          enqueued_at: new Date(now).toISOString(),
-          ...(ns.consumer !== undefined ? { for: ns.consumer } : {}),
-        };
-      });
-      // The new entry first; the delay store item is retired only once it is in the log.
-      const appended = await this.deps.log.append(
-        streamName(this.deps.tenant.tenant, ns.queue),
-        envelopes.map((env) => ({
-          partitionKey: env.key ?? env.message_id,
-          data: Buffer.from(JSON.stringify(env)),
-        })),
-        { preserveKeyOrder: ns.config.ordered },
-      );
-      const landed = due.filter((_, i) => appended[i]?.ok);
-      await mapLimit(landed, 16, (item) =>
-        this.deps.messages.markRequeued(ns.name, item.message_id, item.entry),
-      );
+      const landed = await this.deps.requeue.reappend(ns.name, due, 'delayed', now);
       total += landed.length;
       if (landed.length < due.length || due.length < PAGE) return total;
     }

@@ -1,6 +1,11 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { ConfigError, parseTenantConfig } from '../../functions/core/config.js';
+import {
+  ConfigError,
+  consumerNamespace,
+  namespaceParts,
+  parseTenantConfig,
+} from '../../functions/core/config.js';
 
 const issuesOf = (raw: unknown): { path: string; message: string }[] => {
   try {
@@ -51,11 +56,15 @@ describe('tenant configuration', () => {
     ]);
   });
 
-  it('rejects Lambda consumers on an ordered queue, for now', () => {
+  it('takes Lambda consumers on an ordered queue, and names them apart from the queue', () => {
     const consumers = [{ name: 'billing', entry: 'src/billing.ts' }];
-    expect(issuesOf({ tenant: 'a', queues: { ledger: { ordered: true, consumers } } })).toEqual([
-      { path: 'queues.ledger.consumers', message: 'ordered queues do not support Lambda consumers yet' },
-    ]);
+    const config = parseTenantConfig({ tenant: 'a', queues: { ledger: { ordered: true, consumers } } });
+    expect(config.queues.ledger?.consumers.map((c) => c.name)).toEqual(['billing']);
+    expect(namespaceParts(consumerNamespace('ledger', 'billing'))).toEqual({
+      queue: 'ledger',
+      consumer: 'billing',
+    });
+    expect(namespaceParts('ledger')).toEqual({ queue: 'ledger' });
   });
 
   it('reads the shipped tenants/local.json: jobs unordered, ledger ordered, two shards each', () => {
