@@ -11,6 +11,8 @@ export interface EndState {
   dead: Map<string, number>;
   /** Messages whose ack went unanswered (a kill, a fault) and whose trace says acked. */
   ackedByTrace: Set<string>;
+  /** Messages of the push queue whose Lambda consumer call returned (push-calls.ts). */
+  handled: Set<string>;
   /** What the server says of each message still unsettled when the drain ended. */
   unsettledStates: Map<string, string>;
 }
@@ -63,7 +65,8 @@ function noAcceptedMessageLost(
   for (const p of history.produced.values()) {
     if (p.accepted + p.duplicate === 0) continue;
     const deliveries = byId.get(p.id) ?? [];
-    if (confirmedAck(deliveries) || end.ackedByTrace.has(p.id) || end.dead.has(p.id)) continue;
+    if (confirmedAck(deliveries) || end.ackedByTrace.has(p.id) || end.dead.has(p.id) || end.handled.has(p.id))
+      continue;
     const last = deliveries.at(-1);
     lost.push(
       `${p.queue}/${p.id}: sent ${at(p.sentAt)}, accepted ×${p.accepted}, duplicate ×${p.duplicate}, ` +

@@ -17,6 +17,8 @@ export interface ChildRuntimeOptions {
   port: number;
   adminKey: string;
   logFile: string;
+  /** More environment for the runtime's process. */
+  env?: Record<string, string>;
 }
 
 const READY_LINE = 'is running';
@@ -60,6 +62,7 @@ export class ChildRuntime {
           ...process.env,
           LEASEQ_ADMIN_KEY: this.o.adminKey,
           AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true',
+          ...this.o.env,
         },
         stdio: ['ignore', 'pipe', 'pipe'],
       },

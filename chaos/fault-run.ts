@@ -7,6 +7,7 @@ import { parseTenantConfig } from '../functions/core/config.js';
 import { startRuntime } from '../infra/local/runtime.js';
 import type { Invariant } from './checks.js';
 import { History } from './history.js';
+import { CALLS_FILE_ENV } from './push-consumer.js';
 import { seededRandom } from './random.js';
 import { runScenario, type ScenarioResult, workloadOf } from './scenario.js';
 import { CHAOS_ADMIN_KEY, CHAOS_TENANT } from './tenant.js';
@@ -67,6 +68,9 @@ export async function runFaults(options: FaultOptions): Promise<FaultReport> {
   );
   const dir = mkdtempSync(join(tmpdir(), 'leaseq-faults-'));
   const faults = new FaultInjector();
+  const pushCallsFile = join(dir, 'push-calls.jsonl');
+  // The Lambda consumer runs in this process: it finds its calls file where a child's would.
+  process.env[CALLS_FILE_ENV] = pushCallsFile;
   const runtime = await startRuntime({
     tenant: parseTenantConfig(CHAOS_TENANT),
     dataDir: dir,
@@ -88,6 +92,7 @@ export async function runFaults(options: FaultOptions): Promise<FaultReport> {
       random: random.fork(),
       history,
       ...workloadOf(options),
+      pushCallsFile,
       log,
       disrupt: async (until) => {
         failAt(options.rate);

@@ -7,6 +7,7 @@ import type { Invariant } from './checks.js';
 import { ChildRuntime, pickPort } from './child-runtime.js';
 import { History } from './history.js';
 import { checkIndex } from './index-check.js';
+import { CALLS_FILE_ENV } from './push-consumer.js';
 import { seededRandom } from './random.js';
 import { runScenario, type ScenarioResult, workloadOf } from './scenario.js';
 import { CHAOS_ADMIN_KEY, CHAOS_TENANT, writeTenantFile } from './tenant.js';
@@ -64,6 +65,7 @@ export async function runCrash(options: CrashOptions): Promise<CrashReport> {
   const dir = mkdtempSync(join(tmpdir(), 'leaseq-chaos-'));
   const dataDir = join(dir, 'data');
   mkdirSync(dataDir);
+  const pushCallsFile = join(dir, 'push-calls.jsonl');
   const runtime = new ChildRuntime({
     repoRoot: REPO_ROOT,
     tenantFile: writeTenantFile(dir),
@@ -71,6 +73,7 @@ export async function runCrash(options: CrashOptions): Promise<CrashReport> {
     port: await pickPort(random.fork()),
     adminKey: CHAOS_ADMIN_KEY,
     logFile: join(dir, 'runtime.log'),
+    env: { [CALLS_FILE_ENV]: pushCallsFile },
   });
   const history = new History();
   const kills: { killedAt: number; readyAt: number }[] = [];
@@ -104,6 +107,7 @@ export async function runCrash(options: CrashOptions): Promise<CrashReport> {
       random: random.fork(),
       history,
       ...workloadOf(options),
+      pushCallsFile,
       log,
       disrupt: async (until) => {
         const begin = until - options.durationMs;

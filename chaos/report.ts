@@ -1,7 +1,7 @@
 import type { Invariant } from './checks.js';
 import type { FaultReport } from './fault-run.js';
-import type { Figures } from './figures.js';
 import type { CrashReport } from './harness.js';
+import type { ScenarioResult } from './scenario.js';
 
 /** The text a chaos run prints: its figures, then each invariant with its first violations. */
 
@@ -17,7 +17,7 @@ export function formatCrash(r: CrashReport): string {
     `crash run, seed ${r.seed}`,
     `  kills ${r.restarts.length}, restarts ${r.restarts.length}`,
     ...restarts,
-    ...figures(r.scenario.figures, r.scenario.drainMs, r.scenario.parkedKeysSkipped),
+    ...figures(r.scenario),
     ...invariants(r.invariants),
     ...(r.keptAt ? [`  run folder: ${r.keptAt}`] : []),
   ].join('\n');
@@ -30,13 +30,13 @@ export function formatFaults(r: FaultReport): string {
   return [
     `fault run, seed ${r.seed}`,
     `  faults injected: ${injected}`,
-    ...figures(r.scenario.figures, r.scenario.drainMs, r.scenario.parkedKeysSkipped),
+    ...figures(r.scenario),
     ...invariants(r.invariants),
     ...(r.keptAt ? [`  run folder: ${r.keptAt}`] : []),
   ].join('\n');
 }
 
-function figures(f: Figures, drainMs: number, parked: number): string[] {
+function figures({ figures: f, push: p, drainMs, parkedKeysSkipped: parked }: ScenarioResult): string[] {
   const d = f.duplicates;
   return [
     `  messages: sent ${f.sent}, accepted ${f.accepted}, never answered accepted ${f.unresolved}, ` +
@@ -45,6 +45,8 @@ function figures(f: Figures, drainMs: number, parked: number): string[] {
     `  duplicates: accepted more than once ${d.acceptedMoreThanOnce}, redeliveries ${d.redeliveries}, ` +
       `delivered after a confirmed ack ${d.afterConfirmedAck}, after an unanswered ack ${d.afterUnansweredAck}`,
     `  settles refused as stale ${f.staleRefused}, unanswered ${f.unansweredSettles}`,
+    `  Lambda consumer (ordered push queue): ${p.calls} calls, ${p.handled} messages handled, ` +
+      `${p.failedAttempts} failed attempts, ${p.duplicates} handled again`,
     `  drain ${(drainMs / 1000).toFixed(1)} s, parked keys skipped ${parked}`,
     `  answers: ${Object.entries(f.answers)
       .map(([k, n]) => `${k}: ${n}`)

@@ -6,14 +6,16 @@ import { Consumer, type ConsumerBehaviour } from './consumers.js';
 import { countFigures, type Figures } from './figures.js';
 import type { History } from './history.js';
 import { Producer } from './producers.js';
+import { checkPushCalls, handledIds, type PushFigures, pushFigures, readPushCalls } from './push-calls.js';
 import type { Random } from './random.js';
 import { CHAOS_TENANT, QUEUES } from './tenant.js';
 
 /**
- * One chaos run's shape, whatever disrupts it: producers and consumers on both queues for a
- * while, with a disruption running alongside (kills, fault storms); then every message sent is
- * produced until the log has it, the consumers drain the queues (acking everything, releasing
- * parked keys) until each accepted message is acked or dead, and the history is checked.
+ * One chaos run's shape, whatever disrupts it: producers on three queues for a while, pull
+ * consumers on two of them and the runtime's Lambda consumer on the third (ordered, push), with
+ * a disruption running alongside (kills, fault storms); then every message sent is produced
+ * until the log has it, the consumers drain the queues (acking everything, releasing parked
+ * keys) until each accepted message is acked, dead or handled, and the history is checked.
  */
 
 export interface ScenarioOptions {
@@ -24,7 +26,7 @@ export interface ScenarioOptions {
   durationMs: number;
   /** New messages per second, per queue. */
   ratePerSecond: number;
-  /** Keys of the ordered queue. */
+  /** Keys of each ordered queue. */
   keys: number;
   consumersPerQueue: number;
   /**
@@ -37,6 +39,8 @@ export interface ScenarioOptions {
   disrupt: (until: number) => Promise<void>;
   /** Between the workload and the drain: the disruption ends for good (faults off). */
   beforeDrain?: () => void | Promise<void>;
+  /** Where the push queue's Lambda consumer writes its calls (push-consumer.ts). */
+  pushCallsFile: string;
 }
 
 /** The workload's shape, the same for a crash run and a fault run. */
@@ -58,6 +62,7 @@ export function workloadOf(o: Workload): Workload {
 export interface ScenarioResult {
   invariants: Invariant[];
   figures: Figures;
+  push: PushFigures;
   drainMs: number;
   parkedKeysSkipped: number;
 }
@@ -88,6 +93,7 @@ export async function runScenario(o: ScenarioOptions): Promise<ScenarioResult> {
   const producers = [
     new Producer({ ...common(o, client), queue: QUEUES.unordered, name: 'w' }),
     new Producer({ ...common(o, client), queue: QUEUES.ordered, name: 'o', keys: o.keys }),
+    new Producer({ ...common(o, client), queue: QUEUES.pushed, name: 'p', keys: o.keys }),
   ];
   const consumers = [QUEUES.unordered, QUEUES.ordered].flatMap((queue) =>
     Array.from(
@@ -130,9 +136,11 @@ export async function runScenario(o: ScenarioOptions): Promise<ScenarioResult> {
     const queue = o.history.produced.get(id)?.queue as string;
     end.unsettledStates.set(id, await admin.state(queue, id));
   }
+  const calls = readPushCalls(o.pushCallsFile);
   return {
-    invariants: checkInvariants(o.history, end, QUEUES.ordered),
+    invariants: [...checkInvariants(o.history, end, QUEUES.ordered), ...checkPushCalls(o.history, calls)],
     figures: countFigures(o.history, end),
+    push: pushFigures(calls),
     drainMs,
     parkedKeysSkipped,
   };
@@ -150,7 +158,7 @@ function common(o: ScenarioOptions, client: LeaseqClient) {
  */
 async function drain(o: ScenarioOptions, admin: AdminApi): Promise<Settled & { parkedKeysSkipped: number }> {
   const deadline = Date.now() + o.drainTimeoutMs;
-  const end: Settled = { dead: new Map(), ackedByTrace: new Set() };
+  const end: Settled = { dead: new Map(), ackedByTrace: new Set(), handled: new Set() };
   const tracedAt = new Map<string, number>();
   let parkedKeysSkipped = 0;
   let [lastRemaining, movedAt] = [Number.POSITIVE_INFINITY, Date.now()];
@@ -160,6 +168,7 @@ async function drain(o: ScenarioOptions, admin: AdminApi): Promise<Settled & { p
       ...(await admin.deadLetters(QUEUES.ordered)),
     ]);
     parkedKeysSkipped += await admin.skipParkedKeys(QUEUES.ordered);
+    end.handled = handledIds(readPushCalls(o.pushCallsFile));
     const left = unsettled(o.history, end);
     const byId = groupBy(o.history.deliveries, (d) => d.id);
     for (const id of left) {
@@ -179,7 +188,7 @@ async function drain(o: ScenarioOptions, admin: AdminApi): Promise<Settled & { p
   }
 }
 
-type Settled = Pick<EndState, 'dead' | 'ackedByTrace'>;
+type Settled = Pick<EndState, 'dead' | 'ackedByTrace' | 'handled'>;
 
 /** Accepted messages not yet known to be acked or dead. */
 function unsettled(history: History, end: Settled): string[] {
@@ -187,5 +196,8 @@ function unsettled(history: History, end: Settled): string[] {
   return [...history.produced.values()]
     .filter((p) => p.accepted + p.duplicate > 0)
     .map((p) => p.id)
-    .filter((id) => !confirmedAck(byId.get(id)) && !end.ackedByTrace.has(id) && !end.dead.has(id));
+    .filter(
+      (id) =>
+        !confirmedAck(byId.get(id)) && !end.ackedByTrace.has(id) && !end.dead.has(id) && !end.handled.has(id),
+    );
 }

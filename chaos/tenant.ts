@@ -6,7 +6,10 @@ import { join } from 'node:path';
  * caught by a kill or a fault comes back within seconds, and a run sees many redeliveries.
  */
 
-export const QUEUES = { unordered: 'work', ordered: 'ordered' } as const;
+export const QUEUES = { unordered: 'work', ordered: 'ordered', pushed: 'pushed' } as const;
+
+/** The ordered queue consumed by a Lambda consumer (push-consumer.ts) instead of pull workers. */
+export const CHAOS_PUSH = { queue: QUEUES.pushed, consumer: 'chaos' } as const;
 
 const TIMINGS = { shards: 2, lease_seconds: 2, backoff_seconds: [1], max_attempts: 5 };
 
@@ -15,6 +18,12 @@ export const CHAOS_TENANT = {
   queues: {
     [QUEUES.unordered]: { ...TIMINGS },
     [QUEUES.ordered]: { ...TIMINGS, ordered: true },
+    [QUEUES.pushed]: {
+      ...TIMINGS,
+      ordered: true,
+      // Small batches, so a kill finds batches half done.
+      consumers: [{ name: CHAOS_PUSH.consumer, entry: 'chaos/push-consumer.ts', batch_size: 20 }],
+    },
   },
 };
 

@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { checkInvariants, type EndState } from '../../chaos/checks.js';
 import { type Delivery, History, type SettleOutcome } from '../../chaos/history.js';
+import { checkPushCalls, pushFigures } from '../../chaos/push-calls.js';
+import type { PushCall } from '../../chaos/push-consumer.js';
 
 /**
  * The chaos checker on hand-made histories: it must catch each kind of violation, and must not
@@ -50,6 +52,7 @@ function build() {
 const ended = (dead: [string, number][] = []): EndState => ({
   dead: new Map(dead),
   ackedByTrace: new Set(),
+  handled: new Set(),
   unsettledStates: new Map(),
 });
 
@@ -83,6 +86,7 @@ describe('chaos invariants', () => {
     ]);
     expect(failing(b.history, ended([['w-0', b.t(20)]]))).toEqual({});
     expect(failing(b.history, { ...ended(), ackedByTrace: new Set(['w-0']) })).toEqual({});
+    expect(failing(b.history, { ...ended(), handled: new Set(['w-0']) })).toEqual({});
   });
 
   it('catch a delivery before the previous message of its key was acked', () => {
@@ -174,5 +178,70 @@ describe('chaos invariants', () => {
       'every delivery is of a message sent, with its payload intact',
       'API: failed is retryable',
     ]);
+  });
+});
+
+describe('the Lambda consumer checks', () => {
+  const run = () => {
+    const b = build();
+    b.produce('pushed', 'p-0', 'k', 0);
+    b.produce('pushed', 'p-1', 'k', 1);
+    const call = (
+      phase: PushCall['phase'],
+      id: string,
+      seq: number,
+      attempt: number,
+      ok?: boolean,
+    ): PushCall => ({
+      phase,
+      id,
+      key: 'k',
+      seq,
+      attempt,
+      at: b.t(seq * 10 + attempt),
+      ...(phase === 'start' ? { intact: true } : { ok }),
+    });
+    return { b, call };
+  };
+  const failingPush = (history: History, calls: PushCall[]) =>
+    Object.fromEntries(
+      checkPushCalls(history, calls)
+        .filter((i) => !i.ok)
+        .map((i) => [i.name, i.violations]),
+    );
+
+  it('pass calls in key order, with a failed attempt and a call again after a kill', () => {
+    const { b, call } = run();
+    const calls = [
+      call('start', 'p-0', 0, 1),
+      call('end', 'p-0', 0, 1, false),
+      call('start', 'p-0', 0, 2),
+      call('end', 'p-0', 0, 2, true),
+      // Killed before the ack landed: handled again, then its successor.
+      call('start', 'p-0', 0, 2),
+      call('end', 'p-0', 0, 2, true),
+      call('start', 'p-1', 1, 1),
+      call('end', 'p-1', 1, 1, true),
+    ];
+    expect(failingPush(b.history, calls)).toEqual({});
+    expect(pushFigures(calls)).toEqual({ calls: 4, handled: 2, failedAttempts: 1, duplicates: 1 });
+  });
+
+  it('catch a call before the previous message of its key returned, and a payload not sent', () => {
+    const { b, call } = run();
+    const calls = [
+      call('start', 'p-0', 0, 1),
+      call('start', 'p-1', 1, 1),
+      call('end', 'p-0', 0, 1, true),
+      { ...call('start', 'p-1', 1, 2), intact: false },
+    ];
+    expect(failingPush(b.history, calls)).toEqual({
+      'per-key order of the Lambda consumer on the push queue': [
+        'k: seq 1 called +0.011s (attempt 1) before seq 0 returned',
+      ],
+      'every Lambda consumer call is of a message sent, with its payload intact': [
+        'p-1 called +0.012s (attempt 2) with a payload other than the one sent',
+      ],
+    });
   });
 });
