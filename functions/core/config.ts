@@ -138,12 +138,21 @@ export const apiKeyConfigSchema = z.strictObject({
   rate_limits: rateLimitsSchema.default({}),
 });
 
+/**
+ * Who hears the tenant's CloudWatch alarms (infra/alarms.ts): each address is subscribed to the
+ * tenant's alarm topic by email, and confirms it once from the message SNS sends.
+ */
+export const alarmsConfigSchema = z.strictObject({
+  email: z.array(z.email()).max(20).default([]),
+});
+
 export const tenantConfigSchema = z.strictObject({
   tenant: z.string().regex(/^[a-z0-9-]{1,32}$/, 'tenant names are 1-32 of [a-z0-9-]'),
   queues: z
     .record(z.string().regex(QUEUE_NAME, 'queue names are 1-64 of [a-z0-9-]'), queueConfigSchema)
     .refine((q) => Object.keys(q).length > 0, 'declare at least one queue'),
   api_keys: z.array(apiKeyConfigSchema).default([]),
+  alarms: alarmsConfigSchema.default({ email: [] }),
 });
 
 export type QueueConfig = z.infer<typeof queueConfigSchema>;

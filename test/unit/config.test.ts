@@ -36,6 +36,17 @@ describe('tenant configuration', () => {
       rate_limits: {},
     });
     expect(config.api_keys).toEqual([]);
+    // No owner named: the alarm topic is made anyway, with no subscription (README "Alarms").
+    expect(config.alarms).toEqual({ email: [] });
+  });
+
+  it('keeps the alarm owners of the tenant file', () => {
+    const config = parseTenantConfig({
+      tenant: 'a',
+      queues: { jobs: {} },
+      alarms: { email: ['ops@example.com'] },
+    });
+    expect(config.alarms.email).toEqual(['ops@example.com']);
   });
 
   it('fills every default of a Lambda consumer', () => {
@@ -148,6 +159,11 @@ describe('tenant configuration', () => {
       },
       'api_keys[0].scopes[0]',
     ],
+    [
+      { tenant: 'a', queues: { jobs: {} }, alarms: { email: ['ops@example.com', 'not an address'] } },
+      'alarms.email[1]',
+    ],
+    [{ tenant: 'a', queues: { jobs: {} }, alarms: { emails: ['ops@example.com'] } }, 'alarms.emails'],
   ])('rejects a bad value with its path (%#)', (raw, path) => {
     expect(issuesOf(raw).map((i) => i.path)).toContain(path);
   });
