@@ -14,6 +14,7 @@ import type { Construct } from 'constructs';
 import { consumerNamespace, type TenantConfig, tableName } from '../functions/core/config.js';
 import { ENV } from '../functions/core/runtime-config.js';
 import { GSI1 } from '../functions/store/keys.js';
+import { TenantAlarms } from './alarms.js';
 import { grantClaimObjects, grantClaimReads, grantTableItems } from './grants.js';
 import { type LeaseqFunctionProps, leaseqFunction } from './leaseq-function.js';
 import { acknowledgeNag } from './nag.js';
@@ -51,6 +52,8 @@ export class TenantStack extends Stack {
   /** The tenant file's Lambda consumers, by `<queue>~<consumer>`. */
   readonly consumerFunctions: ReadonlyMap<string, nodejs.NodejsFunction>;
   readonly httpApi: apigw.HttpApi;
+  /** Every queue's alarms and the topic that tells the tenant's owner. */
+  readonly alarms: TenantAlarms;
   private readonly runtimeEnvironment: Record<string, string>;
   private readonly functionCode: lambda.Code | undefined;
 
@@ -141,6 +144,11 @@ export class TenantStack extends Stack {
     this.dispatchFunction = this.createDispatch();
     this.sweepFunction = this.createSweep();
     this.consumerFunctions = this.createConsumers();
+    this.alarms = new TenantAlarms(this, 'Alarms', {
+      tenant: config.tenant,
+      queues: this.queues.values(),
+      email: config.alarms.email,
+    });
 
     new CfnOutput(this, 'TableName', { value: this.table.tableName });
     new CfnOutput(this, 'BucketName', { value: this.bucket.bucketName });

@@ -320,8 +320,9 @@ describe('tenant isolation (acme and globex in one app)', () => {
       return Object.values(o).flatMap(referenced);
     };
     // The bucket policies (TLS-only, log delivery from its own claims bucket) and the invoke
-    // permissions (its own API, its own schedule) refer to this stack's resources and nothing else.
-    for (const type of ['AWS::S3::BucketPolicy', 'AWS::Lambda::Permission']) {
+    // permissions (its own API, its own schedule) and the alarm topic's policy (TLS-only, its own
+    // alarms) refer to this stack's resources and nothing else.
+    for (const type of ['AWS::S3::BucketPolicy', 'AWS::Lambda::Permission', 'AWS::SNS::TopicPolicy']) {
       const policies = Object.values(template.findResources(type));
       expect(policies.length).toBeGreaterThan(0);
       for (const p of policies) {
@@ -429,12 +430,23 @@ describe('on delete', () => {
   it.each(tenants)(
     '$tenant: retains its data and their logs (README "For teams"), nothing else',
     ({ template }) => {
-      const retained = Object.values(template.toJSON().Resources as Record<string, Json>)
-        .filter((r) => r.DeletionPolicy !== undefined || r.UpdateReplacePolicy !== undefined)
-        .map((r) => {
-          expect([r.DeletionPolicy, r.UpdateReplacePolicy]).toEqual(['Retain', 'Retain']);
-          return r.Type as string;
-        });
+      const resources = Object.values(template.toJSON().Resources as Record<string, Json>);
+      const kept = (r: Json) => r.DeletionPolicy === 'Retain' || r.UpdateReplacePolicy === 'Retain';
+      const retained = resources.filter(kept).map((r) => {
+        expect([r.DeletionPolicy, r.UpdateReplacePolicy]).toEqual(['Retain', 'Retain']);
+        return r.Type as string;
+      });
+      // The rest goes with the stack; a KMS key only when it says so (its default is to stay):
+      // the alarm topic's key, which encrypts nothing that outlives the topic.
+      for (const r of resources.filter((r) => !kept(r))) {
+        expect([r.DeletionPolicy ?? 'Delete', r.UpdateReplacePolicy ?? 'Delete']).toEqual([
+          'Delete',
+          'Delete',
+        ]);
+      }
+      expect(resources.filter((r) => r.Type === 'AWS::KMS::Key').map((r) => r.DeletionPolicy)).toEqual([
+        'Delete',
+      ]);
       const count = (type: string) => retained.filter((t) => t === type).length;
       expect(count('AWS::DynamoDB::Table')).toBe(1);
       expect(count('AWS::S3::Bucket')).toBe(2); // claims and their access logs

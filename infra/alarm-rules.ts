@@ -1,0 +1,34 @@
+import type { QueueConfig } from '../functions/core/config.js';
+
+/** The thresholds of DESIGN §5's alarms, kept apart from CDK so they are tested without a stack. */
+
+/** Redelivered over received above this share, in percent, for two minutes running. */
+export const REDELIVERY_PERCENT = 10;
+
+/**
+ * The redelivery rate in percent of one minute. The api publishes a counter only when it is not
+ * zero, so a minute with receives but no redelivery lacks `redelivered`, and an idle minute lacks
+ * both: FILL makes them 0, and the IF answers 0 instead of dividing by zero.
+ */
+export const REDELIVERY_EXPRESSION =
+  'IF(FILL(received, 0) > 0, 100 * FILL(redelivered, 0) / FILL(received, 0), 0)';
+
+/** A dead letter older than this has waited long enough for its owner to look at it. */
+export const DLQ_AGE_LIMIT_SECONDS = 3600;
+
+/**
+ * The age (of the oldest unacked message, or of the oldest record no reader has taken from the
+ * stream) past which a queue is half-way to losing messages: Kinesis trims a record at the
+ * retention, so half of it leaves the owner at least 12 h (the shortest retention is 24 h) to act.
+ */
+export function backlogAgeLimitSeconds(queue: Pick<QueueConfig, 'retention_hours'>): number {
+  return (queue.retention_hours * 3600) / 2;
+}
+
+/**
+ * `leaseq-<tenant>/<queue>/<alarm>`. Tenant and queue names are `[a-z0-9-]`, so the slashes keep
+ * tenant `a` queue `b-c` and tenant `a-b` queue `c` apart (alarm names are unique per account).
+ */
+export function alarmName(tenant: string, queue: string, alarm: string): string {
+  return `leaseq-${tenant}/${queue}/${alarm}`;
+}

@@ -1,0 +1,196 @@
+import { CfnOutput, Duration, RemovalPolicy, Stack } from 'aws-cdk-lib';
+import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
+import { SnsAction } from 'aws-cdk-lib/aws-cloudwatch-actions';
+import * as iam from 'aws-cdk-lib/aws-iam';
+import * as kms from 'aws-cdk-lib/aws-kms';
+import * as sns from 'aws-cdk-lib/aws-sns';
+import { EmailSubscription } from 'aws-cdk-lib/aws-sns-subscriptions';
+import { Construct } from 'constructs';
+import type { CounterName, GaugeName } from '../functions/observability/metrics.js';
+import { METRICS_NAMESPACE } from '../functions/observability/metrics.js';
+import {
+  alarmName,
+  backlogAgeLimitSeconds,
+  DLQ_AGE_LIMIT_SECONDS,
+  REDELIVERY_EXPRESSION,
+  REDELIVERY_PERCENT,
+} from './alarm-rules.js';
+import type { QueueConstruct } from './queue.js';
+
+/**
+ * Powertools adds the Metrics' serviceName as a `service` dimension beside `queue`, and a
+ * CloudWatch metric is named by all its dimensions: counters come from the api function's Metrics,
+ * gauges from the sweep's (functions/api/app.ts, functions/sweep/app.ts).
+ */
+const COUNTER_SERVICE = 'leaseq-api';
+const GAUGE_SERVICE = 'leaseq-sweep';
+
+/** The sweep publishes gauges about once a minute, sometimes two apart: 5 min always holds one. */
+const GAUGE_PERIOD = Duration.minutes(5);
+
+const CLOUDWATCH = new iam.ServicePrincipal('cloudwatch.amazonaws.com');
+
+export interface TenantAlarmsProps {
+  tenant: string;
+  queues: Iterable<QueueConstruct>;
+  /** Addresses subscribed to the alarm topic (the tenant file's `alarms.email`). */
+  email: readonly string[];
+}
+
+/**
+ * DESIGN §5's alarms for every queue of a tenant, and their owner: one SNS topic, encrypted and
+ * TLS-only, that each alarm notifies when it goes off and when it clears.
+ */
+export class TenantAlarms extends Construct {
+  readonly topic: sns.Topic;
+  /** Every alarm, by its name (`leaseq-<tenant>/<queue>/<alarm>`). */
+  readonly alarms = new Map<string, cloudwatch.Alarm>();
+  private readonly tenant: string;
+  private readonly action: SnsAction;
+
+  constructor(scope: Construct, id: string, props: TenantAlarmsProps) {
+    super(scope, id);
+    this.tenant = props.tenant;
+    // A customer managed key: the AWS managed aws/sns key cannot admit CloudWatch, which has to
+    // encrypt what it publishes to the topic. Nothing else is encrypted with it, so it goes with the stack.
+    const key = new kms.Key(this, 'Key', {
+      description: `leaseq-${props.tenant}: encrypts the alarm topic`,
+      enableKeyRotation: true,
+      removalPolicy: RemovalPolicy.DESTROY,
+      pendingWindow: Duration.days(7),
+    });
+    key.addToResourcePolicy(
+      new iam.PolicyStatement({
+        principals: [CLOUDWATCH],
+        actions: ['kms:Decrypt', 'kms:GenerateDataKey*'],
+        resources: ['*'],
+      }),
+    );
+    this.topic = new sns.Topic(this, 'Topic', {
+      displayName: `leaseq ${props.tenant} alarms`,
+      masterKey: key,
+      enforceSSL: true,
+    });
+    for (const address of props.email) this.topic.addSubscription(new EmailSubscription(address));
+    this.action = new SnsAction(this.topic);
+
+    for (const queue of props.queues) this.addQueueAlarms(queue);
+
+    // The topic policy replaces SNS's default one, so CloudWatch is admitted here, for these alarms only.
+    this.topic.addToResourcePolicy(
+      new iam.PolicyStatement({
+        principals: [CLOUDWATCH],
+        actions: ['sns:Publish'],
+        resources: [this.topic.topicArn],
+        conditions: {
+          StringEquals: { 'aws:SourceAccount': Stack.of(this).account },
+          ArnEquals: { 'aws:SourceArn': [...this.alarms.values()].map((a) => a.alarmArn) },
+        },
+      }),
+    );
+    new CfnOutput(Stack.of(this), 'AlarmTopicArn', {
+      value: this.topic.topicArn,
+      description: 'SNS topic of the queue alarms: subscribe a pager or chat here too',
+    });
+  }
+
+  private addQueueAlarms(queue: QueueConstruct): void {
+    const q = queue.name;
+    const backlogLimit = backlogAgeLimitSeconds(queue.config);
+    // Push queues are consumed by their Lambda consumers, never by receive: no receive counters.
+    if (queue.config.consumers.length === 0) {
+      this.add(q, 'redelivery-rate', {
+        alarmDescription:
+          `More than ${REDELIVERY_PERCENT} % of the messages received from ${q} were redeliveries for ` +
+          '2 minutes: consumers are failing, nacking or letting leases expire.',
+        metric: new cloudwatch.MathExpression({
+          expression: REDELIVERY_EXPRESSION,
+          usingMetrics: {
+            received: this.counter(q, 'received'),
+            redelivered: this.counter(q, 'redelivered'),
+          },
+          label: 'redelivered / received (%)',
+          period: Duration.minutes(1),
+        }),
+        threshold: REDELIVERY_PERCENT,
+        evaluationPeriods: 2,
+        // No receives, no counters: an idle queue redelivers nothing.
+        treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+      });
+    }
+    this.add(q, 'oldest-unacked-age', {
+      alarmDescription:
+        `The oldest message of ${q} not yet acked has waited over ${backlogLimit / 3600} h, half its ` +
+        'retention; or the sweep has published no gauge for 15 minutes (it retries and expires nothing then).',
+      metric: this.gauge(q, 'oldest_unacked_age'),
+      threshold: backlogLimit,
+      evaluationPeriods: 3,
+      // The sweep publishes this gauge every minute, 0 when the queue is empty: no data means no sweep.
+      treatMissingData: cloudwatch.TreatMissingData.BREACHING,
+    });
+    this.add(q, 'dlq-oldest-age', {
+      alarmDescription:
+        `A dead letter of ${q} has waited over ${DLQ_AGE_LIMIT_SECONDS / 3600} h: redrive it or purge it ` +
+        `(GET /queues/${q}/dlq).`,
+      metric: this.gauge(q, 'dlq_oldest_age'),
+      threshold: DLQ_AGE_LIMIT_SECONDS,
+      evaluationPeriods: 1,
+      // A silent sweep is the oldest-unacked-age alarm's to report, once.
+      treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+    });
+    this.add(q, 'expired-unprocessed', {
+      alarmDescription: `Records of ${q} expired from its stream before they were admitted: messages were lost.`,
+      metric: this.gauge(q, 'expired_unprocessed'),
+      threshold: 0,
+      evaluationPeriods: 1,
+      treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+    });
+    this.add(q, 'iterator-age', {
+      alarmDescription:
+        `The oldest record of ${q}'s stream not yet read by its consumer is over ${backlogLimit / 3600} h ` +
+        'old, half the retention (records past it are lost); or nothing has read the stream for 15 minutes.',
+      metric: queue.stream.metricGetRecordsIteratorAgeMilliseconds({
+        statistic: cloudwatch.Stats.MAXIMUM,
+        period: GAUGE_PERIOD,
+      }),
+      threshold: backlogLimit * 1000,
+      evaluationPeriods: 3,
+      // The event source mapping calls GetRecords every second even at the tip (age 0): no data
+      // means its reader is gone or stuck, and the records age towards expiry unseen.
+      treatMissingData: cloudwatch.TreatMissingData.BREACHING,
+    });
+  }
+
+  private add(queue: string, alarm: string, props: Omit<cloudwatch.AlarmProps, 'alarmName'>): void {
+    const name = alarmName(this.tenant, queue, alarm);
+    const created = new cloudwatch.Alarm(this, `${queue}-${alarm}`, {
+      comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+      ...props,
+      alarmName: name,
+    });
+    // Cleared too, so the owner knows without looking.
+    created.addAlarmAction(this.action);
+    created.addOkAction(this.action);
+    this.alarms.set(name, created);
+  }
+
+  private counter(queue: string, name: CounterName): cloudwatch.Metric {
+    return new cloudwatch.Metric({
+      namespace: METRICS_NAMESPACE,
+      metricName: name,
+      dimensionsMap: { service: COUNTER_SERVICE, queue },
+      statistic: cloudwatch.Stats.SUM,
+      period: Duration.minutes(1),
+    });
+  }
+
+  private gauge(queue: string, name: GaugeName): cloudwatch.Metric {
+    return new cloudwatch.Metric({
+      namespace: METRICS_NAMESPACE,
+      metricName: name,
+      dimensionsMap: { service: GAUGE_SERVICE, queue },
+      statistic: cloudwatch.Stats.MAXIMUM,
+      period: GAUGE_PERIOD,
+    });
+  }
+}

@@ -1,0 +1,226 @@
+import { type CfnElement, Stack } from 'aws-cdk-lib';
+import { Match, Template } from 'aws-cdk-lib/assertions';
+import * as lambda from 'aws-cdk-lib/aws-lambda';
+import type { IConstruct } from 'constructs';
+import { describe, expect, it } from 'vitest';
+import { buildApp } from '../../infra/build-app.js';
+
+// DESIGN §5's alarms: one set per queue, all telling the tenant's owner through one topic.
+
+const functionCode = lambda.Code.fromInline('export const handler = async () => ({ statusCode: 200 });');
+
+const { app, stack } = buildApp(
+  {
+    tenant: 'acme',
+    queues: {
+      // Pulled by receive, a 72 h retention (alarms at 36 h).
+      orders: { shards: 2, retention_hours: 72, dlq_retention_hours: 200 },
+      // Pushed to a Lambda consumer: never received, so no receive counters.
+      events: { shards: 1, consumers: [{ name: 'billing', entry: 'examples/lambda-consumer.ts' }] },
+    },
+    alarms: { email: ['ops@acme.example', 'oncall@acme.example'] },
+  },
+  { functionCode },
+);
+const { stack: quiet } = buildApp({ tenant: 'quiet', queues: { jobs: {} } }, { app, functionCode });
+const template = Template.fromStack(stack);
+
+const logicalId = (c: IConstruct | undefined) =>
+  Stack.of(stack).getLogicalId(c?.node.defaultChild as CfnElement);
+const topicRef = { Ref: logicalId(stack.alarms.topic) };
+const dims = (service: string, queue: string) => [
+  { Name: 'queue', Value: queue },
+  { Name: 'service', Value: service },
+];
+
+/** The one alarm of that name, its properties. */
+function alarm(name: string) {
+  const found = Object.values(
+    template.findResources('AWS::CloudWatch::Alarm', { Properties: { AlarmName: name } }),
+  );
+  expect(found, name).toHaveLength(1);
+  return found[0]?.Properties;
+}
+
+describe('alarms per queue', () => {
+  it('makes five for a pulled queue and four for a pushed one, each named by tenant and queue', () => {
+    const names = Object.values(template.findResources('AWS::CloudWatch::Alarm')).map(
+      (a) => a.Properties.AlarmName as string,
+    );
+    expect(names.sort()).toEqual(
+      [
+        'leaseq-acme/events/dlq-oldest-age',
+        'leaseq-acme/events/expired-unprocessed',
+        'leaseq-acme/events/iterator-age',
+        'leaseq-acme/events/oldest-unacked-age',
+        'leaseq-acme/orders/dlq-oldest-age',
+        'leaseq-acme/orders/expired-unprocessed',
+        'leaseq-acme/orders/iterator-age',
+        'leaseq-acme/orders/oldest-unacked-age',
+        'leaseq-acme/orders/redelivery-rate',
+      ].sort(),
+    );
+  });
+
+  it('notifies the topic when each alarm goes off and when it clears', () => {
+    for (const a of Object.values(template.findResources('AWS::CloudWatch::Alarm'))) {
+      expect(a.Properties.AlarmActions).toEqual([topicRef]);
+      expect(a.Properties.OKActions).toEqual([topicRef]);
+      expect(a.Properties.ComparisonOperator).toBe('GreaterThanThreshold');
+      expect(a.Properties.AlarmDescription.length).toBeGreaterThan(40);
+    }
+  });
+
+  it('redelivery: redelivered / received over 10 % for 2 one-minute periods, 0 when nothing was received', () => {
+    const a = alarm('leaseq-acme/orders/redelivery-rate');
+    expect(a).toMatchObject({ Threshold: 10, EvaluationPeriods: 2, TreatMissingData: 'notBreaching' });
+    expect(a.DatapointsToAlarm ?? a.EvaluationPeriods).toBe(2);
+    const metrics = a.Metrics as {
+      Id: string;
+      Expression?: string;
+      MetricStat?: unknown;
+      ReturnData: boolean;
+    }[];
+    const [expression] = metrics.filter((m) => m.Expression);
+    expect(expression).toMatchObject({
+      Expression: 'IF(FILL(received, 0) > 0, 100 * FILL(redelivered, 0) / FILL(received, 0), 0)',
+      ReturnData: true,
+    });
+    // The api's counters of this queue, summed per minute, as its EMF documents name them.
+    for (const name of ['received', 'redelivered']) {
+      expect(metrics.find((m) => m.Id === name)).toEqual({
+        Id: name,
+        ReturnData: false,
+        MetricStat: {
+          Metric: { Namespace: 'leaseq', MetricName: name, Dimensions: dims('leaseq-api', 'orders') },
+          Period: 60,
+          Stat: 'Sum',
+        },
+      });
+    }
+  });
+
+  it('oldest unacked age: over half the queue retention, and a silent sweep counts as breaching', () => {
+    expect(alarm('leaseq-acme/orders/oldest-unacked-age')).toMatchObject({
+      Namespace: 'leaseq',
+      MetricName: 'oldest_unacked_age',
+      Dimensions: dims('leaseq-sweep', 'orders'),
+      Statistic: 'Maximum',
+      Period: 300,
+      EvaluationPeriods: 3,
+      Threshold: 36 * 3600,
+      TreatMissingData: 'breaching',
+    });
+    // The default retention, 96 h.
+    expect(alarm('leaseq-acme/events/oldest-unacked-age').Threshold).toBe(48 * 3600);
+  });
+
+  it('DLQ oldest age: a dead letter over an hour old', () => {
+    for (const queue of ['orders', 'events']) {
+      expect(alarm(`leaseq-acme/${queue}/dlq-oldest-age`)).toMatchObject({
+        Namespace: 'leaseq',
+        MetricName: 'dlq_oldest_age',
+        Dimensions: dims('leaseq-sweep', queue),
+        Statistic: 'Maximum',
+        Period: 300,
+        EvaluationPeriods: 1,
+        Threshold: 3600,
+        TreatMissingData: 'notBreaching',
+      });
+    }
+  });
+
+  it('expired unprocessed: any record lost before admission', () => {
+    expect(alarm('leaseq-acme/orders/expired-unprocessed')).toMatchObject({
+      Namespace: 'leaseq',
+      MetricName: 'expired_unprocessed',
+      Dimensions: dims('leaseq-sweep', 'orders'),
+      Statistic: 'Maximum',
+      Period: 300,
+      EvaluationPeriods: 1,
+      Threshold: 0,
+      TreatMissingData: 'notBreaching',
+    });
+  });
+
+  it("iterator age: the queue's own stream, over half its retention in ms, and a stream nobody reads", () => {
+    for (const [queue, hours] of [
+      ['orders', 36],
+      ['events', 48],
+    ] as const) {
+      const stream = stack.queues.get(queue)?.stream;
+      expect(alarm(`leaseq-acme/${queue}/iterator-age`)).toMatchObject({
+        Namespace: 'AWS/Kinesis',
+        MetricName: 'GetRecords.IteratorAgeMilliseconds',
+        Dimensions: [{ Name: 'StreamName', Value: { Ref: logicalId(stream) } }],
+        Statistic: 'Maximum',
+        Period: 300,
+        EvaluationPeriods: 3,
+        Threshold: hours * 3600 * 1000,
+        TreatMissingData: 'breaching',
+      });
+    }
+  });
+});
+
+describe('the owner', () => {
+  it('subscribes each address of alarms.email to the topic by email', () => {
+    const subscriptions = Object.values(template.findResources('AWS::SNS::Subscription')).map(
+      (s) => s.Properties,
+    );
+    expect(subscriptions).toEqual(
+      expect.arrayContaining([
+        { Protocol: 'email', Endpoint: 'ops@acme.example', TopicArn: topicRef },
+        { Protocol: 'email', Endpoint: 'oncall@acme.example', TopicArn: topicRef },
+      ]),
+    );
+    expect(subscriptions).toHaveLength(2);
+    // No owner named: the topic and alarms are there to subscribe to later, with nobody on it.
+    const quietTemplate = Template.fromStack(quiet);
+    quietTemplate.resourceCountIs('AWS::SNS::Topic', 1);
+    quietTemplate.resourceCountIs('AWS::SNS::Subscription', 0);
+    quietTemplate.resourceCountIs('AWS::CloudWatch::Alarm', 5);
+  });
+
+  it('encrypts the topic with a rotated key CloudWatch may use, and outputs its ARN', () => {
+    const keyId = logicalId(stack.alarms.topic.masterKey);
+    template.hasResourceProperties('AWS::SNS::Topic', { KmsMasterKeyId: { 'Fn::GetAtt': [keyId, 'Arn'] } });
+    template.hasResourceProperties('AWS::KMS::Key', {
+      EnableKeyRotation: true,
+      KeyPolicy: {
+        Statement: Match.arrayWith([
+          Match.objectLike({
+            Principal: { Service: 'cloudwatch.amazonaws.com' },
+            Action: ['kms:Decrypt', 'kms:GenerateDataKey*'],
+          }),
+        ]),
+      },
+    });
+    template.hasOutput('AlarmTopicArn', { Value: topicRef });
+  });
+
+  it('takes TLS publishes only, and from CloudWatch only for these alarms of this account', () => {
+    const [policy] = Object.values(template.findResources('AWS::SNS::TopicPolicy'));
+    const statements = policy?.Properties.PolicyDocument.Statement;
+    expect(statements).toContainEqual(
+      expect.objectContaining({
+        Effect: 'Deny',
+        Principal: '*',
+        Action: 'sns:Publish',
+        Condition: { Bool: { 'aws:SecureTransport': 'false' } },
+      }),
+    );
+    const allow = statements.find((s: { Effect: string }) => s.Effect === 'Allow');
+    expect(allow).toMatchObject({
+      Principal: { Service: 'cloudwatch.amazonaws.com' },
+      Action: 'sns:Publish',
+      Resource: topicRef,
+      Condition: { StringEquals: { 'aws:SourceAccount': { Ref: 'AWS::AccountId' } } },
+    });
+    const alarmIds = Object.keys(template.findResources('AWS::CloudWatch::Alarm'));
+    expect(allow.Condition.ArnEquals['aws:SourceArn']).toEqual(
+      expect.arrayContaining(alarmIds.map((id) => ({ 'Fn::GetAtt': [id, 'Arn'] }))),
+    );
+    expect(allow.Condition.ArnEquals['aws:SourceArn']).toHaveLength(alarmIds.length);
+  });
+});
