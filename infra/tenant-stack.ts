@@ -35,6 +35,16 @@ export type TenantFunctionProps = Omit<LeaseqFunctionProps, 'environment' | 'cod
   environment?: Record<string, string>;
 };
 
+/**
+ * The tenant file as the functions get it: without the alarm owners, which only the stack reads.
+ * Lambda's environment holds 4 KB in all, and the functions have no use for the addresses.
+ */
+function withoutStackOnlyFields(tenantFile: unknown): unknown {
+  if (typeof tenantFile !== 'object' || tenantFile === null) return tenantFile;
+  const { alarms: _owners, ...rest } = tenantFile as Record<string, unknown>;
+  return rest;
+}
+
 /** Days a server access log of the claims bucket is kept. */
 const ACCESS_LOG_DAYS = 90;
 
@@ -124,7 +134,7 @@ export class TenantStack extends Stack {
     );
 
     this.runtimeEnvironment = {
-      [ENV.tenantConfig]: JSON.stringify(props.tenantFile),
+      [ENV.tenantConfig]: JSON.stringify(withoutStackOnlyFields(props.tenantFile)),
       [ENV.table]: this.table.tableName,
       [ENV.bucket]: this.bucket.bucketName,
     };

@@ -182,6 +182,16 @@ describe('the owner', () => {
     quietTemplate.resourceCountIs('AWS::CloudWatch::Alarm', 5);
   });
 
+  it("keeps the addresses out of the functions' environment, which only the stack needs", () => {
+    const functions = Object.values(template.findResources('AWS::Lambda::Function'));
+    expect(functions.length).toBeGreaterThan(0);
+    for (const fn of functions) {
+      const file = JSON.parse(fn.Properties.Environment.Variables.LEASEQ_TENANT_CONFIG);
+      expect(Object.keys(file).sort()).toEqual(['queues', 'tenant']);
+      expect(JSON.stringify(file)).not.toContain('acme.example');
+    }
+  });
+
   it('encrypts the topic with a rotated key CloudWatch may use, and outputs its ARN', () => {
     const keyId = logicalId(stack.alarms.topic.masterKey);
     template.hasResourceProperties('AWS::SNS::Topic', { KmsMasterKeyId: { 'Fn::GetAtt': [keyId, 'Arn'] } });
