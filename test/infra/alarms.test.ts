@@ -1,8 +1,10 @@
+import { Metrics } from '@aws-lambda-powertools/metrics';
 import { type CfnElement, Stack } from 'aws-cdk-lib';
 import { Match, Template } from 'aws-cdk-lib/assertions';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
 import type { IConstruct } from 'constructs';
 import { describe, expect, it } from 'vitest';
+import { countFor, METRICS_NAMESPACE, publishGauges } from '../../functions/observability/metrics.js';
 import { buildApp } from '../../infra/build-app.js';
 
 // DESIGN §5's alarms: one set per queue, all telling the tenant's owner through one topic.
@@ -232,5 +234,67 @@ describe('the owner', () => {
       expect.arrayContaining(alarmIds.map((id) => ({ 'Fn::GetAtt': [id, 'Arn'] }))),
     );
     expect(allow.Condition.ArnEquals['aws:SourceArn']).toHaveLength(alarmIds.length);
+  });
+});
+
+/** Keeps the EMF documents a Metrics would print, instead of printing them. */
+class CapturedMetrics extends Metrics {
+  readonly documents: ReturnType<Metrics['serializeMetrics']>[] = [];
+  override publishStoredMetrics(): this {
+    this.documents.push(this.serializeMetrics());
+    this.clearMetrics();
+    this.clearDimensions();
+    return this;
+  }
+}
+
+describe('what the functions emit', () => {
+  it('watches each leaseq metric under the namespace and dimensions of the EMF document that carries it', () => {
+    // As functions/api/app.ts and functions/sweep/app.ts make them.
+    const api = new CapturedMetrics({ namespace: METRICS_NAMESPACE, serviceName: 'leaseq-api' });
+    countFor(api, 'orders', { received: 3, redelivered: 1 });
+    api.publishStoredMetrics();
+    const sweep = new CapturedMetrics({ namespace: METRICS_NAMESPACE, serviceName: 'leaseq-sweep' });
+    publishGauges(sweep, 'orders', {
+      depth: 0,
+      in_flight: 0,
+      delayed: 0,
+      dlq_depth: 0,
+      oldest_unacked_age: 0,
+      dlq_oldest_age: 0,
+      parked_keys: 0,
+      expired_unprocessed: 0,
+    });
+    /** Metric name → its namespace and dimensions as CloudWatch names them. */
+    const emitted = new Map<string, { Namespace: string; Dimensions: { Name: string; Value: unknown }[] }>();
+    for (const doc of [...api.documents, ...sweep.documents]) {
+      for (const set of doc._aws.CloudWatchMetrics) {
+        const names = set.Dimensions.flat();
+        for (const m of set.Metrics) {
+          emitted.set(m.Name, {
+            Namespace: set.Namespace,
+            Dimensions: names.sort().map((n) => ({ Name: n, Value: (doc as Record<string, unknown>)[n] })),
+          });
+        }
+      }
+    }
+    const watched = Object.values(template.findResources('AWS::CloudWatch::Alarm'))
+      .filter((a) => a.Properties.AlarmName.startsWith('leaseq-acme/orders/'))
+      .flatMap((a) => [
+        ...(a.Properties.MetricName ? [a.Properties] : []),
+        ...(a.Properties.Metrics ?? []).flatMap((m: { MetricStat?: { Metric: unknown } }) =>
+          m.MetricStat ? [m.MetricStat.Metric] : [],
+        ),
+      ])
+      .filter((m) => m.Namespace === METRICS_NAMESPACE);
+    expect(watched.map((m) => m.MetricName).sort()).toEqual(
+      ['dlq_oldest_age', 'expired_unprocessed', 'oldest_unacked_age', 'received', 'redelivered'].sort(),
+    );
+    for (const m of watched) {
+      expect(emitted.get(m.MetricName), m.MetricName).toEqual({
+        Namespace: m.Namespace,
+        Dimensions: m.Dimensions,
+      });
+    }
   });
 });
