@@ -7,7 +7,7 @@ import * as sns from 'aws-cdk-lib/aws-sns';
 import { EmailSubscription } from 'aws-cdk-lib/aws-sns-subscriptions';
 import { Construct } from 'constructs';
 import type { CounterName, GaugeName } from '../functions/observability/metrics.js';
-import { METRICS_NAMESPACE } from '../functions/observability/metrics.js';
+import { METRICS_NAMESPACE, SERVICE } from '../functions/observability/metrics.js';
 import {
   alarmName,
   backlogAgeLimitSeconds,
@@ -22,8 +22,8 @@ import type { QueueConstruct } from './queue.js';
  * CloudWatch metric is named by all its dimensions: counters come from the api function's Metrics,
  * gauges from the sweep's (functions/api/app.ts, functions/sweep/app.ts).
  */
-const COUNTER_SERVICE = 'leaseq-api';
-const GAUGE_SERVICE = 'leaseq-sweep';
+const COUNTER_SERVICE = SERVICE.api;
+const GAUGE_SERVICE = SERVICE.sweep;
 
 /** The sweep publishes gauges about once a minute, sometimes two apart: 5 min always holds one. */
 const GAUGE_PERIOD = Duration.minutes(5);

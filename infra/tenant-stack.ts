@@ -13,6 +13,7 @@ import * as cxapi from 'aws-cdk-lib/cx-api';
 import type { Construct } from 'constructs';
 import { consumerNamespace, type TenantConfig, tableName } from '../functions/core/config.js';
 import { ENV } from '../functions/core/runtime-config.js';
+import { SERVICE } from '../functions/observability/metrics.js';
 import { GSI1 } from '../functions/store/keys.js';
 import { TenantAlarms } from './alarms.js';
 import { grantClaimObjects, grantClaimReads, grantTableItems } from './grants.js';
@@ -141,7 +142,7 @@ export class TenantStack extends Stack {
 
     this.apiFunction = this.addFunction('Api', {
       entry: 'functions/api/handler.ts',
-      serviceName: 'leaseq-api',
+      serviceName: SERVICE.api,
       memorySize: 512,
       // API Gateway gives up on the integration at 29 s (receive long-polls up to 20 s).
       timeout: Duration.seconds(29),
@@ -179,7 +180,7 @@ export class TenantStack extends Stack {
   private createDispatch(): nodejs.NodejsFunction {
     const fn = this.addFunction('Dispatch', {
       entry: 'functions/dispatch/handler.ts',
-      serviceName: 'leaseq-dispatch',
+      serviceName: SERVICE.dispatch,
       memorySize: 512,
       timeout: Duration.seconds(60),
     });
@@ -225,7 +226,7 @@ export class TenantStack extends Stack {
   private createSweep(): nodejs.NodejsFunction {
     const fn = this.addFunction('Sweep', {
       entry: 'functions/sweep/handler.ts',
-      serviceName: 'leaseq-sweep',
+      serviceName: SERVICE.sweep,
       memorySize: 512,
       // The handler keeps making passes until about 5 s are left, so one invocation spans the minute.
       timeout: Duration.seconds(60),

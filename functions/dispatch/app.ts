@@ -2,6 +2,7 @@ import { Logger } from '@aws-lambda-powertools/logger';
 import type { KinesisStreamBatchResponse, KinesisStreamEvent } from 'aws-lambda';
 import type { AwsClients } from '../aws/clients.js';
 import type { RuntimeConfig } from '../core/runtime-config.js';
+import { SERVICE } from '../observability/metrics.js';
 import { buildServices } from '../services.js';
 import { Dispatcher } from './dispatcher.js';
 
@@ -11,7 +12,7 @@ export type DispatchHandler = (event: KinesisStreamEvent) => Promise<KinesisStre
 export function createDispatchHandler(
   config: RuntimeConfig,
   clients: AwsClients,
-  logger = new Logger({ serviceName: 'leaseq-dispatch' }),
+  logger = new Logger({ serviceName: SERVICE.dispatch }),
 ): DispatchHandler {
   const dispatcher = new Dispatcher({ ...buildServices(config, clients), tenant: config.tenant, logger });
   return (event) => dispatcher.handle(event);

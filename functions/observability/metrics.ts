@@ -7,6 +7,12 @@ import { type Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
 
 export const METRICS_NAMESPACE = 'leaseq';
 
+/**
+ * The functions' service names: Powertools puts them in every log line and, as the `service`
+ * dimension, in every metric, so the stack's alarms must name them exactly.
+ */
+export const SERVICE = { api: 'leaseq-api', dispatch: 'leaseq-dispatch', sweep: 'leaseq-sweep' } as const;
+
 export type CounterName =
   | 'produced'
   | 'duplicate'

@@ -4,7 +4,7 @@ import type { Context } from 'aws-lambda';
 import type { AwsClients } from '../aws/clients.js';
 import { sleep } from '../core/async.js';
 import type { RuntimeConfig } from '../core/runtime-config.js';
-import { METRICS_NAMESPACE, publishGauges } from '../observability/metrics.js';
+import { METRICS_NAMESPACE, publishGauges, SERVICE } from '../observability/metrics.js';
 import { buildServices } from '../services.js';
 import { Sweeper, type SweepReport } from './sweeper.js';
 
@@ -27,8 +27,8 @@ export function createSweepHandler(
   config: RuntimeConfig,
   clients: AwsClients,
   options: SweepOptions = {},
-  logger = new Logger({ serviceName: 'leaseq-sweep' }),
-  metrics = new Metrics({ namespace: METRICS_NAMESPACE, serviceName: 'leaseq-sweep' }),
+  logger = new Logger({ serviceName: SERVICE.sweep }),
+  metrics = new Metrics({ namespace: METRICS_NAMESPACE, serviceName: SERVICE.sweep }),
 ): SweepHandler {
   const services = buildServices(config, clients);
   const sweeper = new Sweeper({ ...services, tenant: config.tenant, logger });

@@ -9,6 +9,7 @@ import { hashApiKey } from '../../functions/core/auth.js';
 import { streamName, type TenantConfig, tableName } from '../../functions/core/config.js';
 import type { RuntimeConfig } from '../../functions/core/runtime-config.js';
 import { createDispatchHandler } from '../../functions/dispatch/app.js';
+import { SERVICE } from '../../functions/observability/metrics.js';
 import { createSweepHandler } from '../../functions/sweep/app.js';
 import { consumerMappings } from './consumers.js';
 import { startEmulators } from './emulators.js';
@@ -80,7 +81,7 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
     await repairIndex(clients, config.tableName);
     const logger = (serviceName: string) => new Logger({ serviceName, logLevel: options.logLevel ?? 'WARN' });
     const log = logger('leaseq-local');
-    const dispatch = createDispatchHandler(config, clients, logger('leaseq-dispatch'));
+    const dispatch = createDispatchHandler(config, clients, logger(SERVICE.dispatch));
     const eventSource = await startEventSource({
       kinesis: clients.kinesis,
       region: config.region,
@@ -100,7 +101,7 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
       ],
       onError: (err, info) => log.warn('event source error', { ...info, error: String(err) }),
     });
-    const sweepHandler = createSweepHandler(config, clients, {}, logger('leaseq-sweep'));
+    const sweepHandler = createSweepHandler(config, clients, {}, logger(SERVICE.sweep));
     const sweep = startSchedule(
       'sweep',
       async (event, context) => {
@@ -110,7 +111,7 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
       options.sweepIntervalMs ?? 1000,
       (err) => log.warn('sweep failed', { error: String(err) }),
     );
-    const api = createApiHandler(config, clients, logger('leaseq-api'));
+    const api = createApiHandler(config, clients, logger(SERVICE.api));
     // Wake the shard pollers after a produce, so local delivery does not wait for the next poll.
     const gateway = await startGateway(async (event, context) => {
       const result = await api(event, context);
