@@ -178,7 +178,7 @@ export class TenantAlarms extends Construct {
     return new cloudwatch.Metric({
       namespace: METRICS_NAMESPACE,
       metricName: name,
-      dimensionsMap: { service: COUNTER_SERVICE, queue },
+      dimensionsMap: { service: COUNTER_SERVICE, tenant: this.tenant, queue },
       statistic: cloudwatch.Stats.SUM,
       period: Duration.minutes(1),
     });
@@ -188,7 +188,7 @@ export class TenantAlarms extends Construct {
     return new cloudwatch.Metric({
       namespace: METRICS_NAMESPACE,
       metricName: name,
-      dimensionsMap: { service: GAUGE_SERVICE, queue },
+      dimensionsMap: { service: GAUGE_SERVICE, tenant: this.tenant, queue },
       statistic: cloudwatch.Stats.MAXIMUM,
       period: GAUGE_PERIOD,
     });

@@ -11,7 +11,7 @@ import { Consumer } from '../consume/consumer.js';
 import { KeyRing } from '../core/auth.js';
 import { ReceiptSigner } from '../core/receipt.js';
 import type { RuntimeConfig } from '../core/runtime-config.js';
-import { countFor, flushMetrics, METRICS_NAMESPACE, SERVICE } from '../observability/metrics.js';
+import { countFor, flushMetrics, metricsOptions, SERVICE } from '../observability/metrics.js';
 import { Producer } from '../produce/producer.js';
 import { buildServices } from '../services.js';
 import { ApiKeyStore } from '../store/api-keys.js';
@@ -67,7 +67,7 @@ export function createApiHandler(
   config: RuntimeConfig,
   clients: AwsClients,
   logger = new Logger({ serviceName: SERVICE.api }),
-  metrics = new Metrics({ namespace: METRICS_NAMESPACE, serviceName: SERVICE.api }),
+  metrics = new Metrics(metricsOptions(SERVICE.api, config.tenant.tenant)),
 ): ApiHandler {
   const built = buildServices(config, clients);
   const apiKeys = new ApiKeyStore(clients.doc, config.tableName);

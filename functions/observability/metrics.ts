@@ -1,4 +1,5 @@
 import { type Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
+import type { MetricsOptions } from '@aws-lambda-powertools/metrics/types';
 
 /**
  * Queue metrics (DESIGN §5 names), emitted in CloudWatch embedded metric format by
@@ -12,6 +13,14 @@ export const METRICS_NAMESPACE = 'leaseq';
  * dimension, in every metric, so the stack's alarms must name them exactly.
  */
 export const SERVICE = { api: 'leaseq-api', dispatch: 'leaseq-dispatch', sweep: 'leaseq-sweep' } as const;
+
+/**
+ * How a function's Metrics are made. Every metric carries its tenant: stacks of several tenants
+ * share an account's metrics, and two of them may name a queue alike.
+ */
+export function metricsOptions(service: string, tenant: string): MetricsOptions {
+  return { namespace: METRICS_NAMESPACE, serviceName: service, defaultDimensions: { tenant } };
+}
 
 export type CounterName =
   | 'produced'

@@ -4,7 +4,7 @@ import type { Context } from 'aws-lambda';
 import type { AwsClients } from '../aws/clients.js';
 import { sleep } from '../core/async.js';
 import type { RuntimeConfig } from '../core/runtime-config.js';
-import { METRICS_NAMESPACE, publishGauges, SERVICE } from '../observability/metrics.js';
+import { metricsOptions, publishGauges, SERVICE } from '../observability/metrics.js';
 import { buildServices } from '../services.js';
 import { Sweeper, type SweepReport } from './sweeper.js';
 
@@ -28,7 +28,7 @@ export function createSweepHandler(
   clients: AwsClients,
   options: SweepOptions = {},
   logger = new Logger({ serviceName: SERVICE.sweep }),
-  metrics = new Metrics({ namespace: METRICS_NAMESPACE, serviceName: SERVICE.sweep }),
+  metrics = new Metrics(metricsOptions(SERVICE.sweep, config.tenant.tenant)),
 ): SweepHandler {
   const services = buildServices(config, clients);
   const sweeper = new Sweeper({ ...services, tenant: config.tenant, logger });

@@ -4,7 +4,13 @@ import { Match, Template } from 'aws-cdk-lib/assertions';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
 import type { IConstruct } from 'constructs';
 import { describe, expect, it } from 'vitest';
-import { countFor, METRICS_NAMESPACE, publishGauges } from '../../functions/observability/metrics.js';
+import {
+  countFor,
+  METRICS_NAMESPACE,
+  metricsOptions,
+  publishGauges,
+  SERVICE,
+} from '../../functions/observability/metrics.js';
 import { buildApp } from '../../infra/build-app.js';
 
 // DESIGN §5's alarms: one set per queue, all telling the tenant's owner through one topic.
@@ -33,6 +39,7 @@ const topicRef = { Ref: logicalId(stack.alarms.topic) };
 const dims = (service: string, queue: string) => [
   { Name: 'queue', Value: queue },
   { Name: 'service', Value: service },
+  { Name: 'tenant', Value: 'acme' },
 ];
 
 /** The one alarm of that name, its properties. */
@@ -251,10 +258,10 @@ class CapturedMetrics extends Metrics {
 describe('what the functions emit', () => {
   it('watches each leaseq metric under the namespace and dimensions of the EMF document that carries it', () => {
     // As functions/api/app.ts and functions/sweep/app.ts make them.
-    const api = new CapturedMetrics({ namespace: METRICS_NAMESPACE, serviceName: 'leaseq-api' });
+    const api = new CapturedMetrics(metricsOptions(SERVICE.api, 'acme'));
     countFor(api, 'orders', { received: 3, redelivered: 1 });
     api.publishStoredMetrics();
-    const sweep = new CapturedMetrics({ namespace: METRICS_NAMESPACE, serviceName: 'leaseq-sweep' });
+    const sweep = new CapturedMetrics(metricsOptions(SERVICE.sweep, 'acme'));
     publishGauges(sweep, 'orders', {
       depth: 0,
       in_flight: 0,
