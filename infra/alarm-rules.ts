@@ -5,13 +5,15 @@ import type { QueueConfig } from '../functions/core/config.js';
 /** Redelivered over received above this share, in percent, for two minutes running. */
 export const REDELIVERY_PERCENT = 10;
 
+/** Below this many receives a minute the rate is noise (one redelivery of three is 33 %). */
+export const REDELIVERY_MIN_RECEIVED = 10;
+
 /**
  * The redelivery rate in percent of one minute. The api publishes a counter only when it is not
  * zero, so a minute with receives but no redelivery lacks `redelivered`, and an idle minute lacks
- * both: FILL makes them 0, and the IF answers 0 instead of dividing by zero.
+ * both: FILL makes them 0, and the IF answers 0 for a quiet minute (and never divides by zero).
  */
-export const REDELIVERY_EXPRESSION =
-  'IF(FILL(received, 0) > 0, 100 * FILL(redelivered, 0) / FILL(received, 0), 0)';
+export const REDELIVERY_EXPRESSION = `IF(FILL(received, 0) >= ${REDELIVERY_MIN_RECEIVED}, 100 * FILL(redelivered, 0) / FILL(received, 0), 0)`;
 
 /** A dead letter older than this has waited long enough for its owner to look at it. */
 export const DLQ_AGE_LIMIT_SECONDS = 3600;

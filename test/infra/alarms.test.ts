@@ -92,7 +92,7 @@ describe('alarms per queue', () => {
     }[];
     const [expression] = metrics.filter((m) => m.Expression);
     expect(expression).toMatchObject({
-      Expression: 'IF(FILL(received, 0) > 0, 100 * FILL(redelivered, 0) / FILL(received, 0), 0)',
+      Expression: 'IF(FILL(received, 0) >= 10, 100 * FILL(redelivered, 0) / FILL(received, 0), 0)',
       ReturnData: true,
     });
     // The api's counters of this queue, summed per minute, as its EMF documents name them.
