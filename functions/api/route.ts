@@ -7,14 +7,15 @@ import { demandsFor } from '../access/limits.js';
 import type { Demand, RateQuotas } from '../access/quotas.js';
 import type { Consumer } from '../consume/consumer.js';
 import { type Action, type Principal, requireScope } from '../core/auth.js';
-import type { QueueConfig } from '../core/config.js';
-import { QueueNotFoundError } from '../core/errors.js';
+import { consumerNamespace, type QueueConfig } from '../core/config.js';
+import { ConsumerNotFoundError, QueueNotFoundError } from '../core/errors.js';
 import type { RuntimeConfig } from '../core/runtime-config.js';
 import type { Operations } from '../operations/operations.js';
 import type { Redrives } from '../operations/redrive.js';
 import type { Tracer } from '../operations/trace.js';
 import type { Producer } from '../produce/producer.js';
-import { type HttpResponse, header, pathParam } from './http.js';
+import { type HttpResponse, header, pathParam, validate } from './http.js';
+import { consumerQuerySchema } from './schemas.js';
 
 /** What every route can use, built once per function instance. */
 export interface ApiServices {
@@ -69,6 +70,33 @@ export function queueRoute(
         : demandsFor(principal, name, config, action, Buffer.byteLength(event.body ?? ''));
     await services.quotas.admit(demands);
     return handler({ event, services, principal, queue: { name, config }, demands });
+  });
+}
+
+export interface OperationsRequest extends QueueRequest {
+  /** The message state operated on: the queue's own name, or its consumer's namespace. */
+  state: string;
+  /** The Lambda consumer `?consumer=` named, when it did. */
+  consumer?: string;
+}
+
+/**
+ * An owner's tool on a queue (scope `admin`), which works on the queue's own message state or,
+ * with `?consumer=<name>`, on that of one of its Lambda consumers (404 CONSUMER_NOT_FOUND for a
+ * consumer the queue does not declare). The scope is checked first, so an unknown consumer is
+ * only told to a key that may administer the queue.
+ */
+export function operationsRoute(
+  method: Route['method'],
+  path: string,
+  handler: (req: OperationsRequest) => Promise<HttpResponse>,
+): Route {
+  return queueRoute(method, path, 'admin', async (req) => {
+    const { consumer } = validate(consumerQuerySchema, req.event.queryStringParameters ?? {});
+    if (consumer === undefined) return handler({ ...req, state: req.queue.name });
+    if (!req.queue.config.consumers.some((c) => c.name === consumer))
+      throw new ConsumerNotFoundError(req.queue.name, consumer);
+    return handler({ ...req, state: consumerNamespace(req.queue.name, consumer), consumer });
   });
 }
 

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { SCOPE, SCOPE_MESSAGE } from '../core/auth.js';
-import { rateLimitsSchema } from '../core/config.js';
+import { consumerNameSchema, rateLimitsSchema } from '../core/config.js';
 import { MESSAGE_ID } from '../core/envelope.js';
 
 /** Request bodies of the HTTP API (API.md), validated at the edge. Types come from here. */
@@ -92,9 +92,16 @@ export interface DeliveredMessage {
 
 export type AckStatus = 'acked' | 'stale_receipt' | 'invalid_receipt';
 
+/**
+ * `?consumer=` on the operations routes: the state of one of the queue's Lambda consumers
+ * instead of the queue's own. Other query parameters stay ignored where they always were.
+ */
+export const consumerQuerySchema = z.object({ consumer: consumerNameSchema.optional() });
+
 export const dlqListQuerySchema = z.strictObject({
   limit: z.coerce.number().int().min(1).max(100).default(50),
   cursor: z.string().max(2048).optional(),
+  consumer: consumerNameSchema.optional(),
 });
 
 export const redriveRequestSchema = z.strictObject({

@@ -8,12 +8,17 @@ export const QUEUE_NAME = /^[a-z0-9-]{1,64}$/;
 
 const HOUR = 3600;
 
+/** A Lambda consumer's name: it keys the consumer's state (see consumerNamespace). */
+export const consumerNameSchema = z
+  .string()
+  .regex(/^[a-z0-9-]{1,32}$/, 'consumer names are 1-32 of [a-z0-9-]');
+
 /**
  * A Lambda function subscribed to the queue's stream (DESIGN §2 "push consumers"), wrapped in
  * the consumer middleware (`leaseq/consumer`).
  */
 const lambdaConsumerSchema = z.strictObject({
-  name: z.string().regex(/^[a-z0-9-]{1,32}$/, 'consumer names are 1-32 of [a-z0-9-]'),
+  name: consumerNameSchema,
   /** The handler module, relative to the project root (the stack bundles it; the local runtime imports it). */
   entry: z
     .string()

@@ -46,6 +46,17 @@ export class QueueNotFoundError extends LeaseqError {
   }
 }
 
+/** `?consumer=` naming a Lambda consumer the queue does not declare. */
+export class ConsumerNotFoundError extends LeaseqError {
+  constructor(queue: string, consumer: string) {
+    super(
+      'CONSUMER_NOT_FOUND',
+      404,
+      `queue ${JSON.stringify(queue)} has no consumer named ${JSON.stringify(consumer)}`,
+    );
+  }
+}
+
 export class MessageNotFoundError extends LeaseqError {
   constructor(messageId: string) {
     super('MESSAGE_NOT_FOUND', 404, `no message with id ${JSON.stringify(messageId)}`);

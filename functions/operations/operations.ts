@@ -2,7 +2,13 @@ import { z } from 'zod';
 import type { ClaimStore } from '../claims/claims.js';
 import type { KeyOrder } from '../consume/key-order.js';
 import { mapLimit } from '../core/async.js';
-import { type QueueConfig, storageQuotaBytes, streamName } from '../core/config.js';
+import {
+  isNamespace,
+  namespaceParts,
+  type QueueConfig,
+  storageQuotaBytes,
+  streamName,
+} from '../core/config.js';
 import { InvalidRequestError, MessageNotFoundError, NotFoundError } from '../core/errors.js';
 import { retentionTtls } from '../core/retention.js';
 import type { ShardDirectory } from '../log/stream.js';
@@ -16,7 +22,8 @@ import { type AttemptView, attemptView, iso } from './views.js';
 
 /**
  * The owner's tools for a queue: dead letters (list, get, purge), parked keys (list, skip),
- * the audit trail and stats (API.md "Dead letters and operations").
+ * the audit trail and stats (API.md "Dead letters and operations"). `queue` is a queue's name
+ * or a Lambda consumer's namespace (consumerNamespace), whose state is kept the same way.
  */
 
 export interface OperationsDeps {
@@ -94,7 +101,8 @@ export class Operations {
     const ttls = retentionTtls(config, now);
     if (!(await this.deps.messages.purge(item, now, ttls.deadTtl))) throw new MessageNotFoundError(messageId);
     await Promise.all([
-      this.deps.storage.add(queue, -(item.bytes ?? 0)),
+      // A consumer's namespace holds no storage quota of its own (push queues are not metered).
+      isNamespace(queue) ? Promise.resolve() : this.deps.storage.add(queue, -(item.bytes ?? 0)),
       this.deps.messages.putEvent(
         queue,
         messageId,
@@ -169,7 +177,7 @@ export class Operations {
 
   async stats(queue: string, config: QueueConfig) {
     const now = this.now();
-    const shards = await this.deps.shards.shards(streamName(this.deps.tenant, queue));
+    const shards = await this.shardsOf(queue);
     const m = this.deps.messages;
     const perShard = await Promise.all(
       shards.map(async (shard) => {
@@ -193,9 +201,8 @@ export class Operations {
         };
       }),
     );
-    const [dlqDepth, oldestDead, totals, storedBytes] = await Promise.all([
-      m.count(gsi.dead(queue)),
-      m.partition(gsi.dead(queue), { limit: 1 }),
+    const [dead, totals, storedBytes] = await Promise.all([
+      this.deadStats(queue, now),
       this.deps.counters.stats(queue),
       this.deps.storage.used(queue),
     ]);
@@ -204,11 +211,11 @@ export class Operations {
       depth: sum((s) => s.ready),
       in_flight: sum((s) => s.inFlight),
       delayed: sum((s) => s.delayed),
-      dlq_depth: dlqDepth,
-      parked_keys: (await this.deps.keyOrder.parkedKeys(queue)).length,
+      dlq_depth: dead.dlq_depth,
+      parked_keys: dead.parked_keys,
       oldest_unacked_age_seconds: Math.max(0, ...perShard.map((s) => s.age)),
       oldest_unacked_age_seconds_by_shard: Object.fromEntries(perShard.map((s) => [s.shard, s.age])),
-      dlq_oldest_age_seconds: ageSeconds(now, oldestDead[0]?.dead_at),
+      dlq_oldest_age_seconds: dead.dlq_oldest_age_seconds,
       produced_total: totals.produced ?? 0,
       acked_total: totals.acked ?? 0,
       redelivered_total: totals.redelivered ?? 0,
@@ -216,6 +223,53 @@ export class Operations {
       expired_unprocessed_total: 0,
       stored_bytes: storedBytes,
       storage_quota_bytes: storageQuotaBytes(config),
+    };
+  }
+
+  /**
+   * A Lambda consumer's own counts. Its backlog is the part of the stream its event source
+   * mapping has not read yet (Lambda's IteratorAge), which no item here knows; nor does it have
+   * a window, receipts or acked and produced totals (the push path does not count them).
+   */
+  async consumerStats(namespace: string) {
+    const now = this.now();
+    const shards = await this.shardsOf(namespace);
+    const m = this.deps.messages;
+    const perShard = await Promise.all(
+      shards.map((shard) =>
+        Promise.all([m.count(gsi.leased(namespace, shard)), m.count(gsi.delayed(namespace, shard))]),
+      ),
+    );
+    const [dead, totals] = await Promise.all([
+      this.deadStats(namespace, now),
+      this.deps.counters.stats(namespace),
+    ]);
+    return {
+      consumer: namespaceParts(namespace).consumer,
+      in_flight: perShard.reduce((a, [leased]) => a + leased, 0),
+      delayed: perShard.reduce((a, [, delayed]) => a + delayed, 0),
+      ...dead,
+      nacked_total: totals.nacked ?? 0,
+      dead_lettered_total: totals.dead_lettered ?? 0,
+    };
+  }
+
+  /** The shards of the queue's stream: a consumer's state is kept per shard of its queue's. */
+  private shardsOf(name: string): Promise<string[]> {
+    return this.deps.shards.shards(streamName(this.deps.tenant, namespaceParts(name).queue));
+  }
+
+  private async deadStats(queue: string, now: number) {
+    const m = this.deps.messages;
+    const [dlqDepth, oldestDead, parked] = await Promise.all([
+      m.count(gsi.dead(queue)),
+      m.partition(gsi.dead(queue), { limit: 1 }),
+      this.deps.keyOrder.parkedKeys(queue),
+    ]);
+    return {
+      dlq_depth: dlqDepth,
+      parked_keys: parked.length,
+      dlq_oldest_age_seconds: ageSeconds(now, oldestDead[0]?.dead_at),
     };
   }
 }

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { KeyOrder } from '../consume/key-order.js';
 import { mapLimit } from '../core/async.js';
-import { type QueueConfig, streamName } from '../core/config.js';
+import { namespaceParts, type QueueConfig, streamName } from '../core/config.js';
 import type { Envelope } from '../core/envelope.js';
 import { NotFoundError } from '../core/errors.js';
 import { matchesFilter, needsHistory, type RedriveFilterSpec, refill } from '../core/redrive-policy.js';
@@ -15,7 +15,8 @@ import type { RedriveJob, RedriveJobs } from '../store/redrives.js';
 
 /**
  * Redrive: a job with a rate and a filter moves dead letters back into the queue through the
- * log, with a fresh attempt count and their history kept. The sweep runs the jobs.
+ * log, with a fresh attempt count and their history kept. The sweep runs the jobs. `queue` may
+ * be a Lambda consumer's namespace: its dead letters go back to that consumer only.
  */
 
 export interface RedriveDeps {
@@ -182,7 +183,8 @@ export class Redrives {
   /**
    * Dead letters back into the log as their next entry, attempt 1, in one append. On an ordered
    * queue a key parked by one of them is released with that message holding it, so it goes
-   * first. Answers the ids that landed.
+   * first. A consumer's dead letters go into its queue's stream marked `for` it, so the queue's
+   * other consumers pass them over. Answers the ids that landed.
    */
   private async redriveBatch(
     queue: string,
@@ -193,13 +195,23 @@ export class Redrives {
   ): Promise<Set<string>> {
     const bodies = await this.deps.messages.bodies(items);
     if (config.ordered) await this.releaseKeys(queue, items);
+    const target = namespaceParts(queue);
     const envelopes: Envelope[] = items.map((item) => {
       const body = bodies.get(item.pk);
       if (!body) throw new Error(`the body of ${item.message_id} is missing`);
-      return { v: 1, ...body, attempt: 1, entry: item.entry + 1, enqueued_at: new Date(now).toISOString() };
+      return {
+        v: 1,
+        ...body,
+        // A consumer's stored body names its namespace; the record belongs to the queue.
+        queue: target.queue,
+        attempt: 1,
+        entry: item.entry + 1,
+        enqueued_at: new Date(now).toISOString(),
+        ...(target.consumer !== undefined ? { for: target.consumer } : {}),
+      };
     });
     const results = await this.deps.log.append(
-      streamName(this.deps.tenant, queue),
+      streamName(this.deps.tenant, target.queue),
       envelopes.map((env) => ({
         partitionKey: env.key ?? env.message_id,
         data: Buffer.from(JSON.stringify(env)),

@@ -1,3 +1,4 @@
+import { namespaceParts } from '../core/config.js';
 import { MessageNotFoundError } from '../core/errors.js';
 import type { DedupStore } from '../store/dedup.js';
 import type { HistoryRecord, MessageStore, StateItem } from '../store/messages.js';
@@ -40,10 +41,11 @@ export class Tracer {
     private readonly dedup: DedupStore,
   ) {}
 
+  /** `queue` may be a Lambda consumer's namespace: the producer's acceptance is its queue's. */
   async trace(queue: string, messageId: string): Promise<Trace> {
     const [items, accepted] = await Promise.all([
       this.messages.story(queue, messageId),
-      this.dedup.get(queue, messageId),
+      this.dedup.get(namespaceParts(queue).queue, messageId),
     ]);
     const state = items.find((i) => i.sk === 'S') as StateItem | undefined;
     const history = items.filter((i) => String(i.sk).startsWith('H#')) as unknown as HistoryRecord[];

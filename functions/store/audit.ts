@@ -1,4 +1,5 @@
 import { type DynamoDBDocumentClient, PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
+import { namespaceParts } from '../core/config.js';
 import { newMessageId } from '../core/ids.js';
 import { buildKeyCondition } from './expression.js';
 import { auditPk } from './keys.js';
@@ -11,6 +12,8 @@ export interface AuditEntry {
   at: string;
   action: AuditAction;
   actor: string;
+  /** The Lambda consumer whose state the action was on; absent for the queue's own. */
+  consumer?: string;
   target: string;
   reason?: string;
   detail?: Record<string, unknown>;
@@ -22,13 +25,24 @@ export class AuditTrail {
     private readonly table: string,
   ) {}
 
-  async record(queue: string, entry: Omit<AuditEntry, 'at'>, now: number): Promise<void> {
+  /**
+   * `name` is a queue or a consumer's namespace: an action on a consumer's state goes to its
+   * queue's trail, naming the consumer, so one trail tells everything done on the queue.
+   */
+  async record(name: string, entry: Omit<AuditEntry, 'at' | 'consumer'>, now: number): Promise<void> {
     const at = new Date(now).toISOString();
+    const { queue, consumer } = namespaceParts(name);
     await this.doc.send(
       new PutCommand({
         TableName: this.table,
         // The ULID keeps two entries of the same millisecond apart and in order.
-        Item: { pk: auditPk(queue), sk: `${at}#${newMessageId(now)}`, at, ...entry },
+        Item: {
+          pk: auditPk(queue),
+          sk: `${at}#${newMessageId(now)}`,
+          at,
+          ...(consumer !== undefined ? { consumer } : {}),
+          ...entry,
+        },
       }),
     );
   }

@@ -74,8 +74,7 @@ export class Sweeper {
   async sweepOnce(): Promise<SweepReport> {
     const report: SweepReport = { requeued: 0, expired: 0, released: 0, redriven: 0 };
     for (const ns of namespaces(this.deps.tenant)) {
-      // Redrive jobs are started on a queue's own DLQ (a consumer's DLQ has no API yet).
-      if (ns.consumer === undefined) report.redriven += await this.deps.redrives.runPass(ns.queue, ns.config);
+      report.redriven += await this.deps.redrives.runPass(ns.name, ns.config);
       const shards = await this.deps.shards.shards(streamName(this.deps.tenant.tenant, ns.queue));
       await Promise.all(
         shards.map(async (shard) => {
