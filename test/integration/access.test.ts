@@ -67,6 +67,32 @@ describe('scopes on every route', () => {
   });
 });
 
+/** The owner's tools on a queue's message state take `?consumer=`; the audit trail is the queue's. */
+const takesConsumer = (path: string, method: string) =>
+  required(path, method) === 'admin' && path.startsWith('/queues/') && path !== '/queues/{queue}/audit';
+
+describe('the consumer parameter on every route that takes it', () => {
+  const scopes = ['admin:jobs', 'admin:*', 'admin:ledger', 'consume:jobs'];
+  const cases = routes
+    .filter((r) => takesConsumer(r.path, r.method))
+    .flatMap((r) => scopes.map((scope) => ({ method: r.method, path: r.path, scope })));
+  // jobs declares no consumer: the scope decides first, so only its admins learn that.
+  it.each(cases)('$method $path?consumer= with $scope', async ({ method, path, scope }) => {
+    const res = await t.api(`${concrete(path)}?consumer=billing`, {
+      method,
+      key: keys[scope] as string,
+      ...(method === 'POST' ? { body: {} } : {}),
+    });
+    if (scope.startsWith('admin:') && scope !== 'admin:ledger') {
+      expect(res.status).toBe(404);
+      expect(res.body.error.code).toBe('CONSUMER_NOT_FOUND');
+    } else {
+      expect(res.status).toBe(403);
+      expect(res.body.error.code).toBe('FORBIDDEN');
+    }
+  });
+});
+
 async function stateSize(): Promise<number> {
   const items = await t.runtime.clients.doc.send(
     new ScanCommand({ TableName: t.runtime.config.tableName, Select: 'COUNT' }),
@@ -107,10 +133,12 @@ describe('fuzz', () => {
           hostileJson.map((v) => JSON.stringify(v)),
           fc.string(),
         ),
-        async (route, param, body) => {
-          const path = route.path.replace(/\{[a-z_]+\}/g, (m) =>
-            m === '{queue}' ? 'jobs' : encodeURIComponent(param) || 'x',
-          );
+        fc.option(hostileString),
+        async (route, param, body, consumer) => {
+          const path =
+            route.path.replace(/\{[a-z_]+\}/g, (m) =>
+              m === '{queue}' ? 'jobs' : encodeURIComponent(param) || 'x',
+            ) + (consumer === null ? '' : `?consumer=${encodeURIComponent(consumer)}`);
           const before = await stateSize();
           const res = await t.api(path, {
             method: route.method,
