@@ -141,6 +141,11 @@ const expectations: Record<string, Expectation> = {
     status: 200,
     check: async ({ body }) => expect(body).toMatchObject({ dlq_depth: 0, parked_keys: 0 }),
   },
+  // The sample tenant's jobs declares no Lambda consumer.
+  'stats-consumer.json': {
+    status: 404,
+    check: async ({ body }) => expect(body.error.code).toBe('CONSUMER_NOT_FOUND'),
+  },
   'key-create.json': {
     status: 201,
     async check({ body }, event, again) {
