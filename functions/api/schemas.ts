@@ -101,6 +101,7 @@ export const consumerQuerySchema = z.object({ consumer: consumerNameSchema.optio
 export const dlqListQuerySchema = z.strictObject({
   limit: z.coerce.number().int().min(1).max(100).default(50),
   cursor: z.string().max(2048).optional(),
+  /** Read by operationsRoute; listed so that this strict schema lets it through. */
   consumer: consumerNameSchema.optional(),
 });
 
