@@ -66,7 +66,7 @@ export function buildServices(config: RuntimeConfig, clients: AwsClients) {
       jobs: new RedriveJobs(clients.doc, table),
       keys,
       keyOrder,
-      log,
+      requeue,
       audit,
     }),
   };

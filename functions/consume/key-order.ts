@@ -139,8 +139,9 @@ export class KeyOrder {
 
   /**
    * Held messages that nothing will release: dispatch read the key as parked just before it was
-   * released; on a Lambda consumer's namespace, a release that crashed before sending them back.
-   * The sweep returns them.
+   * released; on a Lambda consumer's namespace, a release that crashed before sending them back;
+   * a redrive that stopped between putting the dead message back and unparking its key. The
+   * sweep returns them.
    */
   async releaseStragglers(queue: string, shard: string): Promise<number> {
     const held = await this.deps.messages.partition(gsi.held(queue, shard), { limit: HELD_PAGE });
@@ -149,13 +150,44 @@ export class KeyOrder {
       queue,
       held.map((h) => h.key as string),
     );
-    const unparked = held.filter((h) => keys.get(h.key as string)?.parked_at === undefined);
+    const isParked = (h: StateItem) => keys.get(h.key as string)?.parked_at !== undefined;
+    let released = await this.finishRedrives(queue, held.filter(isParked), keys);
+    const unparked = held.filter((h) => !isParked(h));
     // A namespace's held messages also wait for a busy key or a predecessor: only the keys whose
     // first held message may go now are sent back, or they would only come back held again.
     const free = isNamespace(queue) ? await this.leasable(queue, firstOfEachKey(unparked)) : unparked;
-    let released = 0;
     for (const key of new Set(free.map((h) => h.key as string))) {
       released += await this.releaseHeld(queue, shard, key);
+    }
+    return released;
+  }
+
+  /** Parked keys whose dead message was redriven meanwhile: unparked, that message holding them. */
+  private async finishRedrives(
+    queue: string,
+    held: readonly StateItem[],
+    keys: ReadonlyMap<string, KeyState>,
+  ): Promise<number> {
+    const parked = [...new Set(held.map((h) => h.key as string))].flatMap((k) => {
+      const state = keys.get(k);
+      return state?.dead_message_id === undefined ? [] : [state];
+    });
+    if (!parked.length) return 0;
+    const deadOnes = await this.deps.messages.getMany(
+      queue,
+      parked.map((k) => k.dead_message_id as string),
+      true,
+    );
+    let released = 0;
+    for (const state of parked) {
+      const message = deadOnes.get(state.dead_message_id as string);
+      // Still dead, or purged (the owner's skip releases that key), or gone: nothing to finish.
+      if (!message || message.state === 'dead' || message.state === 'purged') continue;
+      released += await this.unpark(
+        queue,
+        state,
+        holderFate(message.state) === 'live' ? message.message_id : undefined,
+      );
     }
     return released;
   }

@@ -5,10 +5,11 @@ import type { StreamLog } from '../log/stream.js';
 import type { MessageStore, StateItem } from '../store/messages.js';
 
 /**
- * Puts waiting messages back into their queue's stream as their next entry: due retries (the
- * sweep), and on a Lambda consumer of an ordered queue, messages held while their key was busy
- * or parked. The new entry is appended first; the item leaves its index partition only once the
- * entry is in the log, so a crash in between leaves a second copy, which admission takes once.
+ * Puts messages back into their queue's stream as their next entry: due retries (the sweep),
+ * redriven dead letters (attempt 1 again), and on a Lambda consumer of an ordered queue,
+ * messages held while their key was busy or parked. The new entry is appended first; the item
+ * leaves its index partition only once the entry is in the log, so a crash in between leaves a
+ * second copy, which admission takes once.
  */
 
 export interface RequeueDeps {
@@ -27,7 +28,7 @@ export class Requeue {
   async reappend(
     namespace: string,
     items: readonly StateItem[],
-    from: 'delayed' | 'held',
+    from: 'delayed' | 'held' | 'dead',
     now: number,
   ): Promise<StateItem[]> {
     if (!items.length) return [];
@@ -40,8 +41,9 @@ export class Requeue {
       return {
         v: 1,
         ...body,
+        // A consumer's stored body names its namespace; the record belongs to the queue.
         queue,
-        attempt: item.attempt,
+        attempt: from === 'dead' ? 1 : item.attempt,
         entry: item.entry + 1,
         enqueued_at: new Date(now).toISOString(),
         ...(consumer !== undefined ? { for: consumer } : {}),

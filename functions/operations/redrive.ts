@@ -1,12 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import type { KeyOrder } from '../consume/key-order.js';
+import type { Requeue } from '../consume/requeue.js';
 import { mapLimit } from '../core/async.js';
-import { namespaceParts, type QueueConfig, streamName } from '../core/config.js';
-import type { Envelope } from '../core/envelope.js';
+import type { QueueConfig } from '../core/config.js';
 import { NotFoundError } from '../core/errors.js';
 import { matchesFilter, needsHistory, type RedriveFilterSpec, refill } from '../core/redrive-policy.js';
 import { retentionTtls } from '../core/retention.js';
-import type { StreamLog } from '../log/stream.js';
 import type { AuditTrail } from '../store/audit.js';
 import type { KeyStates } from '../store/key-states.js';
 import { gsi } from '../store/keys.js';
@@ -25,7 +24,7 @@ export interface RedriveDeps {
   jobs: RedriveJobs;
   keys: KeyStates;
   keyOrder: KeyOrder;
-  log: StreamLog;
+  requeue: Requeue;
   audit: AuditTrail;
   now?: () => number;
 }
@@ -181,10 +180,10 @@ export class Redrives {
   }
 
   /**
-   * Dead letters back into the log as their next entry, attempt 1, in one append. On an ordered
-   * queue a key parked by one of them is released with that message holding it, so it goes
-   * first. A consumer's dead letters go into its queue's stream marked `for` it, so the queue's
-   * other consumers pass them over. Answers the ids that landed.
+   * Dead letters back into the log as their next entry, attempt 1, in one append (a consumer's
+   * marked `for` it). On an ordered queue a key parked by one of them is released afterwards,
+   * with that message holding it so it goes first: released before, the key's held messages
+   * could meet a holder still dead and park it again. Answers the ids that landed.
    */
   private async redriveBatch(
     queue: string,
@@ -193,43 +192,18 @@ export class Redrives {
     redriveId: string,
     now: number,
   ): Promise<Set<string>> {
-    const bodies = await this.deps.messages.bodies(items);
-    if (config.ordered) await this.releaseKeys(queue, items);
-    const target = namespaceParts(queue);
-    const envelopes: Envelope[] = items.map((item) => {
-      const body = bodies.get(item.pk);
-      if (!body) throw new Error(`the body of ${item.message_id} is missing`);
-      return {
-        v: 1,
-        ...body,
-        // A consumer's stored body names its namespace; the record belongs to the queue.
-        queue: target.queue,
-        attempt: 1,
-        entry: item.entry + 1,
-        enqueued_at: new Date(now).toISOString(),
-        ...(target.consumer !== undefined ? { for: target.consumer } : {}),
-      };
-    });
-    const results = await this.deps.log.append(
-      streamName(this.deps.tenant, target.queue),
-      envelopes.map((env) => ({
-        partitionKey: env.key ?? env.message_id,
-        data: Buffer.from(JSON.stringify(env)),
-      })),
-      { preserveKeyOrder: config.ordered },
-    );
-    const landed = items.filter((_, i) => results[i]?.ok);
+    const landed = await this.deps.requeue.reappend(queue, items, 'dead', now);
     const ttl = retentionTtls(config, now).deadTtl;
-    await mapLimit(landed, 16, async (item) => {
-      await this.deps.messages.markRequeued(queue, item.message_id, item.entry, 'dead');
-      await this.deps.messages.putEvent(
+    await mapLimit(landed, 16, (item) =>
+      this.deps.messages.putEvent(
         queue,
         item.message_id,
         { event: 'redriven', detail: { redrive_id: redriveId } },
         now,
         ttl,
-      );
-    });
+      ),
+    );
+    if (config.ordered) await this.releaseKeys(queue, landed);
     return new Set(landed.map((item) => item.message_id));
   }
 

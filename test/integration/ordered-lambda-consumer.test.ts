@@ -164,4 +164,42 @@ describe('an ordered queue with a Lambda consumer', () => {
     expect(peak.perKey).toBe(1);
     expect(healed.size).toBe(0);
   });
+
+  it('redrives a dead holder first, then the messages held behind it, in order', async () => {
+    const q = queueApi(t, 'ledger');
+    const poisoned = (key: string) => [
+      { message_id: `${key}-1`, key, payload: { n: 1, poison: true } },
+      { message_id: `${key}-2`, key, payload: { n: 2 } },
+      { message_id: `${key}-3`, key, payload: { n: 3 } },
+    ];
+    expect(
+      (await q.produce([...poisoned('r'), ...poisoned('u')])).every((r) => r.status === 'accepted'),
+    ).toBe(true);
+    await until(() => allIn(['r-1', 'u-1'], 'dead'));
+    await until(() => allIn(['r-2', 'r-3', 'u-2', 'u-3'], 'held'));
+    healed.add('r-1');
+    healed.add('u-1');
+
+    // Through the API: the consumer's own DLQ, redriven to it alone.
+    const started = await t.api('/queues/ledger/redrive?consumer=books', {
+      body: { rate_per_sec: 50, filter: { message_ids: ['r-1'] } },
+    });
+    expect(started.status, JSON.stringify(started.body)).toBe(202);
+    await until(() => allIn(['r-1', 'r-2', 'r-3'], 'acked'));
+    expect(callOrderByKey(calls).get('r')).toEqual([1, 1, 1, 1, 2, 3]);
+    expect(calls.filter((c) => c.message_id === 'r-1').at(-1)).toMatchObject({ attempt: 1, ok: true });
+
+    // A redrive that stopped after putting the dead message back, before unparking its key:
+    // the sweep finishes it, and the redriven message still goes first.
+    const dead = (await services().messages.getMany(NS, ['u-1'], true)).get('u-1');
+    expect(dead?.state).toBe('dead');
+    expect(
+      await services().requeue.reappend(NS, [dead as NonNullable<typeof dead>], 'dead', Date.now()),
+    ).toHaveLength(1);
+    await until(() => allIn(['u-1', 'u-2', 'u-3'], 'acked'));
+    expect(callOrderByKey(calls).get('u')).toEqual([1, 1, 1, 1, 2, 3]);
+    expect(await services().operations.parkedKeys(NS)).toEqual([]);
+    expect(peak.perKey).toBe(1);
+    healed.clear();
+  });
 });
