@@ -6,6 +6,7 @@ import * as kms from 'aws-cdk-lib/aws-kms';
 import * as sns from 'aws-cdk-lib/aws-sns';
 import { EmailSubscription } from 'aws-cdk-lib/aws-sns-subscriptions';
 import { Construct } from 'constructs';
+import { consumerNamespace } from '../functions/core/config.js';
 import type { CounterName, GaugeName } from '../functions/observability/metrics.js';
 import { METRICS_NAMESPACE, SERVICE } from '../functions/observability/metrics.js';
 import {
@@ -138,6 +139,19 @@ export class TenantAlarms extends Construct {
       // A silent sweep is the oldest-unacked-age alarm's to report, once.
       treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
     });
+    // Each Lambda consumer has a DLQ of its own (its namespace), with an owner too.
+    for (const consumer of queue.config.consumers) {
+      const ns = consumerNamespace(q, consumer.name);
+      this.add(ns, 'dlq-oldest-age', {
+        alarmDescription:
+          `A dead letter of ${q}'s Lambda consumer ${consumer.name} has waited over ` +
+          `${DLQ_AGE_LIMIT_SECONDS / 3600} h: redrive it or purge it (GET /queues/${q}/dlq?consumer=${consumer.name}).`,
+        metric: this.gauge(ns, 'dlq_oldest_age'),
+        threshold: DLQ_AGE_LIMIT_SECONDS,
+        evaluationPeriods: 1,
+        treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+      });
+    }
     this.add(q, 'expired-unprocessed', {
       alarmDescription: `Records of ${q} expired from its stream before they were admitted: messages were lost.`,
       metric: this.gauge(q, 'expired_unprocessed'),

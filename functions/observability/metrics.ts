@@ -54,8 +54,15 @@ export function countFor(
   for (const [name, n] of entries) metrics.addMetric(name, MetricUnit.Count, n as number);
 }
 
-/** Gauges of one queue, published as one EMF document with the queue as its dimension. */
-export function publishGauges(metrics: Metrics, queue: string, gauges: Record<GaugeName, number>): void {
+/**
+ * Gauges of one queue, published as one EMF document with the queue as its dimension. A Lambda
+ * consumer's state publishes the gauges it has under its namespace (`<queue>~<consumer>`).
+ */
+export function publishGauges(
+  metrics: Metrics,
+  queue: string,
+  gauges: Partial<Record<GaugeName, number>>,
+): void {
   metrics.addDimension('queue', queue);
   for (const [name, value] of Object.entries(gauges)) {
     metrics.addMetric(name, name.endsWith('_age') ? MetricUnit.Seconds : MetricUnit.Count, value);

@@ -3,6 +3,7 @@ import { Metrics } from '@aws-lambda-powertools/metrics';
 import type { Context } from 'aws-lambda';
 import type { AwsClients } from '../aws/clients.js';
 import { sleep } from '../core/async.js';
+import { consumerNamespace } from '../core/config.js';
 import type { RuntimeConfig } from '../core/runtime-config.js';
 import { metricsOptions, publishGauges, SERVICE } from '../observability/metrics.js';
 import { buildServices } from '../services.js';
@@ -49,6 +50,16 @@ export function createSweepHandler(
         parked_keys: s.parked_keys,
         expired_unprocessed: s.expired_unprocessed_total,
       });
+      for (const consumer of queueConfig.consumers) {
+        const c = await services.operations.consumerStats(consumerNamespace(queue, consumer.name));
+        publishGauges(metrics, consumerNamespace(queue, consumer.name), {
+          in_flight: c.in_flight,
+          delayed: c.delayed,
+          dlq_depth: c.dlq_depth,
+          dlq_oldest_age: c.dlq_oldest_age_seconds,
+          parked_keys: c.parked_keys,
+        });
+      }
     }
   };
   const interval = options.passIntervalMs ?? 1000;

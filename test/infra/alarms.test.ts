@@ -1,4 +1,3 @@
-import { Metrics } from '@aws-lambda-powertools/metrics';
 import { type CfnElement, Stack } from 'aws-cdk-lib';
 import { Match, Template } from 'aws-cdk-lib/assertions';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
@@ -12,6 +11,7 @@ import {
   SERVICE,
 } from '../../functions/observability/metrics.js';
 import { buildApp } from '../../infra/build-app.js';
+import { CapturedMetrics } from '../helpers/captured-metrics.js';
 
 // DESIGN §5's alarms: one set per queue, all telling the tenant's owner through one topic.
 
@@ -52,7 +52,7 @@ function alarm(name: string) {
 }
 
 describe('alarms per queue', () => {
-  it('makes five for a pulled queue and four for a pushed one, each named by tenant and queue', () => {
+  it('makes five for a pulled queue, four for a pushed one and one per consumer, named by tenant and queue', () => {
     const names = Object.values(template.findResources('AWS::CloudWatch::Alarm')).map(
       (a) => a.Properties.AlarmName as string,
     );
@@ -62,6 +62,7 @@ describe('alarms per queue', () => {
         'leaseq-acme/events/expired-unprocessed',
         'leaseq-acme/events/iterator-age',
         'leaseq-acme/events/oldest-unacked-age',
+        'leaseq-acme/events~billing/dlq-oldest-age',
         'leaseq-acme/orders/dlq-oldest-age',
         'leaseq-acme/orders/expired-unprocessed',
         'leaseq-acme/orders/iterator-age',
@@ -124,8 +125,8 @@ describe('alarms per queue', () => {
     expect(alarm('leaseq-acme/events/oldest-unacked-age').Threshold).toBe(48 * 3600);
   });
 
-  it('DLQ oldest age: a dead letter over an hour old', () => {
-    for (const queue of ['orders', 'events']) {
+  it("DLQ oldest age: a dead letter over an hour old, in a queue's DLQ or a consumer's", () => {
+    for (const queue of ['orders', 'events', 'events~billing']) {
       expect(alarm(`leaseq-acme/${queue}/dlq-oldest-age`)).toMatchObject({
         Namespace: 'leaseq',
         MetricName: 'dlq_oldest_age',
@@ -243,17 +244,6 @@ describe('the owner', () => {
     expect(allow.Condition.ArnEquals['aws:SourceArn']).toHaveLength(alarmIds.length);
   });
 });
-
-/** Keeps the EMF documents a Metrics would print, instead of printing them. */
-class CapturedMetrics extends Metrics {
-  readonly documents: ReturnType<Metrics['serializeMetrics']>[] = [];
-  override publishStoredMetrics(): this {
-    this.documents.push(this.serializeMetrics());
-    this.clearMetrics();
-    this.clearDimensions();
-    return this;
-  }
-}
 
 describe('what the functions emit', () => {
   it('watches each leaseq metric under the namespace and dimensions of the EMF document that carries it', () => {

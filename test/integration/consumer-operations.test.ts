@@ -1,6 +1,11 @@
+import { Logger } from '@aws-lambda-powertools/logger';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sleep } from '../../functions/core/async.js';
+import { metricsOptions, SERVICE } from '../../functions/observability/metrics.js';
+import { createSweepHandler } from '../../functions/sweep/app.js';
+import { lambdaContext } from '../../infra/local/lambda-context.js';
 import { calls, repaired } from '../fixtures/consumer-operations.js';
+import { CapturedMetrics } from '../helpers/captured-metrics.js';
 import { queueApi } from '../helpers/queue-api.js';
 import type { ApiAnswer } from '../helpers/runtime.js';
 import { startTestRuntime, type TestRuntime } from '../helpers/runtime.js';
@@ -210,6 +215,33 @@ describe("a Lambda consumer's stats", () => {
       produced_total: queue.produced_total + 1,
       storage_quota_bytes: expect.any(Number),
     });
+  });
+});
+
+describe("a Lambda consumer's gauges", () => {
+  it("are published by the sweep under the consumer's namespace, as its stats count them", async () => {
+    const metrics = new CapturedMetrics(metricsOptions(SERVICE.sweep, 'push-ops'));
+    const sweep = createSweepHandler(
+      t.runtime.config,
+      t.runtime.clients,
+      { gaugeIntervalMs: 0, passIntervalMs: 0, reserveMs: 0 },
+      new Logger({ logLevel: 'SILENT' }),
+      metrics,
+    );
+    const stats = ok(await ofConsumer('billing', 'stats'));
+    expect(stats.dlq_depth).toBeGreaterThan(0);
+    await sweep({}, lambdaContext('sweep', 1));
+    const doc = metrics.documents.find((d) => (d as Record<string, unknown>).queue === 'events~billing');
+    expect(doc).toMatchObject({ tenant: 'push-ops', service: SERVICE.sweep, dlq_depth: stats.dlq_depth });
+    expect((doc as Record<string, number>).dlq_oldest_age).toBeGreaterThanOrEqual(
+      stats.dlq_oldest_age_seconds,
+    );
+    expect(metrics.documents.map((d) => (d as Record<string, unknown>).queue).sort()).toEqual([
+      'events',
+      'events~audit',
+      'events~billing',
+      'jobs',
+    ]);
   });
 });
 
