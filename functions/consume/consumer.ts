@@ -38,6 +38,13 @@ export interface ConsumerDeps {
 /** Long polling re-reads the window at this pace, slowing while it stays empty. */
 const POLL_FIRST_MS = 50;
 const POLL_MAX_MS = 500;
+/** Reads of the ready partitions per pass: a lost lease write means another receiver is there. */
+const LOOKS = 3;
+/** Candidates read per message wanted, per shard. */
+const READ_FACTOR = 4;
+/** The first lease round of a read takes this share of what it saw (at most what it wants). */
+const FIRST_SHARE = 8;
+const REREAD_JITTER_MS = 20;
 
 export class Consumer {
   constructor(private readonly deps: ConsumerDeps) {}
@@ -66,7 +73,8 @@ export class Consumer {
       );
       const left = deadline - this.now();
       if (leased.length > 0 || left <= 0) break;
-      await sleep(Math.min(pause, left));
+      // Jittered, so receivers waiting together do not all look (and race) at the same moment.
+      await sleep(Math.min(pause * (0.5 + Math.random() / 2), left));
     }
     if (!leased.length) return [];
     const delivered = await this.deliver(queue, leased);
@@ -77,7 +85,12 @@ export class Consumer {
     return delivered;
   }
 
-  /** One pass over the shards' ready partitions; each lease is one conditional write. */
+  /**
+   * One pass over the shards' ready partitions; each lease is one conditional write, and one that
+   * loses to another receiver is billed all the same. Receivers collide where few messages are
+   * visible, so a pass starts with a share of what it saw and doubles while every write lands; a
+   * lost write means the snapshot is stale and others are there: it reads again, probing with one.
+   */
   private async leaseSome(
     queue: string,
     config: QueueConfig,
@@ -86,28 +99,58 @@ export class Consumer {
     consumerId: string,
   ): Promise<StateItem[]> {
     const shards = await this.deps.shards.shards(streamName(this.deps.tenant, queue));
-    // Ordered queues look further: a key's first ready message may sit behind busy keys.
-    const limit = config.ordered ? 100 : Math.min(100, want * 2);
+    const lease = (item: StateItem) => {
+      const now = this.now();
+      return this.deps.messages.lease(item, {
+        deliveredAt: now,
+        expiresAt: leaseExpiry(config, now, now, leaseSeconds),
+        consumerId,
+      });
+    };
+    if (config.ordered) return this.leaseOrdered(queue, shards, want, lease);
+    const won: StateItem[] = [];
+    for (let look = 0; look < LOOKS && won.length < want; look++) {
+      // Reading more than it leases spreads concurrent receivers over more of the partition.
+      const limit = Math.min(100, (want - won.length) * READ_FACTOR);
+      const perShard = await Promise.all(
+        shards.map((shard) => this.deps.messages.partition(gsi.ready(queue, shard), { limit })),
+      );
+      const seen = shuffle(perShard.flat());
+      let size = look === 0 ? Math.ceil(seen.length / FIRST_SHARE) : 1;
+      let lost = false;
+      for (let i = 0; i < seen.length && won.length < want && !lost; size *= 2) {
+        const round = seen.slice(i, i + Math.min(size, want - won.length));
+        i += round.length;
+        const wins = (await mapLimit(round, 16, lease)).filter((r): r is StateItem => r !== undefined);
+        won.push(...wins);
+        lost = wins.length < round.length;
+      }
+      // Nothing lost: it took all it needed or all there was.
+      if (!lost) break;
+      // Apart, so the receivers that lost together do not read and race together again.
+      await sleep(Math.random() * REREAD_JITTER_MS);
+    }
+    return won;
+  }
+
+  /** Ordered queues look further: a key's first ready message may sit behind busy keys. */
+  private async leaseOrdered(
+    queue: string,
+    shards: readonly string[],
+    want: number,
+    lease: (item: StateItem) => Promise<StateItem | undefined>,
+  ): Promise<StateItem[]> {
     const perShard = await Promise.all(
-      shards.map((shard) => this.deps.messages.partition(gsi.ready(queue, shard), { limit })),
+      shards.map((shard) => this.deps.messages.partition(gsi.ready(queue, shard), { limit: 100 })),
     );
-    const candidates = config.ordered
-      ? await this.deps.keyOrder.leasable(queue, perShard.flat())
-      : // Consumers polling together should not all race for the same oldest items.
-        shuffle(perShard.flat());
+    const candidates = await this.deps.keyOrder.leasable(queue, perShard.flat());
     const won: StateItem[] = [];
     for (let i = 0; i < candidates.length && won.length < want; ) {
       const round = candidates.slice(i, i + (want - won.length));
       i += round.length;
-      const now = this.now();
-      const results = await mapLimit(round, 16, async (item) => {
-        if (config.ordered && !(await this.deps.keyOrder.claim(queue, item))) return undefined;
-        return this.deps.messages.lease(item, {
-          deliveredAt: now,
-          expiresAt: leaseExpiry(config, now, now, leaseSeconds),
-          consumerId,
-        });
-      });
+      const results = await mapLimit(round, 16, async (item) =>
+        (await this.deps.keyOrder.claim(queue, item)) ? lease(item) : undefined,
+      );
       for (const r of results) if (r) won.push(r);
     }
     return won;
