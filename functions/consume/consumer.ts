@@ -78,10 +78,7 @@ export class Consumer {
     }
     if (!leased.length) return [];
     const delivered = await this.deliver(queue, leased);
-    await this.deps.counters.addStats(queue, {
-      received: delivered.length,
-      redelivered: delivered.filter((m) => m.attempt > 1).length,
-    });
+    await this.deps.counters.addStats(queue, { redelivered: delivered.filter((m) => m.attempt > 1).length });
     return delivered;
   }
 
@@ -214,8 +211,8 @@ export class Consumer {
     const newlyAcked = [...freed.values()].reduce((a, b) => a + b, 0);
     await Promise.all([
       ...[...freed].map(([shard, n]) => this.deps.counters.addWindow(queue, shard, -n)),
-      this.deps.counters.addStats(queue, { acked: newlyAcked, stale_receipts: stale }),
-      this.deps.storage.add(queue, -freedBytes),
+      this.deps.counters.addStats(queue, { stale_receipts: stale }),
+      this.deps.storage.release(queue, freedBytes, newlyAcked),
     ]);
     return results;
   }

@@ -142,10 +142,8 @@ export class Producer {
 
   /** Totals are best effort: a counter write that fails must not turn accepted into an error. */
   private async count(queue: string, results: readonly ProduceResult[]): Promise<void> {
-    const of = (status: ProduceResult['status']) => results.filter((r) => r.status === status).length;
-    await this.deps.counters
-      .addStats(queue, { produced: of('accepted'), duplicate: of('duplicate') })
-      .catch(() => undefined);
+    const produced = results.filter((r) => r.status === 'accepted').length;
+    await this.deps.counters.addStats(queue, { produced }).catch(() => undefined);
   }
 
   /**

@@ -1,21 +1,21 @@
-import { type DynamoDBDocumentClient, GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import {
+  BatchGetCommand,
+  type DynamoDBDocumentClient,
+  GetCommand,
+  UpdateCommand,
+} from '@aws-sdk/lib-dynamodb';
 import { buildUpdate } from './expression.js';
-import { STATS_SHARDS, statsKey, windowCounterKey } from './keys.js';
+import { STATS_SHARDS, statsKey, storageKey, windowCounterKey } from './keys.js';
+import { retryUnprocessed } from './util.js';
 
 /**
  * Counters: the per-shard window occupancy that dispatch's backpressure reads, and the
- * queue totals of the stats endpoint. Both are ADDs, so concurrent writers never conflict.
+ * queue totals of the stats answers. Both are ADDs, so concurrent writers never conflict.
+ * Only totals a stats answer shows are kept (the api's metrics count the rest), and `acked`
+ * rides on the storage counter write every ack makes anyway (StorageMeter.release).
  */
 
-export type StatName =
-  | 'produced'
-  | 'duplicate'
-  | 'received'
-  | 'acked'
-  | 'nacked'
-  | 'redelivered'
-  | 'stale_receipts'
-  | 'dead_lettered';
+export type StatName = 'produced' | 'acked' | 'redelivered' | 'stale_receipts' | 'nacked' | 'dead_lettered';
 
 export class Counters {
   constructor(
@@ -51,17 +51,23 @@ export class Counters {
     );
   }
 
+  /** The queue's totals: its stats slots, and `acked` from its storage counter. */
   async stats(queue: string): Promise<Record<StatName, number>> {
     const totals: Record<string, number> = {};
-    const items = await Promise.all(
-      Array.from({ length: STATS_SHARDS }, (_, slot) =>
-        this.doc.send(new GetCommand({ TableName: this.table, Key: statsKey(queue, slot) })),
-      ),
-    );
-    for (const out of items) {
-      for (const [k, v] of Object.entries(out.Item ?? {}))
-        if (typeof v === 'number') totals[k] = (totals[k] ?? 0) + v;
-    }
+    const storage = storageKey(queue);
+    const keys = [...Array.from({ length: STATS_SHARDS }, (_, slot) => statsKey(queue, slot)), storage];
+    await retryUnprocessed(keys, async (pending) => {
+      const out = await this.doc.send(
+        new BatchGetCommand({ RequestItems: { [this.table]: { Keys: pending } } }),
+      );
+      for (const item of out.Responses?.[this.table] ?? []) {
+        // The storage counter's `bytes` is what the queue holds, not a total.
+        const counts = item.pk === storage.pk ? { acked: item.acked } : item;
+        for (const [k, v] of Object.entries(counts))
+          if (typeof v === 'number') totals[k] = (totals[k] ?? 0) + v;
+      }
+      return (out.UnprocessedKeys?.[this.table]?.Keys ?? []) as typeof pending;
+    });
     return totals as Record<StatName, number>;
   }
 }

@@ -33,6 +33,11 @@ export function windowCounterKey(queue: string, shard: string): ItemKey {
   return { pk: `Q#${queue}#W#${shard}`, sk: 'C' };
 }
 
+/** A queue's storage counter: payload bytes held unconsumed, and the acked total (acks write it anyway). */
+export function storageKey(queue: string): ItemKey {
+  return { pk: `Q#${queue}#STORE`, sk: 'C' };
+}
+
 /** Sharded counters of a queue's totals, so no one item takes every write. */
 export const STATS_SHARDS = 8;
 export function statsKey(queue: string, slot: number): ItemKey {
