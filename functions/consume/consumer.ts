@@ -77,8 +77,10 @@ export class Consumer {
       await sleep(Math.min(pause * (0.5 + Math.random() / 2), left));
     }
     if (!leased.length) return [];
-    const delivered = await this.deliver(queue, leased);
-    await this.deps.counters.addStats(queue, { redelivered: delivered.filter((m) => m.attempt > 1).length });
+    const [delivered] = await Promise.all([
+      this.deliver(queue, leased),
+      this.deps.counters.addStats(queue, { redelivered: leased.filter((m) => m.attempt > 1).length }),
+    ]);
     return delivered;
   }
 

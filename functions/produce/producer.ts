@@ -43,7 +43,6 @@ export class Producer {
     messages: readonly ProduceMessage[],
   ): Promise<ProduceResult[]> {
     if (config.ordered) requireKeys(messages);
-    await this.checkStorage(queue, config);
     const now = this.deps.now?.() ?? Date.now();
     const prepared: Prepared[] = messages.map((message, index) => ({
       index,
@@ -64,11 +63,15 @@ export class Producer {
       }
     }
 
-    const known = await this.deps.dedup.findAccepted(
-      queue,
-      unique.map((p) => p.messageId),
-      now,
-    );
+    // Neither read depends on the other: one round trip, not two.
+    const [known] = await Promise.all([
+      this.deps.dedup.findAccepted(
+        queue,
+        unique.map((p) => p.messageId),
+        now,
+      ),
+      this.checkStorage(queue, config),
+    ]);
     const fresh = unique.filter((p) => {
       if (!known.has(p.messageId)) return true;
       results[p.index] = { message_id: p.messageId, status: 'duplicate' };
@@ -104,11 +107,14 @@ export class Producer {
         );
     });
 
-    const marks = await this.markLanded(queue, config, landed, now);
-    if (!config.consumers.length) {
-      const bytes = landed.reduce((sum, l) => sum + payloadBytes({ payload: l.p.message.payload }), 0);
-      await this.deps.storage.add(queue, bytes).catch(() => undefined);
-    }
+    // The storage meter does not wait for the dedup records; the totals do (a lost race is a duplicate).
+    const [marks] = await Promise.all([
+      this.markLanded(queue, config, landed, now).then(async (marks) => {
+        await this.count(queue, marks.filter((m) => m !== false).length);
+        return marks;
+      }),
+      this.addStored(queue, config, landed),
+    ]);
     landed.forEach((l, i) => {
       results[l.p.index] = {
         message_id: l.p.messageId,
@@ -120,7 +126,6 @@ export class Producer {
       const first = results[(firstById.get(p.messageId) as Prepared).index] as ProduceResult;
       results[p.index] = first.status === 'failed' ? first : { message_id: p.messageId, status: 'duplicate' };
     }
-    await this.count(queue, results);
     return results;
   }
 
@@ -140,9 +145,19 @@ export class Producer {
     }
   }
 
+  /** What landed counts against the storage quota; best effort, like the totals. */
+  private async addStored(
+    queue: string,
+    config: QueueConfig,
+    landed: readonly { p: Prepared }[],
+  ): Promise<void> {
+    if (config.consumers.length) return;
+    const bytes = landed.reduce((sum, l) => sum + payloadBytes({ payload: l.p.message.payload }), 0);
+    await this.deps.storage.add(queue, bytes).catch(() => undefined);
+  }
+
   /** Totals are best effort: a counter write that fails must not turn accepted into an error. */
-  private async count(queue: string, results: readonly ProduceResult[]): Promise<void> {
-    const produced = results.filter((r) => r.status === 'accepted').length;
+  private async count(queue: string, produced: number): Promise<void> {
     await this.deps.counters.addStats(queue, { produced }).catch(() => undefined);
   }
 
