@@ -44,6 +44,7 @@ const LOOKS = 3;
 const READ_FACTOR = 4;
 /** The first lease round of a read takes this share of what it saw (at most what it wants). */
 const FIRST_SHARE = 8;
+/** Receivers that lost a race read again up to this far apart. */
 const REREAD_JITTER_MS = 20;
 
 export class Consumer {
@@ -109,6 +110,8 @@ export class Consumer {
     if (config.ordered) return this.leaseOrdered(queue, shards, want, lease);
     const won: StateItem[] = [];
     for (let look = 0; look < LOOKS && won.length < want; look++) {
+      // Apart, so the receivers that lost together do not read and race together again.
+      if (look > 0) await sleep(Math.random() * REREAD_JITTER_MS);
       // Reading more than it leases spreads concurrent receivers over more of the partition.
       const limit = Math.min(100, (want - won.length) * READ_FACTOR);
       const perShard = await Promise.all(
@@ -126,8 +129,6 @@ export class Consumer {
       }
       // Nothing lost: it took all it needed or all there was.
       if (!lost) break;
-      // Apart, so the receivers that lost together do not read and race together again.
-      await sleep(Math.random() * REREAD_JITTER_MS);
     }
     return won;
   }
