@@ -1,8 +1,13 @@
-import { defineConfig } from 'vitest/config';
+import { configDefaults, defineConfig } from 'vitest/config';
 
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
+    // DynamoDB Local's own tests need Java: only the variant runs them (npm run test:dynamodb-local).
+    exclude: [
+      ...configDefaults.exclude,
+      ...(process.env.LEASEQ_DYNAMODB === 'dynamodb-local' ? [] : ['test/dynamodb-local/**']),
+    ],
     testTimeout: 30_000,
     hookTimeout: 60_000,
     pool: 'forks',

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { FaultInjector, type RateFaultKind } from '../functions/aws/faults.js';
 import { parseTenantConfig } from '../functions/core/config.js';
+import type { DynamoDbEmulator } from '../infra/local/emulators.js';
 import { startRuntime } from '../infra/local/runtime.js';
 import type { Invariant } from './checks.js';
 import { History } from './history.js';
@@ -42,6 +43,8 @@ export interface FaultOptions {
   consumersPerQueue: number;
   drainTimeoutMs: number;
   keepData?: boolean;
+  /** The runtime's DynamoDB emulator; dynalite by default. */
+  dynamodb?: DynamoDbEmulator;
   log?: (line: string) => void;
 }
 
@@ -78,6 +81,7 @@ export async function runFaults(options: FaultOptions): Promise<FaultReport> {
     adminKey: CHAOS_ADMIN_KEY,
     faults,
     logLevel: 'SILENT',
+    dynamodb: options.dynamodb,
   });
   const history = new History();
   const faultRandom = random.fork();

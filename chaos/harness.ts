@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
+import { DYNAMODB_EMULATOR_ENV, type DynamoDbEmulator } from '../infra/local/emulators.js';
 import type { Invariant } from './checks.js';
 import { ChildRuntime, pickPort } from './child-runtime.js';
 import { History } from './history.js';
@@ -30,6 +31,8 @@ export interface CrashOptions {
   drainTimeoutMs: number;
   /** Keep the run's folder even when every invariant holds. */
   keepData?: boolean;
+  /** The runtime's DynamoDB emulator; dynalite by default. */
+  dynamodb?: DynamoDbEmulator;
   log?: (line: string) => void;
 }
 
@@ -62,6 +65,7 @@ export async function runCrash(options: CrashOptions): Promise<CrashReport> {
   const log = options.log ?? (() => undefined);
   const random = seededRandom(options.seed);
   log(`crash run: seed ${options.seed}, ${options.kills} kills in ${options.durationMs / 1000} s`);
+  const dynamodb = options.dynamodb ?? 'dynalite';
   const dir = mkdtempSync(join(tmpdir(), 'leaseq-chaos-'));
   const dataDir = join(dir, 'data');
   mkdirSync(dataDir);
@@ -73,7 +77,7 @@ export async function runCrash(options: CrashOptions): Promise<CrashReport> {
     port: await pickPort(random.fork()),
     adminKey: CHAOS_ADMIN_KEY,
     logFile: join(dir, 'runtime.log'),
-    env: { [CALLS_FILE_ENV]: pushCallsFile },
+    env: { [CALLS_FILE_ENV]: pushCallsFile, [DYNAMODB_EMULATOR_ENV]: dynamodb },
   });
   const history = new History();
   const kills: { killedAt: number; readyAt: number }[] = [];
@@ -141,7 +145,7 @@ export async function runCrash(options: CrashOptions): Promise<CrashReport> {
         ok: runtime.unexpectedExits.length === 0,
         violations: runtime.unexpectedExits,
       },
-      await checkIndex(dataDir, CHAOS_TENANT.tenant),
+      await checkIndex(dataDir, CHAOS_TENANT.tenant, dynamodb),
     ];
     const ok = invariants.every((i) => i.ok);
     const restarts = kills.map(({ killedAt, readyAt }, i) => {

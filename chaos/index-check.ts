@@ -1,6 +1,6 @@
 import { createClients } from '../functions/aws/clients.js';
 import { tableName } from '../functions/core/config.js';
-import { startEmulators } from '../infra/local/emulators.js';
+import { type DynamoDbEmulator, startEmulators } from '../infra/local/emulators.js';
 import { indexDisagreements } from '../infra/local/index-repair.js';
 import type { Invariant } from './checks.js';
 
@@ -10,11 +10,16 @@ import type { Invariant } from './checks.js';
  * partitions), so an item the index lost is never delivered, swept or listed again. dynalite
  * writes an item's index entries and the item itself as separate LevelDB writes, so a SIGKILL
  * between them can leave them apart; this names each such item, which tells a lost message
- * caused by the emulator from one lost by leaseq's own logic.
+ * caused by the emulator from one lost by leaseq's own logic. DynamoDB Local writes both in one
+ * SQLite transaction, so there it must always agree.
  */
 
-export async function checkIndex(dataDir: string, tenant: string): Promise<Invariant> {
-  const emulators = await startEmulators({ dataDir, shardLimit: 10 });
+export async function checkIndex(
+  dataDir: string,
+  tenant: string,
+  dynamodb: DynamoDbEmulator,
+): Promise<Invariant> {
+  const emulators = await startEmulators({ dataDir, shardLimit: 10, dynamodb });
   const clients = createClients({ region: 'us-east-1', endpoints: emulators.endpoints });
   try {
     const { stale, missing } = await indexDisagreements(clients, tableName(tenant));

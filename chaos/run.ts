@@ -1,5 +1,6 @@
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
+import { DYNAMODB_EMULATOR_ENV, dynamodbEmulatorSchema } from '../infra/local/emulators.js';
 import { runFaults } from './fault-run.js';
 import { runCrash } from './harness.js';
 import { newSeed } from './random.js';
@@ -33,6 +34,7 @@ const options = z
     seed: z.coerce.number().int().min(0).optional(),
     only: z.enum(['crash', 'faults']).optional(),
     keep: z.boolean(),
+    dynamodb: dynamodbEmulatorSchema,
   })
   .parse({
     minutes: values.minutes,
@@ -41,6 +43,7 @@ const options = z
     seed: values.seed,
     only: values.only,
     keep: values.keep,
+    dynamodb: process.env[DYNAMODB_EMULATOR_ENV] || undefined,
   });
 
 /** Heavier than the tests' short runs, for as long as asked. */
@@ -59,6 +62,7 @@ if (options.only !== 'faults') {
     durationMs,
     kills: options.kills,
     keepData: options.keep,
+    dynamodb: options.dynamodb,
     log,
   });
   process.stdout.write(`\n${formatCrash(crash)}\n\n`);
@@ -72,6 +76,7 @@ if (options.only !== 'crash') {
     rate: options.faultRate,
     storms: STORMS,
     keepData: options.keep,
+    dynamodb: options.dynamodb,
     log,
   });
   process.stdout.write(`\n${formatFaults(faults)}\n\n`);

@@ -3,6 +3,7 @@ import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
 import { ConfigError, parseTenantConfig } from '../../functions/core/config.js';
+import { DYNAMODB_EMULATOR_ENV, dynamodbEmulatorSchema } from './emulators.js';
 import { startRuntime } from './runtime.js';
 
 /** `npm start`: the whole system on 127.0.0.1 (API.md "The local runtime"). */
@@ -20,6 +21,7 @@ const optionsSchema = z.object({
   port: z.coerce.number().int().min(0).max(65_535),
   dataDir: z.string().min(1),
   adminKey: z.string().min(16, 'LEASEQ_ADMIN_KEY must be at least 16 characters').optional(),
+  dynamodb: dynamodbEmulatorSchema,
 });
 
 async function main(): Promise<void> {
@@ -30,6 +32,7 @@ async function main(): Promise<void> {
     port: values.port ?? process.env.PORT ?? 4000,
     dataDir: values['data-dir'] ?? process.env.LEASEQ_DATA_DIR ?? '.leaseq',
     adminKey: process.env.LEASEQ_ADMIN_KEY || undefined,
+    dynamodb: process.env[DYNAMODB_EMULATOR_ENV] || undefined,
   });
   const configPath = resolve(options.config);
   const tenant = parseTenantConfig(JSON.parse(readFileSync(configPath, 'utf8')), configPath);
@@ -39,6 +42,7 @@ async function main(): Promise<void> {
     port: options.port,
     adminKey: options.adminKey,
     logLevel: 'INFO',
+    dynamodb: options.dynamodb,
   });
 
   const queues = Object.entries(tenant.queues)

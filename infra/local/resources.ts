@@ -1,4 +1,4 @@
-import { CreateTableCommand, DescribeTableCommand } from '@aws-sdk/client-dynamodb';
+import { CreateTableCommand, DescribeTableCommand, UpdateTimeToLiveCommand } from '@aws-sdk/client-dynamodb';
 import {
   CreateStreamCommand,
   DescribeStreamSummaryCommand,
@@ -8,7 +8,7 @@ import { CreateBucketCommand, HeadBucketCommand } from '@aws-sdk/client-s3';
 import type { AwsClients } from '../../functions/aws/clients.js';
 import { sleep } from '../../functions/core/async.js';
 import { streamName, type TenantConfig } from '../../functions/core/config.js';
-import { GSI1 } from '../../functions/store/keys.js';
+import { GSI1, TTL_ATTRIBUTE } from '../../functions/store/keys.js';
 
 /**
  * Creates locally what the tenant stack creates on AWS, and leaves what already exists as
@@ -17,10 +17,15 @@ import { GSI1 } from '../../functions/store/keys.js';
 export async function ensureResources(
   clients: AwsClients,
   tenant: TenantConfig,
-  names: { table: string; bucket: string },
+  names: {
+    table: string;
+    bucket: string;
+    /** Expire items by their TTL attribute, as the stack does (dynalite has no TTL). */
+    ttl: boolean;
+  },
 ): Promise<void> {
   await Promise.all([
-    ensureTable(clients, names.table),
+    ensureTable(clients, names.table, names.ttl),
     ensureBucket(clients, names.bucket),
     ...Object.entries(tenant.queues).map(([queue, q]) =>
       ensureStream(clients, streamName(tenant.tenant, queue), q.shards, q.retention_hours),
@@ -28,7 +33,7 @@ export async function ensureResources(
   ]);
 }
 
-async function ensureTable(clients: AwsClients, table: string): Promise<void> {
+async function ensureTable(clients: AwsClients, table: string, ttl: boolean): Promise<void> {
   try {
     await clients.dynamodb.send(new DescribeTableCommand({ TableName: table }));
     return;
@@ -61,6 +66,13 @@ async function ensureTable(clients: AwsClients, table: string): Promise<void> {
       ],
     }),
   );
+  if (ttl)
+    await clients.dynamodb.send(
+      new UpdateTimeToLiveCommand({
+        TableName: table,
+        TimeToLiveSpecification: { AttributeName: TTL_ATTRIBUTE, Enabled: true },
+      }),
+    );
 }
 
 async function ensureBucket(clients: AwsClients, bucket: string): Promise<void> {

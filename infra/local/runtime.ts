@@ -12,7 +12,7 @@ import { createDispatchHandler } from '../../functions/dispatch/app.js';
 import { SERVICE } from '../../functions/observability/metrics.js';
 import { createSweepHandler } from '../../functions/sweep/app.js';
 import { consumerMappings } from './consumers.js';
-import { startEmulators } from './emulators.js';
+import { type DynamoDbEmulator, startEmulators } from './emulators.js';
 import { type EventSource, startEventSource } from './event-source.js';
 import { startGateway } from './http-gateway.js';
 import { repairIndex } from './index-repair.js';
@@ -37,6 +37,8 @@ export interface RuntimeOptions {
   sweepIntervalMs?: number;
   /** How long an idle shard poller waits before reading again. */
   idlePollMs?: number;
+  /** dynalite (default) or AWS's DynamoDB Local (needs Java). */
+  dynamodb?: DynamoDbEmulator;
 }
 
 export interface Runtime {
@@ -60,6 +62,7 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
   const emulators = await startEmulators({
     dataDir: options.dataDir,
     shardLimit: Math.max(10, totalShards * 2),
+    dynamodb: options.dynamodb ?? 'dynalite',
   });
   const config: RuntimeConfig = {
     tenant: options.tenant,
@@ -77,8 +80,14 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
     faults: options.faults,
   });
   try {
-    await ensureResources(clients, options.tenant, { table: config.tableName, bucket: config.bucketName });
-    await repairIndex(clients, config.tableName);
+    await ensureResources(clients, options.tenant, {
+      table: config.tableName,
+      bucket: config.bucketName,
+      // dynalite has no TTL; DynamoDB Local deletes expired items within seconds (AWS: within days).
+      ttl: emulators.dynamodb === 'dynamodb-local',
+    });
+    // DynamoDB Local writes an item and its index entries in one SQLite transaction.
+    if (emulators.dynamodb === 'dynalite') await repairIndex(clients, config.tableName);
     const logger = (serviceName: string) => new Logger({ serviceName, logLevel: options.logLevel ?? 'WARN' });
     const log = logger('leaseq-local');
     const dispatch = createDispatchHandler(config, clients, logger(SERVICE.dispatch));

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { runCrash } from '../../chaos/harness.js';
 import { formatCrash } from '../../chaos/report.js';
+import { DYNAMODB } from '../helpers/runtime.js';
 
 /**
  * The short crash run: the runtime as a child process, killed with SIGKILL three times in
@@ -20,6 +21,7 @@ describe('crash: SIGKILL at random moments, restart on the same data', () => {
       keys: 12,
       consumersPerQueue: 3,
       drainTimeoutMs: 60_000,
+      dynamodb: DYNAMODB,
       // The seed first, and each kill as it happens: a run that times out still says what it did.
       log: (line) => console.log(line),
     });

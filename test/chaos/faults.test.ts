@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { runFaults } from '../../chaos/fault-run.js';
 import { formatFaults } from '../../chaos/report.js';
+import { DYNAMODB } from '../helpers/runtime.js';
 
 /**
  * The short fault run: 5 % of the runtime's AWS calls and PutRecords entries fail (throttling,
@@ -21,6 +22,7 @@ describe('faults: AWS calls failing at a rate', () => {
       keys: 12,
       consumersPerQueue: 3,
       drainTimeoutMs: 60_000,
+      dynamodb: DYNAMODB,
       // The seed first: a run that times out still says what it ran.
       log: (line) => console.log(line),
     });

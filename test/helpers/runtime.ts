@@ -5,9 +5,13 @@ import { GetRecordsCommand, GetShardIteratorCommand, ListShardsCommand } from '@
 import { FaultInjector } from '../../functions/aws/faults.js';
 import { parseTenantConfig, streamName } from '../../functions/core/config.js';
 import { decodeEnvelope, type Envelope } from '../../functions/core/envelope.js';
+import { DYNAMODB_EMULATOR_ENV, parseDynamoDbEmulator } from '../../infra/local/emulators.js';
 import { type Runtime, startRuntime } from '../../infra/local/runtime.js';
 
 /** A local runtime of its own for one test file: its own data folder, port and emulators. */
+
+/** `LEASEQ_DYNAMODB=dynamodb-local` runs the tests against AWS's DynamoDB Local (`npm run test:dynamodb-local`). */
+export const DYNAMODB = parseDynamoDbEmulator(process.env[DYNAMODB_EMULATOR_ENV]);
 
 export interface TestRuntime {
   runtime: Runtime;
@@ -57,7 +61,16 @@ export async function startTestRuntime(
   const dataDir = mkdtempSync(join(tmpdir(), 'leaseq-test-'));
   const faults = new FaultInjector();
   const start = () =>
-    startRuntime({ tenant, dataDir, port: 0, adminKey, faults, logLevel: 'SILENT', ...timings });
+    startRuntime({
+      tenant,
+      dataDir,
+      port: 0,
+      adminKey,
+      faults,
+      logLevel: 'SILENT',
+      dynamodb: DYNAMODB,
+      ...timings,
+    });
   let runtime = await start();
 
   const self: TestRuntime = {

@@ -31,7 +31,8 @@ let dataDir: string;
 
 beforeAll(async () => {
   dataDir = mkdtempSync(join(tmpdir(), 'leaseq-esm-'));
-  emulators = await startEmulators({ dataDir, shardLimit: 20 });
+  // Only Kinesis is under test here: the DynamoDB emulator does not matter.
+  emulators = await startEmulators({ dataDir, shardLimit: 20, dynamodb: 'dynalite' });
   clients = createClients({ region: 'us-east-1', endpoints: emulators.endpoints });
 });
 afterAll(async () => {

@@ -1,0 +1,122 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { existsSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import type { AddressInfo } from 'node:net';
+import { createServer } from 'node:net';
+import { dirname, join } from 'node:path';
+import { sleep } from '../../functions/core/async.js';
+
+/**
+ * AWS's own DynamoDB Local (the jar shipped by the `amplify-dynamodb-simulator` dev
+ * dependency), a second opinion on dynalite: it needs Java, so it is a test-time option.
+ * Data lives in `-dbPath` (SQLite), so a restart on the same folder keeps it like dynalite.
+ *
+ * Java runs under a `sh` guard that reads the guard's stdin, a pipe from this process: when this
+ * process ends in any way (close(), a crash, SIGKILL) the pipe closes and the guard stops Java,
+ * so no JVM outlives the runtime that started it.
+ */
+
+export interface DynamoDbLocal {
+  url: string;
+  close(): Promise<void>;
+}
+
+const GUARD = [
+  'exec 3<&0', // a background job's stdin is /dev/null; keep the pipe on fd 3
+  'java "$@" </dev/null & java=$!',
+  '{ cat <&3 >/dev/null; kill "$java" 2>/dev/null; } &',
+  'wait "$java"',
+].join('\n');
+
+function dynamodbLocalJar(): { jar: string; lib: string } {
+  let pkg: string;
+  try {
+    pkg = dirname(createRequire(import.meta.url).resolve('amplify-dynamodb-simulator/package.json'));
+  } catch {
+    throw new Error('LEASEQ_DYNAMODB=dynamodb-local needs the amplify-dynamodb-simulator dev dependency');
+  }
+  const jar = join(pkg, 'emulator', 'DynamoDBLocal.jar');
+  if (!existsSync(jar)) throw new Error(`DynamoDB Local is not at ${jar}`);
+  return { jar, lib: join(pkg, 'emulator', 'DynamoDBLocal_lib') };
+}
+
+export async function startDynamoDbLocal(dbPath: string, timeoutMs = 60_000): Promise<DynamoDbLocal> {
+  const { jar, lib } = dynamodbLocalJar();
+  // The port is free when picked, not when Java binds it: another process may take it between.
+  for (let tries = 1; ; tries++) {
+    const port = await freePort();
+    const child = spawn(
+      'sh',
+      [
+        '-c',
+        GUARD,
+        'dynamodb-local',
+        // The client compiler only and one GC thread: starts in half the time on a busy machine.
+        '-XX:TieredStopAtLevel=1',
+        '-XX:+UseSerialGC',
+        `-Djava.library.path=${lib}`,
+        '-jar',
+        jar,
+        '-dbPath',
+        dbPath,
+        // One database file whatever the credentials and region of a client.
+        '-sharedDb',
+        '-disableTelemetry',
+        '-port',
+        String(port),
+      ],
+      // It writes dynamodb-local-metadata.json into its working folder.
+      { cwd: dbPath, stdio: ['pipe', 'ignore', 'pipe'] },
+    );
+    let stderr = '';
+    child.stderr?.on('data', (chunk: Buffer) => {
+      stderr = (stderr + chunk.toString()).slice(-4000);
+    });
+    const url = `http://127.0.0.1:${port}`;
+    try {
+      await answers(url, child, timeoutMs);
+      return { url, close: () => stop(child) };
+    } catch (err) {
+      await stop(child);
+      const message = `DynamoDB Local did not start on port ${port}: ${(err as Error).message}\n${stderr}`;
+      if (tries === 3 || !stderr.includes('Address already in use')) throw new Error(message);
+    }
+  }
+}
+
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => resolve());
+  });
+  const { port } = server.address() as AddressInfo;
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+/** Any HTTP answer means it serves (an unsigned request is answered 400). */
+async function answers(url: string, child: ChildProcess, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (child.exitCode !== null || child.signalCode !== null)
+      throw new Error(`it exited (${child.signalCode ?? child.exitCode})`);
+    try {
+      const res = await fetch(url, { method: 'POST', signal: AbortSignal.timeout(1000) });
+      await res.body?.cancel();
+      return;
+    } catch {
+      await sleep(100);
+    }
+  }
+  throw new Error(`no answer after ${timeoutMs} ms`);
+}
+
+/** Closing the guard's stdin stops Java; resolves once it has exited. */
+async function stop(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = once(child, 'exit');
+  child.stdin?.end();
+  await exited;
+}
