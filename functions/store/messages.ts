@@ -1,6 +1,6 @@
 import {
   BatchGetCommand,
-  BatchWriteCommand,
+  DeleteCommand,
   type DynamoDBDocumentClient,
   GetCommand,
   PutCommand,
@@ -387,13 +387,12 @@ export class MessageStore {
   }
 
   async deleteHistory(queue: string, messageId: string, generation: number): Promise<void> {
+    // A plain delete: a batch write may hand the item back unprocessed, and the history of an
+    // attempt that never happened would stay in the message's DLQ history and trace.
     await this.doc.send(
-      new BatchWriteCommand({
-        RequestItems: {
-          [this.table]: [
-            { DeleteRequest: { Key: { pk: messagePk(queue, messageId), sk: historySk(generation) } } },
-          ],
-        },
+      new DeleteCommand({
+        TableName: this.table,
+        Key: { pk: messagePk(queue, messageId), sk: historySk(generation) },
       }),
     );
   }
