@@ -82,7 +82,8 @@ export const COST_NOTES = [
     "over the run's length; that part is priced as the fixed monthly cost.",
   'DynamoDB: base-table units are what dynalite reports; gsi1 (projection ALL) writes are counted per successful ' +
     'state-item write (admit 1, lease 2 = delete + put, ack 1: 4 per delivered message; bench/prices.ts); a write ' +
-    'refused by its condition (consumers racing for one message) is billed 1 WRU on AWS and reported by neither.',
+    'refused by its condition (consumers racing for one message) is billed 1 WRU on AWS and reported by neither. ' +
+    'DynamoDB Local reports index units: test/dynamodb-local/index-units.test.ts measures the 4 there.',
   'Lambda invocations = API requests (each is one api invocation) + dispatch invocations, counted by the window ' +
     'counter each invocation reads first and writes last (bench/probe.ts). Locally a produce nudges the pollers, so ' +
     'dispatch runs more often than on AWS, whose event source polls each shard once a second; at high rates it ' +
@@ -108,6 +109,7 @@ function lessBackground(meter: MeterSnapshot, background: Background, seconds: n
     requests,
     readUnits: Math.max(0, meter.readUnits - background.meter.readUnits * scale),
     writeUnits: Math.max(0, meter.writeUnits - background.meter.writeUnits * scale),
+    indexWriteUnits: Math.max(0, meter.indexWriteUnits - background.meter.indexWriteUnits * scale),
   };
 }
 
@@ -125,7 +127,8 @@ export function perMessageUsage(usage: RunUsage, background: Background): PerMes
     awsRequests: sum((op) => !UNBILLED_OPERATIONS.test(op)) / n,
     dynamodbRequests: sum((op) => op.startsWith('DynamoDB.')) / n,
     writeUnits: meter.writeUnits / n,
-    indexWriteUnits: probe.indexWriteUnits / n,
+    // Measured where the service reports index units (DynamoDB Local), else counted per write.
+    indexWriteUnits: (meter.indexWriteUnits > 0 ? meter.indexWriteUnits : probe.indexWriteUnits) / n,
     failedConditionalWrites: probe.failedConditionalWrites / n,
     readUnits: meter.readUnits / n,
     kinesisPutPayloadUnits: probe.kinesisPutPayloadUnits / n,
