@@ -1,11 +1,13 @@
 import { Logger } from '@aws-lambda-powertools/logger';
 import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
+import { Metrics } from '@aws-lambda-powertools/metrics';
 import middy from '@middy/core';
 import type { Context, KinesisStreamBatchResponse, KinesisStreamEvent } from 'aws-lambda';
 import { z } from 'zod';
 import { type AwsClients, createClients } from '../aws/clients.js';
 import { QUEUE_NAME } from '../core/config.js';
 import { ENV, type RuntimeConfig, runtimeConfigFromEnv } from '../core/runtime-config.js';
+import { flushMetrics, metricsOptions, SERVICE } from '../observability/metrics.js';
 import { buildServices } from '../services.js';
 import { type MessageHandler, PushConsumer } from './push-consumer.js';
 
@@ -80,6 +82,7 @@ export interface Binding {
   queue: string;
   consumer: string;
   logger?: Logger;
+  metrics?: Metrics;
 }
 
 /** The local runtime's instance of an exported consumer, with its own config and clients. */
@@ -98,7 +101,13 @@ export function bindConsumer(exported: unknown, binding: Binding): ConsumerLambd
 
 function instantiate(
   definition: Definition,
-  env: { config: RuntimeConfig; clients: AwsClients; consumer: string | undefined; logger?: Logger },
+  env: {
+    config: RuntimeConfig;
+    clients: AwsClients;
+    consumer: string | undefined;
+    logger?: Logger;
+    metrics?: Metrics;
+  },
 ): ConsumerLambda {
   const { queue, concurrency, timeoutMarginMs } = definition.options;
   const consumer = definition.options.consumer ?? env.consumer;
@@ -113,17 +122,20 @@ function instantiate(
     );
   }
   const logger = (env.logger ?? new Logger()).createChild({ persistentKeys: { queue, consumer } });
+  const metrics = env.metrics ?? new Metrics(metricsOptions(SERVICE.consumer, env.config.tenant.tenant));
   const push = new PushConsumer({
     ...buildServices(env.config, env.clients),
     queue,
     consumer,
     config,
     logger,
+    metrics,
     handler: definition.handler,
     concurrency,
     timeoutMarginMs,
   });
   return middy<KinesisStreamEvent, KinesisStreamBatchResponse>()
     .use(injectLambdaContext(logger))
+    .use(flushMetrics(metrics))
     .handler((event, context) => push.handle(event, context));
 }

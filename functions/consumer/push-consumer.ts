@@ -1,4 +1,5 @@
 import type { Logger } from '@aws-lambda-powertools/logger';
+import type { Metrics } from '@aws-lambda-powertools/metrics';
 import type {
   Context,
   KinesisStreamBatchResponse,
@@ -12,6 +13,8 @@ import { mapLimit } from '../core/async.js';
 import { consumerNamespace, type QueueConfig, streamName } from '../core/config.js';
 import { decodeEnvelope, type Envelope } from '../core/envelope.js';
 import { retentionTtls } from '../core/retention.js';
+import type { Outcome } from '../core/retry-policy.js';
+import { type CounterName, countFor } from '../observability/metrics.js';
 import type { KeyStates } from '../store/key-states.js';
 import type { MessageStore, NewLease, StateItem } from '../store/messages.js';
 import { isNonRetryable } from './errors.js';
@@ -54,6 +57,8 @@ export interface PushConsumerDeps {
   keyOrder: KeyOrder;
   claims: ClaimStore;
   logger: Logger;
+  /** Per invocation, under the consumer's namespace: handled, redelivered, acked, nacked, dead-lettered. */
+  metrics: Metrics;
   // biome-ignore lint/suspicious/noExplicitAny: the payload type is the user's; the envelope carries unknown.
   handler: MessageHandler<any>;
   /** Records handled at once. */
@@ -107,6 +112,10 @@ export class PushConsumer {
       : undefined;
     let halted = false;
     const unfinished: string[] = [];
+    const counts: Partial<Record<CounterName, number>> = {};
+    const count = (name: CounterName) => {
+      counts[name] = (counts[name] ?? 0) + 1;
+    };
     await mapLimit(groups, this.deps.concurrency, async (group) => {
       const key = group[0]?.envelope.key;
       const run: KeyRun | undefined =
@@ -123,7 +132,7 @@ export class PushConsumer {
           }
           try {
             const item = await this.claim(entry, context, run);
-            if (item) await this.deliver(entry.envelope, item, context, run);
+            if (item) await this.deliver(entry.envelope, item, context, run, count);
           } catch (err) {
             halted = true;
             unfinished.push(...group.slice(i).map((e) => e.record.kinesis.sequenceNumber));
@@ -140,6 +149,7 @@ export class PushConsumer {
         }
       }
     });
+    countFor(this.deps.metrics, this.namespace, counts);
     return { batchItemFailures: unfinished.map((itemIdentifier) => ({ itemIdentifier })) };
   }
 
@@ -224,6 +234,7 @@ export class PushConsumer {
     item: StateItem,
     context: Context,
     run: KeyRun | undefined,
+    count: (name: CounterName) => void,
   ): Promise<void> {
     const message: LeaseqMessage = {
       message_id: envelope.message_id,
@@ -234,10 +245,14 @@ export class PushConsumer {
       attempt: item.attempt,
       enqueued_at: envelope.produced_at,
     };
+    count('received');
+    if (item.attempt > 1) count('redelivered');
     try {
       await this.deps.handler(message, context);
     } catch (err) {
-      await this.fail(item, err);
+      const outcome = await this.fail(item, err);
+      if (outcome) count('nacked');
+      if (outcome?.kind === 'dead') count('dead_lettered');
       return;
     }
     const now = Date.now();
@@ -249,6 +264,7 @@ export class PushConsumer {
       now,
       tombstoneTtl,
     );
+    if (outcome === 'acked') count('acked');
     if (outcome === 'acked' && run) {
       if (await this.deps.keyOrder.finished(this.namespace, run.key, item.message_id)) {
         run.finished = item.message_id;
@@ -263,7 +279,8 @@ export class PushConsumer {
   }
 
   /** Exactly a pull nack: history, then the delay tier or the DLQ. */
-  private async fail(item: StateItem, err: unknown): Promise<void> {
+  /** The outcome, or undefined when the lease had already ended (stale). */
+  private async fail(item: StateItem, err: unknown): Promise<Outcome | undefined> {
     const error = (err instanceof Error ? err.message : String(err)).slice(0, MAX_ERROR_CHARS);
     const reason = isNonRetryable(err) ? 'non_retryable' : 'nack';
     const outcome = await this.deps.failures.fail(
@@ -280,6 +297,7 @@ export class PushConsumer {
       error,
       outcome: outcome?.kind ?? 'stale',
     });
+    return outcome;
   }
 
   /** A record that is not an envelope can never be delivered: it is logged and passed over. */

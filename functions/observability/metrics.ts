@@ -12,7 +12,12 @@ export const METRICS_NAMESPACE = 'leaseq';
  * The functions' service names: Powertools puts them in every log line and, as the `service`
  * dimension, in every metric, so the stack's alarms must name them exactly.
  */
-export const SERVICE = { api: 'leaseq-api', dispatch: 'leaseq-dispatch', sweep: 'leaseq-sweep' } as const;
+export const SERVICE = {
+  api: 'leaseq-api',
+  dispatch: 'leaseq-dispatch',
+  sweep: 'leaseq-sweep',
+  consumer: 'leaseq-consumer',
+} as const;
 
 /**
  * How a function's Metrics are made. Every metric carries its tenant: stacks of several tenants

@@ -8,9 +8,11 @@ import { bindConsumer, leaseqConsumer } from '../../functions/consumer/middlewar
 import { sleep } from '../../functions/core/async.js';
 import { consumerNamespace, type QueueConfig, streamName } from '../../functions/core/config.js';
 import { type Envelope, encodeEnvelope } from '../../functions/core/envelope.js';
+import { metricsOptions, SERVICE } from '../../functions/observability/metrics.js';
 import { buildServices } from '../../functions/services.js';
 import { lambdaContext } from '../../infra/local/lambda-context.js';
 import { calls, handler, holds } from '../fixtures/lambda-consumer.js';
+import { CapturedMetrics } from '../helpers/captured-metrics.js';
 import { queueApi } from '../helpers/queue-api.js';
 import { startTestRuntime, type TestRuntime } from '../helpers/runtime.js';
 
@@ -199,6 +201,38 @@ describe('a Lambda consumer on an unordered queue', () => {
     release();
     expect((await crashed).batchItemFailures).toEqual([]);
     expect(await services().messages.get(NS, 'e-1')).toMatchObject({ state: 'acked', gen: 2 });
+  });
+
+  it("counts what each invocation did, under the consumer's namespace", async () => {
+    const metrics = new CapturedMetrics(metricsOptions(SERVICE.consumer, 'push'));
+    const consumer = bindConsumer(handler, {
+      config: t.runtime.config,
+      clients: t.runtime.clients,
+      queue: 'events',
+      consumer: 'billing',
+      logger: new Logger({ logLevel: 'SILENT' }),
+      metrics,
+    });
+    const event: KinesisStreamEvent = {
+      Records: [
+        recordOf(envelopeOf('m-1'), '930001'),
+        recordOf(envelopeOf('m-2', { fatal: true }), '930002'),
+        recordOf(envelopeOf('m-3', { poison: true }), '930003'),
+      ],
+    };
+    expect(
+      (await consumer(event, lambdaContext('consumer-events-billing', 60_000))).batchItemFailures,
+    ).toEqual([]);
+    expect(metrics.documents).toHaveLength(1);
+    expect(metrics.documents[0]).toMatchObject({
+      service: SERVICE.consumer,
+      tenant: 'push',
+      queue: NS,
+      received: 3,
+      acked: 1,
+      nacked: 2,
+      dead_lettered: 1,
+    });
   });
 
   it('starts no record within the timeout margin and reports them all, without a failed attempt', async () => {
