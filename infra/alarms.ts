@@ -98,27 +98,8 @@ export class TenantAlarms extends Construct {
   private addQueueAlarms(queue: QueueConstruct): void {
     const q = queue.name;
     const backlogLimit = backlogAgeLimitSeconds(queue.config);
-    // Push queues are consumed by their Lambda consumers, never by receive: no receive counters.
-    if (queue.config.consumers.length === 0) {
-      this.add(q, 'redelivery-rate', {
-        alarmDescription:
-          `More than ${REDELIVERY_PERCENT} % of the messages received from ${q} were redeliveries for ` +
-          '2 minutes: consumers are failing, nacking or letting leases expire.',
-        metric: new cloudwatch.MathExpression({
-          expression: REDELIVERY_EXPRESSION,
-          usingMetrics: {
-            received: this.counter(q, 'received'),
-            redelivered: this.counter(q, 'redelivered'),
-          },
-          label: 'redelivered / received (%)',
-          period: Duration.minutes(1),
-        }),
-        threshold: REDELIVERY_PERCENT,
-        evaluationPeriods: 2,
-        // No receives, no counters: an idle queue redelivers nothing.
-        treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
-      });
-    }
+    // Push queues are consumed by their Lambda consumers, never by receive: their consumers count.
+    if (queue.config.consumers.length === 0) this.addRedeliveryAlarm(q, COUNTER_SERVICE, 'consumers');
     this.add(q, 'oldest-unacked-age', {
       alarmDescription:
         `The oldest message of ${q} not yet acked has waited over ${backlogLimit / 3600} h, half its ` +
@@ -142,6 +123,7 @@ export class TenantAlarms extends Construct {
     // Each Lambda consumer has a DLQ of its own (its namespace), with an owner too.
     for (const consumer of queue.config.consumers) {
       const ns = consumerNamespace(q, consumer.name);
+      this.addRedeliveryAlarm(ns, SERVICE.consumer, `its Lambda consumer ${consumer.name}`);
       this.add(ns, 'dlq-oldest-age', {
         alarmDescription:
           `A dead letter of ${q}'s Lambda consumer ${consumer.name} has waited over ` +
@@ -188,11 +170,33 @@ export class TenantAlarms extends Construct {
     this.alarms.set(name, created);
   }
 
-  private counter(queue: string, name: CounterName): cloudwatch.Metric {
+  /** Counted by the api for a pulled queue, by the consumer itself for a consumer's namespace. */
+  private addRedeliveryAlarm(q: string, service: string, who: string): void {
+    this.add(q, 'redelivery-rate', {
+      alarmDescription:
+        `More than ${REDELIVERY_PERCENT} % of the messages delivered from ${q} were redeliveries for ` +
+        `2 minutes: ${who} failing, nacking or letting leases expire.`,
+      metric: new cloudwatch.MathExpression({
+        expression: REDELIVERY_EXPRESSION,
+        usingMetrics: {
+          received: this.counter(q, 'received', service),
+          redelivered: this.counter(q, 'redelivered', service),
+        },
+        label: 'redelivered / received (%)',
+        period: Duration.minutes(1),
+      }),
+      threshold: REDELIVERY_PERCENT,
+      evaluationPeriods: 2,
+      // No deliveries, no counters: an idle queue redelivers nothing.
+      treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+    });
+  }
+
+  private counter(queue: string, name: CounterName, service: string): cloudwatch.Metric {
     return new cloudwatch.Metric({
       namespace: METRICS_NAMESPACE,
       metricName: name,
-      dimensionsMap: { service: COUNTER_SERVICE, tenant: this.tenant, queue },
+      dimensionsMap: { service, tenant: this.tenant, queue },
       statistic: cloudwatch.Stats.SUM,
       period: Duration.minutes(1),
     });

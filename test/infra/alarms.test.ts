@@ -52,7 +52,7 @@ function alarm(name: string) {
 }
 
 describe('alarms per queue', () => {
-  it('makes five for a pulled queue, four for a pushed one and one per consumer, named by tenant and queue', () => {
+  it('makes five for a pulled queue, four for a pushed one and two per consumer, named by tenant and queue', () => {
     const names = Object.values(template.findResources('AWS::CloudWatch::Alarm')).map(
       (a) => a.Properties.AlarmName as string,
     );
@@ -63,6 +63,7 @@ describe('alarms per queue', () => {
         'leaseq-acme/events/iterator-age',
         'leaseq-acme/events/oldest-unacked-age',
         'leaseq-acme/events~billing/dlq-oldest-age',
+        'leaseq-acme/events~billing/redelivery-rate',
         'leaseq-acme/orders/dlq-oldest-age',
         'leaseq-acme/orders/expired-unprocessed',
         'leaseq-acme/orders/iterator-age',
@@ -106,6 +107,19 @@ describe('alarms per queue', () => {
           Period: 60,
           Stat: 'Sum',
         },
+      });
+    }
+  });
+
+  it('redelivery of a Lambda consumer: the same rule over the counters the consumer publishes', () => {
+    const a = alarm('leaseq-acme/events~billing/redelivery-rate');
+    expect(a).toMatchObject({ Threshold: 10, EvaluationPeriods: 2, TreatMissingData: 'notBreaching' });
+    const metrics = a.Metrics as { Id: string; MetricStat?: { Metric: unknown } }[];
+    for (const name of ['received', 'redelivered']) {
+      expect(metrics.find((m) => m.Id === name)?.MetricStat?.Metric).toEqual({
+        Namespace: 'leaseq',
+        MetricName: name,
+        Dimensions: dims('leaseq-consumer', 'events~billing'),
       });
     }
   });
