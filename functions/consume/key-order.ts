@@ -40,12 +40,17 @@ export class KeyOrder {
   async leasable<T extends Pick<StateItem, 'message_id' | 'key' | 'prev'>>(
     queue: string,
     candidates: readonly T[],
+    /** Key states the caller has just read consistently: not read again. */
+    known?: ReadonlyMap<string, KeyState>,
   ): Promise<T[]> {
     const keyed = candidates.filter((c) => c.key !== undefined);
     if (!keyed.length) return [...candidates];
-    const keys = await this.deps.keys.getMany(
-      queue,
-      keyed.map((c) => c.key as string),
+    const keys = new Map(
+      known ??
+        (await this.deps.keys.getMany(
+          queue,
+          keyed.map((c) => c.key as string),
+        )),
     );
     const suspects = holdersToCheck(candidates, keys);
     if (suspects.length) {

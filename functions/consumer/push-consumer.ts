@@ -15,7 +15,7 @@ import { decodeEnvelope, type Envelope } from '../core/envelope.js';
 import { retentionTtls } from '../core/retention.js';
 import type { Outcome } from '../core/retry-policy.js';
 import { type CounterName, countFor } from '../observability/metrics.js';
-import type { KeyStates } from '../store/key-states.js';
+import type { KeyState, KeyStates } from '../store/key-states.js';
 import type { MessageStore, NewLease, StateItem } from '../store/messages.js';
 import { isNonRetryable } from './errors.js';
 
@@ -83,6 +83,8 @@ interface KeyRun {
   tail?: string;
   /** Acked here with the key released: its successor may go without reading the key again. */
   finished?: string;
+  /** The key's state as the batch read it, until this invocation first changes it. */
+  read?: KeyState;
 }
 
 export class PushConsumer {
@@ -119,7 +121,9 @@ export class PushConsumer {
     await mapLimit(groups, this.deps.concurrency, async (group) => {
       const key = group[0]?.envelope.key;
       const run: KeyRun | undefined =
-        keys && key !== undefined ? { key, tail: keys.get(key)?.tail } : undefined;
+        keys && key !== undefined
+          ? { key, tail: keys.get(key)?.tail, read: keys.get(key) ?? { key } }
+          : undefined;
       const startTail = run?.tail;
       try {
         for (const [i, entry] of group.entries()) {
@@ -191,7 +195,7 @@ export class PushConsumer {
     const { bodyTtl } = retentionTtls(config, now);
     const first = envelope.entry === 1;
     const prev = run && first ? run.tail : undefined;
-    const admitted = await messages.admitItem(
+    const admitted = await messages.admit(
       shard,
       record.kinesis.sequenceNumber,
       { ...envelope, queue: this.namespace },
@@ -225,7 +229,10 @@ export class PushConsumer {
   private async takeKey(candidate: StateItem, run: KeyRun): Promise<boolean> {
     const { keyOrder } = this.deps;
     const afterFinished = run.finished !== undefined && candidate.prev === run.finished;
-    if (!afterFinished && !(await keyOrder.leasable(this.namespace, [candidate])).length) return false;
+    // The batch's read serves the key's first record; after that this invocation has changed it.
+    const known = run.read && new Map([[run.key, run.read]]);
+    run.read = undefined;
+    if (!afterFinished && !(await keyOrder.leasable(this.namespace, [candidate], known)).length) return false;
     return keyOrder.claim(this.namespace, candidate);
   }
 

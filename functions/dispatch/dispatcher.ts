@@ -73,7 +73,9 @@ export class Dispatcher {
     }
     const { bodyTtl } = retentionTtls(config, now);
     const admit = (d: Decoded, options: { held?: boolean; prev?: string } = {}) =>
-      this.deps.messages.admit(shard, d.record.kinesis.sequenceNumber, d.envelope, now, bodyTtl, options);
+      this.deps.messages
+        .admit(shard, d.record.kinesis.sequenceNumber, d.envelope, now, bodyTtl, options)
+        .then((admitted) => admitted.result);
     const batch = decoded.slice(0, cut);
     const results = keys
       ? await this.admitOrdered(queue, batch, keys, admit)

@@ -105,20 +105,9 @@ export class MessageStore {
   /**
    * Admits one log entry of a message into the window (or the delay store when it is not yet
    * due). The condition on `entry` admits each entry once, however often it is in the log.
+   * Answers the state item as written too (the write's own answer: no extra read).
    */
   async admit(
-    shard: string,
-    seq: string,
-    env: Envelope,
-    now: number,
-    bodyTtl: number,
-    options: { held?: boolean; prev?: string } = {},
-  ): Promise<AdmitResult> {
-    return (await this.admitItem(shard, seq, env, now, bodyTtl, options)).result;
-  }
-
-  /** `admit`, answering the state item as written too (a write's own answer: no extra read). */
-  async admitItem(
     shard: string,
     seq: string,
     env: Envelope,

@@ -51,8 +51,9 @@ export function createSweepHandler(
         expired_unprocessed: s.expired_unprocessed_total,
       });
       for (const consumer of queueConfig.consumers) {
-        const c = await services.operations.consumerStats(consumerNamespace(queue, consumer.name));
-        publishGauges(metrics, consumerNamespace(queue, consumer.name), {
+        const namespace = consumerNamespace(queue, consumer.name);
+        const c = await services.operations.consumerStats(namespace);
+        publishGauges(metrics, namespace, {
           in_flight: c.in_flight,
           delayed: c.delayed,
           dlq_depth: c.dlq_depth,

@@ -290,7 +290,9 @@ describe('a failure that loses its race', () => {
       entry: 1,
       payload: 1,
     };
-    expect(await messages.admit('shardId-000000000000', '1', envelope, now, now + 60_000)).toBe('admitted');
+    expect((await messages.admit('shardId-000000000000', '1', envelope, now, now + 60_000)).result).toBe(
+      'admitted',
+    );
     const target = {
       pk: messagePk(queue, 'g-1'),
       queue,
