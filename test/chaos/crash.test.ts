@@ -1,29 +1,20 @@
 import { describe, expect, it } from 'vitest';
 import { runCrash } from '../../chaos/harness.js';
 import { formatCrash } from '../../chaos/report.js';
-import { DYNAMODB } from '../helpers/runtime.js';
+import { SHORT_RUN } from './short-run.js';
 
 /**
  * The short crash run: the runtime as a child process, killed with SIGKILL three times in
  * 40 s under a few hundred messages and restarted on its data each time. `npm run chaos` runs
- * the long one. CHAOS_SEED replays another seed.
+ * the long one.
  */
-
-const SEED = Number(process.env.CHAOS_SEED ?? 7);
 
 describe('crash: SIGKILL at random moments, restart on the same data', () => {
   it('loses no accepted message, keeps per-key order and refuses every stale receipt', async () => {
     const report = await runCrash({
-      seed: SEED,
+      ...SHORT_RUN,
       durationMs: 40_000,
       kills: 3,
-      ratePerSecond: 5,
-      keys: 12,
-      consumersPerQueue: 3,
-      drainTimeoutMs: 60_000,
-      dynamodb: DYNAMODB,
-      // The seed first, and each kill as it happens: a run that times out still says what it did.
-      log: (line) => console.log(line),
     });
     console.log(formatCrash(report));
 

@@ -1,30 +1,21 @@
 import { describe, expect, it } from 'vitest';
 import { runFaults } from '../../chaos/fault-run.js';
 import { formatFaults } from '../../chaos/report.js';
-import { DYNAMODB } from '../helpers/runtime.js';
+import { SHORT_RUN } from './short-run.js';
 
 /**
  * The short fault run: 5 % of the runtime's AWS calls and PutRecords entries fail (throttling,
  * timeouts, 500s) for 20 s, with two storms at 80 %, while producers and consumers run.
- * `npm run chaos` runs the long one. CHAOS_SEED replays another seed.
+ * `npm run chaos` runs the long one.
  */
-
-const SEED = Number(process.env.CHAOS_SEED ?? 7);
 
 describe('faults: AWS calls failing at a rate', () => {
   it('answers 503 with Retry-After or retryable failed, never 500, and loses nothing accepted', async () => {
     const report = await runFaults({
-      seed: SEED,
+      ...SHORT_RUN,
       durationMs: 20_000,
       rate: 0.05,
       storms: { rate: 0.8, everyMs: 5000, forMs: 2000 },
-      ratePerSecond: 5,
-      keys: 12,
-      consumersPerQueue: 3,
-      drainTimeoutMs: 60_000,
-      dynamodb: DYNAMODB,
-      // The seed first: a run that times out still says what it ran.
-      log: (line) => console.log(line),
     });
     console.log(formatFaults(report));
 
