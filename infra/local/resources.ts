@@ -1,18 +1,26 @@
-import { CreateTableCommand, DescribeTableCommand, UpdateTimeToLiveCommand } from '@aws-sdk/client-dynamodb';
+import {
+  CreateTableCommand,
+  DescribeTableCommand,
+  UpdateTimeToLiveCommand,
+  waitUntilTableExists,
+} from '@aws-sdk/client-dynamodb';
 import {
   CreateStreamCommand,
   DescribeStreamSummaryCommand,
   IncreaseStreamRetentionPeriodCommand,
+  waitUntilStreamExists,
 } from '@aws-sdk/client-kinesis';
 import { CreateBucketCommand, HeadBucketCommand } from '@aws-sdk/client-s3';
 import type { AwsClients } from '../../functions/aws/clients.js';
-import { sleep } from '../../functions/core/async.js';
 import { streamName, type TenantConfig } from '../../functions/core/config.js';
 import { GSI1, TTL_ATTRIBUTE } from '../../functions/store/keys.js';
 
 /**
  * Creates locally what the tenant stack creates on AWS, and leaves what already exists as
- * it is (a restart on the same data folder keeps every record and item).
+ * it is (a restart on the same data folder keeps every record and item). Answers once the
+ * table and every stream are ACTIVE, whoever created them: until then the emulators, like AWS,
+ * answer ResourceNotFoundException to reads and writes (dynalite flips a new table to ACTIVE
+ * on a timer, which a loaded machine runs late).
  */
 export async function ensureResources(
   clients: AwsClients,
@@ -33,13 +41,26 @@ export async function ensureResources(
   ]);
 }
 
+/**
+ * The SDK's waiters, polling at the emulators' pace (their defaults start at 10-20 s): a few
+ * tens of milliseconds first, then up to a second apart, for at most two minutes.
+ */
+const ACTIVE_WAIT = { minDelay: 0.05, maxDelay: 1, maxWaitTime: 120 };
+
 async function ensureTable(clients: AwsClients, table: string, ttl: boolean): Promise<void> {
-  try {
-    await clients.dynamodb.send(new DescribeTableCommand({ TableName: table }));
-    return;
-  } catch (err) {
-    if ((err as Error).name !== 'ResourceNotFoundException') throw err;
-  }
+  const existed = await exists(() => clients.dynamodb.send(new DescribeTableCommand({ TableName: table })));
+  if (!existed) await createTable(clients, table);
+  await waitUntilTableExists({ client: clients.dynamodb, ...ACTIVE_WAIT }, { TableName: table });
+  if (!existed && ttl)
+    await clients.dynamodb.send(
+      new UpdateTimeToLiveCommand({
+        TableName: table,
+        TimeToLiveSpecification: { AttributeName: TTL_ATTRIBUTE, Enabled: true },
+      }),
+    );
+}
+
+async function createTable(clients: AwsClients, table: string): Promise<void> {
   await clients.dynamodb.send(
     new CreateTableCommand({
       TableName: table,
@@ -66,13 +87,6 @@ async function ensureTable(clients: AwsClients, table: string, ttl: boolean): Pr
       ],
     }),
   );
-  if (ttl)
-    await clients.dynamodb.send(
-      new UpdateTimeToLiveCommand({
-        TableName: table,
-        TimeToLiveSpecification: { AttributeName: TTL_ATTRIBUTE, Enabled: true },
-      }),
-    );
 }
 
 async function ensureBucket(clients: AwsClients, bucket: string): Promise<void> {
@@ -89,27 +103,29 @@ async function ensureStream(
   shards: number,
   retentionHours: number,
 ): Promise<void> {
-  try {
-    await clients.kinesis.send(new DescribeStreamSummaryCommand({ StreamName: stream }));
+  const waitActive = () =>
+    waitUntilStreamExists({ client: clients.kinesis, ...ACTIVE_WAIT }, { StreamName: stream });
+  if (await exists(() => clients.kinesis.send(new DescribeStreamSummaryCommand({ StreamName: stream })))) {
+    await waitActive();
     return;
-  } catch (err) {
-    if ((err as Error).name !== 'ResourceNotFoundException') throw err;
   }
   await clients.kinesis.send(new CreateStreamCommand({ StreamName: stream, ShardCount: shards }));
-  for (let i = 0; i < 100; i++) {
-    const out = await clients.kinesis.send(new DescribeStreamSummaryCommand({ StreamName: stream }));
-    if (out.StreamDescriptionSummary?.StreamStatus === 'ACTIVE') {
-      if (retentionHours > 24) {
-        await clients.kinesis.send(
-          new IncreaseStreamRetentionPeriodCommand({
-            StreamName: stream,
-            RetentionPeriodHours: retentionHours,
-          }),
-        );
-      }
-      return;
-    }
-    await sleep(20);
+  await waitActive();
+  if (retentionHours > 24) {
+    await clients.kinesis.send(
+      new IncreaseStreamRetentionPeriodCommand({ StreamName: stream, RetentionPeriodHours: retentionHours }),
+    );
+    await waitActive();
   }
-  throw new Error(`stream ${stream} did not become ACTIVE`);
+}
+
+/** Whether a describe call finds its resource (in any status). */
+async function exists(describe: () => Promise<unknown>): Promise<boolean> {
+  try {
+    await describe();
+    return true;
+  } catch (err) {
+    if ((err as Error).name === 'ResourceNotFoundException') return false;
+    throw err;
+  }
 }
