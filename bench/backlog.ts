@@ -9,11 +9,19 @@ import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import type { MeterSnapshot } from '../functions/aws/meter.js';
 import { parseTenantConfig } from '../functions/core/config.js';
+import type { DynamoDbEmulator } from '../infra/local/emulators.js';
 import type { Runtime } from '../infra/local/runtime.js';
+import { ApiTally, type ApiTallySnapshot, type Endpoint, getJson } from './http.js';
 import { CostProbe, type ProbeSnapshot } from './probe.js';
-import { startBenchRuntime } from './runtime.js';
-import { formatTable, percentile } from './stats.js';
-import { ApiTally, type ApiTallySnapshot, consume, type Endpoint, getJson, produce } from './workload.js';
+import { reportsIndexUnits, startBenchRuntime } from './runtime.js';
+import {
+  type CapacityPerMessage,
+  capacityPerMessage,
+  formatTable,
+  INDEX_NOT_REPORTED,
+  percentile,
+} from './stats.js';
+import { consume, produce, WORKLOAD } from './workload.js';
 
 /**
  * Backlog scaling: the same receive+ack behind a small backlog and a large one. The contract says
@@ -40,6 +48,7 @@ export interface BacklogOptions {
   workers: number;
   produceBatch: number;
   produceInFlight: number;
+  dynamodb: DynamoDbEmulator;
   progress: (line: string) => void;
 }
 
@@ -49,8 +58,9 @@ export const BACKLOG_DEFAULTS = {
   shards: 2,
   consume: 500,
   workers: 4,
-  produceBatch: 500,
-  produceInFlight: 2,
+  // A 500-message produce outlasted the client's 30 s timeout on DynamoDB Local on a loaded machine.
+  produceBatch: 100,
+  produceInFlight: 4,
 } as const;
 
 interface Memory {
@@ -74,13 +84,9 @@ export interface BacklogRun {
   memory: Memory;
   consumed: number;
   consumeSeconds: number;
-  perMessage: {
+  perMessage: CapacityPerMessage & {
     requests: Record<string, number>;
     totalRequests: number;
-    writeUnits: number;
-    indexWriteUnits: number;
-    failedConditionalWrites: number;
-    readUnits: number;
     apiRequests: number;
     dispatchInvocations: number;
   };
@@ -95,7 +101,7 @@ export interface BacklogReport {
   /** After the warm-up, before the measured sizes. */
   memoryAtStart: Memory;
   runs: BacklogRun[];
-  /** Largest ÷ smallest backlog, per figure. */
+  /** Largest ÷ smallest backlog, per figure; `unitsPerMessage` is the worse of all-in WRU and RRU. */
   ratios: Record<string, number>;
 }
 
@@ -120,7 +126,7 @@ export async function runBacklog(options: BacklogOptions): Promise<BacklogReport
   const dataDir = mkdtempSync(join(tmpdir(), 'leaseq-bench-backlog-'));
   let runtime: Runtime | undefined;
   try {
-    runtime = await startBenchRuntime(tenant, dataDir, ADMIN_KEY);
+    runtime = await startBenchRuntime(tenant, dataDir, ADMIN_KEY, options.dynamodb);
     const probe = new CostProbe();
     for (const client of [runtime.clients.dynamodb, runtime.clients.kinesis, runtime.clients.s3])
       probe.attach(client);
@@ -157,6 +163,7 @@ async function measureSize(
     messages: size,
     batchSize: options.produceBatch,
     inFlight: options.produceInFlight,
+    ids: 'server',
   });
   const producedAt = performance.now();
   const produceSeconds = (producedAt - startedAt) / 1000;
@@ -214,12 +221,9 @@ async function measureSize(
     consumed: n,
     consumeSeconds: (s.at - consumeStarted) / 1000,
     perMessage: {
+      ...capacityPerMessage(s.meter, s.probe.failedConditionalWrites, reportsIndexUnits(options.dynamodb), n),
       requests: Object.fromEntries(Object.entries(s.meter.requests).map(([op, c]) => [op, c / n])),
       totalRequests: s.meter.totalRequests / n,
-      writeUnits: s.meter.writeUnits / n,
-      indexWriteUnits: s.probe.indexWriteUnits / n,
-      failedConditionalWrites: s.probe.failedConditionalWrites / n,
-      readUnits: s.meter.readUnits / n,
       apiRequests: s.api.total / n,
       dispatchInvocations: (s.probe.dispatchInvocations + s.probe.dispatchFullWindowInvocations) / n,
     },
@@ -272,11 +276,13 @@ function ratios(runs: BacklogRun[]): Record<string, number> {
   const large = runs.at(-1);
   if (!small || !large || small === large) return {};
   const r = (f: (run: BacklogRun) => number) => f(large) / f(small);
+  const writeUnitsPerMessage = r((x) => x.perMessage.writeUnitsAllIn);
+  const readUnitsPerMessage = r((x) => x.perMessage.readUnits);
   return {
+    unitsPerMessage: Math.max(writeUnitsPerMessage, readUnitsPerMessage),
     requestsPerMessage: r((x) => x.perMessage.totalRequests),
-    writeUnitsPerMessage: r((x) => x.perMessage.writeUnits),
-    indexWriteUnitsPerMessage: r((x) => x.perMessage.indexWriteUnits),
-    readUnitsPerMessage: r((x) => x.perMessage.readUnits),
+    writeUnitsPerMessage,
+    readUnitsPerMessage,
     receiveP50: r((x) => x.latencyMs.receive.p50),
     receiveP99: r((x) => x.latencyMs.receive.p99),
     ackP50: r((x) => x.latencyMs.ack.p50),
@@ -292,7 +298,8 @@ export function printBacklog(report: BacklogReport): void {
   const large = runs.at(-1);
   const o = report.options;
   console.log(
-    `\nBacklog scaling: receive+ack of ${o.consume} messages (${o.workers} workers, receive 10, ack 10) ` +
+    `\nBacklog scaling: receive+ack of ${o.consume} messages (${o.workers} workers, receive ` +
+      `${WORKLOAD.receiveMax}, ack ${WORKLOAD.ackBatch}, ${WORKLOAD.payloadBytes}-byte payloads) ` +
       `with window_size ${o.windowPerShard}/shard × ${o.shards} shards = ${o.windowPerShard * o.shards} ` +
       `in the window and the rest in the log:\n`,
   );
@@ -313,20 +320,25 @@ export function printBacklog(report: BacklogReport): void {
           : []),
       ],
       [
-        row('produce msg/s (batch 500, nobody consuming)', (r) => r.produceMessagesPerSecond),
+        row(`produce msg/s (batch ${o.produceBatch}, nobody consuming)`, (r) => r.produceMessagesPerSecond),
         row('window full after produce, s', (r) => r.settleSeconds),
         row(
           'AWS requests / msg (all, incl. refill)',
           (r) => r.perMessage.totalRequests,
           R.requestsPerMessage,
         ),
-        row('DynamoDB WRU / msg, base table', (r) => r.perMessage.writeUnits, R.writeUnitsPerMessage),
-        row(
-          'DynamoDB WRU / msg, gsi1 (estimated)',
-          (r) => r.perMessage.indexWriteUnits,
-          R.indexWriteUnitsPerMessage,
-        ),
+        row('DynamoDB WRU / msg, base table', (r) => r.perMessage.writeUnits),
+        [
+          'DynamoDB WRU / msg, indexes',
+          ...runs.map((r) => r.perMessage.indexWriteUnits ?? 'not reported'),
+          ...(ratioColumn ? ['-'] : []),
+        ],
         row('DynamoDB failed conditional writes / msg', (r) => r.perMessage.failedConditionalWrites),
+        row(
+          'DynamoDB WRU / msg, all-in (base + index + failed)',
+          (r) => r.perMessage.writeUnitsAllIn,
+          R.writeUnitsPerMessage,
+        ),
         row('DynamoDB RRU / msg', (r) => r.perMessage.readUnits, R.readUnitsPerMessage),
         row('API requests / msg', (r) => r.perMessage.apiRequests),
         row('dispatch invocations / msg (refill)', (r) => r.perMessage.dispatchInvocations),
@@ -348,6 +360,9 @@ export function printBacklog(report: BacklogReport): void {
       ops.map((op) => [op, ...runs.map((r) => r.perMessage.requests[op] ?? 0)]),
     ),
   );
+  if (runs.some((r) => r.perMessage.indexWriteUnits === null)) {
+    console.log(`\nIndex WRU: ${INDEX_NOT_REPORTED}; the all-in WRU leave them out.`);
+  }
   const m = report.memoryAtStart;
   console.log(
     `\nMemory after the warm-up: RSS ${m.rssMb.toFixed(0)} MB, heap ${m.heapUsedMb.toFixed(1)} MB (runtime age ${m.runtimeSeconds.toFixed(0)} s). ` +

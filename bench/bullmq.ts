@@ -2,19 +2,19 @@ import { performance } from 'node:perf_hooks';
 import { Queue, Worker } from 'bullmq';
 import { findRedisServer, REDIS_MISSING, type RedisServer, startRedis } from './redis.js';
 import { formatTable, percentile } from './stats.js';
-import { payload } from './workload.js';
+import { payload, WORKLOAD } from './workload.js';
 
 /**
- * The peer side by side: the end-to-end workload on BullMQ with a local Redis. Produce N jobs in
- * batches of 100 (addBulk, one batch in flight) while M workers, each with concurrency 10 (as a
- * leaseq worker holds the 10 messages of one receive), run a no-op job; a job counts as acked when
- * it completes. Completed jobs are removed, as an ack removes a message from leaseq's index.
+ * The peer side by side: the end-to-end workload on BullMQ with a local Redis, in WORKLOAD's
+ * shape. Produce N jobs in batches (addBulk, as many in flight as leaseq's producer) while M
+ * workers, each with concurrency WORKLOAD.receiveMax (as a leaseq worker holds the messages of one
+ * receive), run a no-op job; a job counts as acked when it completes. Completed jobs are removed,
+ * as an ack removes a message from leaseq.
  */
 
 export interface PeerOptions {
   messages: number;
   workerCounts: readonly number[];
-  concurrency: number;
   timeoutMs: number;
   progress: (line: string) => void;
 }
@@ -31,7 +31,7 @@ export type PeerReport =
   | { skipped: string }
   | { redisVersion: string; bullmqVersion: string; concurrency: number; runs: PeerRun[] };
 
-const PRODUCE_BATCH = 100;
+const CONCURRENCY = WORKLOAD.receiveMax;
 
 export async function runPeer(options: PeerOptions): Promise<PeerReport> {
   const binary = findRedisServer();
@@ -42,14 +42,14 @@ export async function runPeer(options: PeerOptions): Promise<PeerReport> {
     const runs: PeerRun[] = [];
     for (const workers of options.workerCounts) {
       options.progress(
-        `BullMQ: ${options.messages} jobs through ${workers} worker(s) × concurrency ${options.concurrency}`,
+        `BullMQ: ${options.messages} jobs through ${workers} worker(s) × concurrency ${CONCURRENCY}`,
       );
       runs.push(await runOnce(redis.port, workers, options));
     }
     return {
       redisVersion: redis.version,
       bullmqVersion: await bullmqVersion(),
-      concurrency: options.concurrency,
+      concurrency: CONCURRENCY,
       runs,
     };
   } finally {
@@ -83,7 +83,7 @@ async function runOnce(port: number, workers: number, options: PeerOptions): Pro
           const sent = sentAt.get(job.id as string);
           if (sent !== undefined && job.attemptsMade === 0) latenciesMs.push(performance.now() - sent);
         },
-        { connection, concurrency: options.concurrency, autorun: false },
+        { connection, concurrency: CONCURRENCY, autorun: false },
       ),
   );
   for (const w of pool) {
@@ -104,9 +104,12 @@ async function runOnce(port: number, workers: number, options: PeerOptions): Pro
   try {
     await Promise.all([queue.waitUntilReady(), ...pool.map((w) => w.waitUntilReady())]);
     for (const w of pool) void w.run();
-    const produce = async () => {
-      for (let first = 0; first < options.messages; first += PRODUCE_BATCH) {
-        const count = Math.min(PRODUCE_BATCH, options.messages - first);
+    let next = 0;
+    const sender = async () => {
+      while (next < options.messages) {
+        const first = next;
+        next += WORKLOAD.produceBatch;
+        const count = Math.min(WORKLOAD.produceBatch, options.messages - first);
         const at = performance.now();
         if (startedAt === 0) startedAt = at;
         const jobs = Array.from({ length: count }, (_, k) => {
@@ -117,7 +120,7 @@ async function runOnce(port: number, workers: number, options: PeerOptions): Pro
         await queue.addBulk(jobs);
       }
     };
-    await Promise.all([produce(), done]);
+    await Promise.all([...Array.from({ length: WORKLOAD.produceInFlight }, sender), done]);
   } finally {
     clearTimeout(timer);
     await Promise.all(pool.map((w) => w.close()));

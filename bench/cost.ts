@@ -1,8 +1,15 @@
 import type { MeterSnapshot } from '../functions/aws/meter.js';
+import type { ApiTallySnapshot } from './http.js';
 import { DEPLOYMENT, PRICES } from './prices.js';
 import type { ProbeSnapshot } from './probe.js';
-import { formatTable } from './stats.js';
-import { type ApiTallySnapshot, PAYLOAD_BYTES } from './workload.js';
+import {
+  atLeast,
+  type CapacityPerMessage,
+  capacityPerMessage,
+  formatTable,
+  INDEX_NOT_REPORTED,
+} from './stats.js';
+import { WORKLOAD } from './workload.js';
 
 /**
  * Dollars per million delivered messages: what one run asked of each AWS service, per message,
@@ -18,6 +25,8 @@ export interface RunUsage {
   meter: MeterSnapshot;
   probe: ProbeSnapshot;
   api: ApiTallySnapshot;
+  /** The emulator reports index write units (DynamoDB Local); dynalite does not. */
+  indexReported: boolean;
 }
 
 /** What the runtime does with no traffic (the sweep's passes, the local shard pollers), per second. */
@@ -30,14 +39,10 @@ export interface Background {
 /** Kinesis reads are not billed per request (provisioned: free; on-demand: by bytes, counted apart). */
 const UNBILLED_OPERATIONS = /^Kinesis\.(GetRecords|GetShardIterator|ListShards|DescribeStream)/;
 
-export interface PerMessageUsage {
+export interface PerMessageUsage extends CapacityPerMessage {
   /** AWS requests but the event source's Kinesis reads (every DynamoDB, PutRecords and S3 call), background subtracted. */
   awsRequests: number;
   dynamodbRequests: number;
-  writeUnits: number;
-  indexWriteUnits: number;
-  failedConditionalWrites: number;
-  readUnits: number;
   kinesisPutPayloadUnits: number;
   kinesisIngestedKb: number;
   kinesisRetrievedKb: number;
@@ -45,7 +50,11 @@ export interface PerMessageUsage {
   s3Get: number;
   apiRequests: number;
   emptyReceives: number;
+  /** Receipts per ack request (the workload asks for WORKLOAD.ackBatch). */
+  receiptsPerAck: number;
+  /** Measured (bench/probe.ts), or the AWS model when the probe recognised no dispatch invocation. */
   dispatchInvocations: number;
+  dispatchMeasured: boolean;
   /** Lower bound on AWS: one invocation per full batch per shard. */
   dispatchInvocationsModel: number;
   lambdaInvocations: number;
@@ -63,15 +72,18 @@ export interface RunCost {
   run: string;
   perMessage: PerMessageUsage;
   lines: CostLine[];
-  /** DynamoDB as dynalite reports it (base table only). */
-  totalMeasuredBaseTable: number;
-  /** Plus what DynamoDB also bills and dynalite does not report: gsi1 writes and failed conditional writes. */
-  totalWithIndex: number;
+  /**
+   * Every line: DynamoDB base, index and failed conditional writes and reads, Kinesis, S3, API
+   * Gateway, Lambda. A lower bound where index writes are not reported (indexReported false).
+   */
+  total: number;
+  indexReported: boolean;
   /** The same, with an on-demand stream (data in and out by the GB) instead of PUT payload units. */
-  totalWithIndexKinesisOnDemand: number;
+  totalKinesisOnDemand: number;
 }
 
 const MILLION = 1e6;
+const INDEX_LINE = 'DynamoDB writes, indexes';
 const GB_IN_KB = 1024 * 1024;
 
 const claimCheckUsdPerMillion = (PRICES.s3PutRequest.usd + PRICES.s3GetRequest.usd) * MILLION;
@@ -80,14 +92,15 @@ const claimCheckUsdPerMillion = (PRICES.s3PutRequest.usd + PRICES.s3GetRequest.u
 export const COST_NOTES = [
   'Per-message usage subtracts what the runtime does with no traffic (the sweep passes, the local pollers) ' +
     "over the run's length; that part is priced as the fixed monthly cost.",
-  'DynamoDB: base-table units are what dynalite reports; gsi1 (projection ALL) writes are counted per successful ' +
-    'state-item write (admit 1, lease 2 = delete + put, ack 1: 4 per delivered message; bench/prices.ts); a write ' +
-    'refused by its condition (consumers racing for one message) is billed 1 WRU on AWS and reported by neither. ' +
-    'DynamoDB Local reports index units: test/dynamodb-local/index-units.test.ts measures the 4 there.',
+  'DynamoDB: base-table and index write units and read units as the emulator reports them (ReturnConsumedCapacity ' +
+    'INDEXES): DynamoDB Local reports index writes, dynalite does not (run with --dynamodb-local to measure them; ' +
+    'without, the WRU and $ totals leave them out and are lower bounds). A write refused by its condition (consumers ' +
+    'racing for one message) is billed 1 WRU on AWS and reported by neither emulator: bench/probe.ts counts them.',
   'Lambda invocations = API requests (each is one api invocation) + dispatch invocations, counted by the window ' +
-    'counter each invocation reads first and writes last (bench/probe.ts). Locally a produce nudges the pollers, so ' +
-    'dispatch runs more often than on AWS, whose event source polls each shard once a second; at high rates it ' +
-    'approaches ceil(records/100) per shard (the "AWS model" row).',
+    'counter each invocation reads first and writes last (bench/probe.ts); a layout without that counter falls back ' +
+    'to the AWS model, duration unmeasured. Locally a produce nudges the pollers, so dispatch runs more often than ' +
+    'on AWS, whose event source polls each shard once a second; at high rates it approaches ceil(records/100) per ' +
+    'shard (the "AWS model" row).',
   "Lambda duration = each API request's time at the client (a receive's long poll included: Lambda bills the wait) + " +
     'dispatch from window read to window write, at 0.5 GB arm64. Measured on 2 loaded cores against emulators: ' +
     'an upper-side estimate.',
@@ -95,7 +108,8 @@ export const COST_NOTES = [
   "SQS: the consumer's own compute is not counted (leaseq's api function is part of the queue, so it is); SQS " +
     "figures leave out empty receives, leaseq's include those its workers made.",
   `A claim-checked message (payload > 256 KB) adds an S3 PUT at produce and a GET per delivery: ` +
-    `$${claimCheckUsdPerMillion.toFixed(2)} per million (none here: ${PAYLOAD_BYTES}-byte payloads).`,
+    `$${claimCheckUsdPerMillion.toFixed(2)} per million (none here: ${WORKLOAD.payloadBytes}-byte payloads); ` +
+    'S3 requests the runtime makes otherwise are counted in the S3 lines.',
 ];
 
 /** The meter's counts less what the runtime did in the background meanwhile (never below zero). */
@@ -121,16 +135,13 @@ export function perMessageUsage(usage: RunUsage, background: Background): PerMes
       .filter(([op]) => filter(op))
       .reduce((a, [, c]) => a + c, 0);
   const { probe, api } = usage;
-  const dispatch = probe.dispatchInvocations + probe.dispatchFullWindowInvocations;
-  const perShard = Math.ceil(n / usage.shards / DEPLOYMENT.dispatchBatchSize);
+  const measuredDispatch = probe.dispatchInvocations + probe.dispatchFullWindowInvocations;
+  const modelDispatch = Math.ceil(n / usage.shards / DEPLOYMENT.dispatchBatchSize) * usage.shards;
+  const dispatch = measuredDispatch > 0 ? measuredDispatch : modelDispatch;
   return {
+    ...capacityPerMessage(meter, probe.failedConditionalWrites, usage.indexReported, n),
     awsRequests: sum((op) => !UNBILLED_OPERATIONS.test(op)) / n,
     dynamodbRequests: sum((op) => op.startsWith('DynamoDB.')) / n,
-    writeUnits: meter.writeUnits / n,
-    // Measured where the service reports index units (DynamoDB Local), else counted per write.
-    indexWriteUnits: (meter.indexWriteUnits > 0 ? meter.indexWriteUnits : probe.indexWriteUnits) / n,
-    failedConditionalWrites: probe.failedConditionalWrites / n,
-    readUnits: meter.readUnits / n,
     kinesisPutPayloadUnits: probe.kinesisPutPayloadUnits / n,
     kinesisIngestedKb: probe.kinesisIngestedKb / n,
     kinesisRetrievedKb: probe.kinesisRetrievedKb / n,
@@ -138,8 +149,10 @@ export function perMessageUsage(usage: RunUsage, background: Background): PerMes
     s3Get: sum((op) => /^S3\.(Get|Head)/.test(op)) / n,
     apiRequests: api.total / n,
     emptyReceives: api.emptyReceives / n,
+    receiptsPerAck: n / (api.requests.ack ?? n),
     dispatchInvocations: dispatch / n,
-    dispatchInvocationsModel: (perShard * usage.shards) / n,
+    dispatchMeasured: measuredDispatch > 0,
+    dispatchInvocationsModel: modelDispatch / n,
     lambdaInvocations: (api.total + dispatch) / n,
     lambdaGbSeconds: ((api.seconds + probe.dispatchSeconds) * DEPLOYMENT.lambdaMemoryGb) / n,
   };
@@ -154,40 +167,37 @@ export function runCost(usage: RunUsage, background: Background): RunCost {
     usdPerMillion: quantity * price * MILLION,
   });
   const P = PRICES;
-  const base = [
-    line('DynamoDB writes, base table (measured)', u.writeUnits, 'WRU', P.dynamodbWriteRequestUnit.usd),
-    line('DynamoDB reads (measured)', u.readUnits, 'RRU', P.dynamodbReadRequestUnit.usd),
-    line('Kinesis PUT payload units', u.kinesisPutPayloadUnits, 'units', P.kinesisPutPayloadUnit.usd),
+  const wru = P.dynamodbWriteRequestUnit.usd;
+  const putUnits = line(
+    'Kinesis PUT payload units',
+    u.kinesisPutPayloadUnits,
+    'units',
+    P.kinesisPutPayloadUnit.usd,
+  );
+  const lines = [
+    line('DynamoDB writes, base table', u.writeUnits, 'WRU', wru),
+    line(INDEX_LINE, u.indexWriteUnits ?? 0, 'WRU', wru),
+    line('DynamoDB failed conditional writes', u.failedConditionalWrites, 'WRU', wru),
+    line('DynamoDB reads', u.readUnits, 'RRU', P.dynamodbReadRequestUnit.usd),
+    putUnits,
     line('S3 PUT requests', u.s3Put, 'requests', P.s3PutRequest.usd),
     line('S3 GET requests', u.s3Get, 'requests', P.s3GetRequest.usd),
     line('API Gateway HTTP requests', u.apiRequests, 'requests', P.apiGatewayHttpRequest.usd),
     line('Lambda invocations (api + dispatch)', u.lambdaInvocations, 'invocations', P.lambdaRequest.usd),
     line('Lambda duration (api + dispatch)', u.lambdaGbSeconds, 'GB-s', P.lambdaArmGbSecond.usd),
   ];
-  const unreported = [
-    line('DynamoDB index writes (estimated)', u.indexWriteUnits, 'WRU', P.dynamodbWriteRequestUnit.usd),
-    line(
-      'DynamoDB failed conditional writes (counted)',
-      u.failedConditionalWrites,
-      'WRU',
-      P.dynamodbWriteRequestUnit.usd,
-    ),
-  ];
-  const total = (lines: CostLine[]) => lines.reduce((a, l) => a + l.usdPerMillion, 0);
-  const putUnits = base[2] as CostLine;
   const onDemandKinesis =
     ((u.kinesisIngestedKb / GB_IN_KB) * P.kinesisOnDemandIngestGb.usd +
       (u.kinesisRetrievedKb / GB_IN_KB) * P.kinesisOnDemandRetrievalGb.usd) *
     MILLION;
-  const totalMeasuredBaseTable = total(base);
-  const totalWithIndex = totalMeasuredBaseTable + total(unreported);
+  const total = lines.reduce((a, l) => a + l.usdPerMillion, 0);
   return {
     run: usage.run,
     perMessage: u,
-    lines: [base[0] as CostLine, ...unreported, ...base.slice(1)],
-    totalMeasuredBaseTable,
-    totalWithIndex,
-    totalWithIndexKinesisOnDemand: totalWithIndex - putUnits.usdPerMillion + onDemandKinesis,
+    lines,
+    total,
+    indexReported: usage.indexReported,
+    totalKinesisOnDemand: total - putUnits.usdPerMillion + onDemandKinesis,
   };
 }
 
@@ -293,28 +303,40 @@ export function printCost(costs: RunCost[], sqs: SqsCost[], fixed: FixedMonthly[
     '\nAWS usage per delivered message (background subtracted; on AWS, list prices of bench/prices.ts):\n',
   );
   const q = (f: (u: PerMessageUsage) => number) => costs.map((c) => f(c.perMessage));
+  const allIn = (f: (c: RunCost) => number) => costs.map((c) => atLeast(f(c), c.indexReported));
+  const index = costs.map((c) => c.perMessage.indexWriteUnits ?? 'not reported');
   console.log(
     formatTable(
       ['per message', ...costs.map((c) => c.run)],
       [
         ['AWS requests (w/o Kinesis reads)', ...q((u) => u.awsRequests)],
         ['  of which DynamoDB', ...q((u) => u.dynamodbRequests)],
-        ['DynamoDB WRU, base table (measured)', ...q((u) => u.writeUnits)],
-        ['DynamoDB WRU, gsi1 (estimated)', ...q((u) => u.indexWriteUnits)],
-        ['DynamoDB failed conditional writes', ...q((u) => u.failedConditionalWrites)],
-        ['DynamoDB RRU (measured)', ...q((u) => u.readUnits)],
+        ['DynamoDB WRU, base table', ...q((u) => u.writeUnits)],
+        ['DynamoDB WRU, indexes', ...index],
+        ['DynamoDB failed conditional writes (1 WRU each)', ...q((u) => u.failedConditionalWrites)],
+        ['DynamoDB WRU, all-in (base + index + failed)', ...allIn((c) => c.perMessage.writeUnitsAllIn)],
+        ['DynamoDB RRU', ...q((u) => u.readUnits)],
         ['Kinesis PUT payload units', ...q((u) => u.kinesisPutPayloadUnits)],
         ['Kinesis KB in / out (1 KB rounding)', ...costs.map(kbInOut)],
         ['S3 requests (PUT + GET)', ...q((u) => u.s3Put + u.s3Get)],
         ['API Gateway requests', ...q((u) => u.apiRequests)],
         ['  of which empty receives', ...q((u) => u.emptyReceives)],
+        ['  receipts per ack request', ...q((u) => u.receiptsPerAck)],
         ['Lambda invocations', ...q((u) => u.lambdaInvocations)],
-        ['  of which dispatch (measured)', ...q((u) => u.dispatchInvocations)],
+        [
+          '  of which dispatch',
+          ...costs.map((c) =>
+            c.perMessage.dispatchMeasured ? c.perMessage.dispatchInvocations : 'model (not recognised)',
+          ),
+        ],
         ['  dispatch, AWS model ceil(n/100)/shard', ...q((u) => u.dispatchInvocationsModel)],
         ['Lambda GB-s (0.5 GB × duration)', ...q((u) => u.lambdaGbSeconds)],
       ],
     ),
   );
+  if (costs.some((c) => !c.indexReported)) {
+    console.log(`\nIndex WRU: ${INDEX_NOT_REPORTED}; "≥" marks totals that leave them out.`);
+  }
 
   console.log('\n$ per million delivered messages:\n');
   const items = costs[0]?.lines.map((l) => l.item) ?? [];
@@ -324,11 +346,13 @@ export function printCost(costs: RunCost[], sqs: SqsCost[], fixed: FixedMonthly[
       [
         ...items.map((item) => [
           item,
-          ...costs.map((c) => c.lines.find((l) => l.item === item)?.usdPerMillion ?? 0),
+          ...costs.map((c) => {
+            if (item === INDEX_LINE && !c.indexReported) return 'not reported';
+            return c.lines.find((l) => l.item === item)?.usdPerMillion ?? 0;
+          }),
         ]),
-        ['TOTAL measured base-table', ...costs.map((c) => c.totalMeasuredBaseTable)],
-        ['TOTAL estimated with index (+ failed writes)', ...costs.map((c) => c.totalWithIndex)],
-        ['  … with Kinesis on-demand instead', ...costs.map((c) => c.totalWithIndexKinesisOnDemand)],
+        ['TOTAL all-in', ...allIn((c) => c.total)],
+        ['  … with Kinesis on-demand instead', ...allIn((c) => c.totalKinesisOnDemand)],
       ],
     ),
   );
@@ -342,18 +366,12 @@ export function printCost(costs: RunCost[], sqs: SqsCost[], fixed: FixedMonthly[
     formatTable(
       ['queue', 'requests/msg', '$ / M msgs', 'leaseq ÷ this'],
       [
-        ['leaseq, measured base-table', lead.perMessage.awsRequests, lead.totalMeasuredBaseTable, '-'],
-        [
-          'leaseq, estimated with index (+ failed writes)',
-          lead.perMessage.awsRequests,
-          lead.totalWithIndex,
-          '-',
-        ],
+        ['leaseq, all-in', lead.perMessage.awsRequests, atLeast(lead.total, lead.indexReported), '-'],
         ...sqs.map((s) => [
           `SQS ${s.queue}, ${s.mode}`,
           s.requestsPerMessage,
           s.usdPerMillion,
-          `${(lead.totalWithIndex / s.usdPerMillion).toFixed(1)}×`,
+          `${lead.indexReported ? '' : '≥ '}${(lead.total / s.usdPerMillion).toFixed(1)}×`,
         ]),
       ],
     ),
@@ -373,7 +391,7 @@ export function printCost(costs: RunCost[], sqs: SqsCost[], fixed: FixedMonthly[
     ),
   );
   console.log(
-    `\n$ per million messages with that fixed cost spread over a month's volume (${lead.run}, with index, ` +
+    `\n$ per million messages with that fixed cost spread over a month's volume (${lead.run}, all-in, ` +
       'a tenant with one queue):\n',
   );
   const volumes = [1e6, 1e7, 1e8, 1e9];
@@ -382,7 +400,7 @@ export function printCost(costs: RunCost[], sqs: SqsCost[], fixed: FixedMonthly[
       ['messages a month', 'leaseq', 'SQS std batched', 'SQS FIFO batched'],
       volumes.map((v) => [
         v.toLocaleString('en-US'),
-        lead.totalWithIndex + oneQueueTenant / (v / MILLION),
+        atLeast(lead.total + oneQueueTenant / (v / MILLION), lead.indexReported),
         sqs.find((s) => s.queue === 'standard' && s.mode === 'batched')?.usdPerMillion ?? 0,
         sqs.find((s) => s.queue === 'FIFO' && s.mode === 'batched')?.usdPerMillion ?? 0,
       ]),

@@ -11,13 +11,13 @@ import { type AnyArgs, operationName, type SdkClient, stackOf } from '../functio
  *   every dispatch invocation reads it first (functions/dispatch/dispatcher.ts freeSlots) and, when
  *   it admitted anything, adds to it last (a positive ADD: only dispatch adds; acks, nacks and the
  *   sweep subtract);
- * - DynamoDB index (gsi1) write units, which dynalite does not report, from the rule DynamoDB bills
- *   by: a write that puts an item into the index costs one index write, one that moves it (its index
- *   key changes) a delete and a put, one that takes it out a delete (state items are under 1 KB,
- *   so one unit each);
  * - conditional writes whose condition failed: DynamoDB bills each at least one write unit, but the
  *   error carries no capacity report, so the meter cannot see them (consumers racing for the same
- *   ready message, an ack re-read, a duplicate admission).
+ *   ready message, an ack re-read, a duplicate admission); a cancelled transaction counts one per
+ *   item whose condition failed.
+ *
+ * Index write units are not counted here: the meter reads them from the capacity report where the
+ * emulator gives one (DynamoDB Local; dynalite reports the base table only).
  */
 
 export interface ProbeSnapshot {
@@ -32,8 +32,6 @@ export interface ProbeSnapshot {
   dispatchFullWindowInvocations: number;
   /** First window read to last window write, summed over all dispatch invocations. */
   dispatchSeconds: number;
-  /** Index writes implied by the successful state-item writes (see indexWrites below). */
-  indexWriteUnits: number;
   /** Writes rejected by their condition: one write unit each on AWS (items under 1 KB). */
   failedConditionalWrites: number;
 }
@@ -64,8 +62,7 @@ export class CostProbe {
           this.observe(name, args, result.output, startedAt, performance.now());
           return result;
         } catch (err) {
-          if ((err as Error).name === 'ConditionalCheckFailedException')
-            this.totals.failedConditionalWrites += 1;
+          this.totals.failedConditionalWrites += failedConditions(err);
           throw err;
         }
       },
@@ -89,10 +86,6 @@ export class CostProbe {
         return;
       case 'DynamoDB.UpdateItem':
         this.windowAdd(input, endedAt);
-        this.totals.indexWriteUnits += indexWrites(input);
-        return;
-      case 'DynamoDB.PutItem':
-        if (isRecord(input.Item) && 'gsi1pk' in input.Item) this.totals.indexWriteUnits += 1;
         return;
     }
   }
@@ -156,7 +149,6 @@ function emptySnapshot(): ProbeSnapshot {
     dispatchInvocations: 0,
     dispatchFullWindowInvocations: 0,
     dispatchSeconds: 0,
-    indexWriteUnits: 0,
     failedConditionalWrites: 0,
   };
 }
@@ -189,18 +181,10 @@ function addedAmount(input: Record<string, unknown>): number {
   return match?.[1] ? Number(scalar(values[match[1]])) : 0;
 }
 
-/**
- * Index writes of one successful UpdateItem on a state item: it sets the index key of a new item
- * (admission, `attribute_not_exists(#pk)`: a put), sets it on an item already indexed (lease,
- * extend, nack, release: a delete and a put), or removes it (ack, requeue, purge: a delete).
- * A re-admitted retry (its item was in the delay partition) is counted as 1 where DynamoDB bills 2.
- */
-function indexWrites(input: Record<string, unknown>): number {
-  const expression = String(input.UpdateExpression ?? '');
-  const clause = (name: string) =>
-    new RegExp(`\\b${name}\\b(.*?)(?=\\b(?:SET|REMOVE|ADD|DELETE)\\b|$)`).exec(expression)?.[1] ?? '';
-  const touchesIndex = (text: string) => /#gsi1(pk|sk)\b/.test(text);
-  if (touchesIndex(clause('REMOVE'))) return 1;
-  if (!touchesIndex(clause('SET'))) return 0;
-  return String(input.ConditionExpression ?? '').includes('attribute_not_exists(#pk)') ? 1 : 2;
+/** Conditions that refused a write: one for ConditionalCheckFailed, one per failed item of a cancelled transaction. */
+function failedConditions(err: unknown): number {
+  const e = err as { name?: string; CancellationReasons?: { Code?: string }[] };
+  if (e.name === 'ConditionalCheckFailedException') return 1;
+  if (e.name !== 'TransactionCanceledException') return 0;
+  return (e.CancellationReasons ?? []).filter((r) => r.Code === 'ConditionalCheckFailed').length;
 }

@@ -15,7 +15,9 @@ export interface RedisServer {
   stop(): Promise<void>;
 }
 
-export const REDIS_MISSING = 'redis-server not installed (apt-get install redis-server)';
+export const REDIS_MISSING =
+  'redis-server is not on PATH: install it (Debian/Ubuntu: `apt-get install -y redis-server`; macOS: ' +
+  '`brew install redis`) and run the bench again; the bench starts and stops its own server';
 const START_TIMEOUT_MS = 10_000;
 const STOP_TIMEOUT_MS = 5_000;
 

@@ -1,4 +1,4 @@
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -7,6 +7,11 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import type { MeterSnapshot } from '../functions/aws/meter.js';
 import { parseTenantConfig } from '../functions/core/config.js';
+import {
+  DYNAMODB_EMULATOR_ENV,
+  type DynamoDbEmulator,
+  parseDynamoDbEmulator,
+} from '../infra/local/emulators.js';
 import type { Runtime } from '../infra/local/runtime.js';
 import { BACKLOG_DEFAULTS, type BacklogReport, printBacklog, runBacklogIsolated } from './backlog.js';
 import { type PeerReport, printPeer, runPeer } from './bullmq.js';
@@ -21,55 +26,51 @@ import {
   type SqsCost,
   sqsCosts,
 } from './cost.js';
-import { INDEX_WRITES_PER_DELIVERED_MESSAGE, PRICES, PRICES_AS_OF, REGION } from './prices.js';
+import { type GoalRow, goalRows, printGoals } from './goals.js';
+import { ApiTally, type ApiTallySnapshot, type Endpoint } from './http.js';
+import { PRICES, PRICES_AS_OF, REGION } from './prices.js';
 import { CostProbe, type ProbeSnapshot } from './probe.js';
-import { startBenchRuntime } from './runtime.js';
-import { formatTable, operationRows, type PerMessage, percentile, perMessage } from './stats.js';
 import {
-  ApiTally,
-  type ApiTallySnapshot,
-  type Endpoint,
-  endToEnd,
-  PAYLOAD_BYTES,
-  produce,
-} from './workload.js';
+  describeRun,
+  END_TO_END_RUNS,
+  GOAL_BACKLOG,
+  type PhaseFailure,
+  PRODUCE_RUNS,
+  plainRuns,
+  RUN,
+  SHARDS,
+  SMALL_BACKLOG,
+} from './runs.js';
+import { reportsIndexUnits, startBenchRuntime } from './runtime.js';
+import {
+  formatTable,
+  INDEX_NOT_REPORTED,
+  operationRows,
+  type PerMessage,
+  percentile,
+  perMessage,
+} from './stats.js';
+import { endToEnd, produce, WORKLOAD } from './workload.js';
 
 /**
- * `npm run bench [-- --messages N] [--backlog N] [--skip-peer]`: throughput, latency and AWS cost
- * per message of the local runtime, measured over its HTTP API, turned into dollars beside SQS;
- * receive+ack and memory behind a small and a large backlog; and BullMQ on a local Redis for the
- * same workload. Prints tables and writes bench/results/<time>.json.
+ * `npm run bench [-- --messages N] [--backlog N] [--skip-peer] [--dynamodb-local] [--baseline FILE]`:
+ * throughput, latency and AWS cost per message of the local runtime, measured over its HTTP API
+ * in issue 11's workload (bench/workload.ts WORKLOAD), turned into dollars beside SQS; receive+ack
+ * and memory behind a small and a large backlog; BullMQ on a local Redis for the same workload;
+ * and at the end each of issue 11's figures beside its goal. Writes bench/results/<time>.json.
  *
- * --messages N   messages per produce and end-to-end run, and per BullMQ run (default 2000)
- * --backlog N    the large backlog of the backlog phase, beside 1,000 (default 50000; 0 skips the phase)
- * --skip-peer    no BullMQ phase
+ * --messages N       messages per produce and end-to-end run, and per BullMQ run (default 2000)
+ * --backlog N        the large backlog of the backlog phase, beside 1,000 (default 100000; 0 skips it)
+ * --skip-peer        no BullMQ phase
+ * --dynamodb-local   AWS's DynamoDB Local (Java) instead of dynalite, which reports no index write
+ *                    units; also LEASEQ_DYNAMODB=dynamodb-local
+ * --baseline FILE    an earlier bench/results/*.json: its figures beside these, and the throughput goal
  */
 
-const PRODUCE_RUNS = [
-  { queue: 'p1', batchSize: 1, inFlight: 8 },
-  { queue: 'p100', batchSize: 100, inFlight: 2 },
-  { queue: 'p500', batchSize: 500, inFlight: 2 },
-] as const;
-const END_TO_END_RUNS = [
-  { queue: 'c1', workers: 1 },
-  { queue: 'c4', workers: 4 },
-  { queue: 'c16', workers: 16 },
-] as const;
-/** A queue per run, so no run starts with another's messages or counters. */
-const SHARDS = 2;
 const TENANT = {
   tenant: 'bench',
   queues: Object.fromEntries([...PRODUCE_RUNS, ...END_TO_END_RUNS].map((r) => [r.queue, { shards: SHARDS }])),
 };
-/** The end-to-end run whose cost is set beside SQS's. */
-const HEADLINE_RUN = 'c4';
-const SMALL_BACKLOG = 1000;
-/**
- * 100,000 took 336 s to produce here (~300 msg/s at batch 500: each message is a conditional
- * DynamoDB put for its dedup record), over the ~4 minutes the phase may take in an ~8-minute
- * run; `--backlog 100000` measures it.
- */
-const DEFAULT_BACKLOG = 50_000;
 const ADMIN_KEY = 'bench-admin-key-0123456789';
 const END_TO_END_TIMEOUT_MS = 5 * 60_000;
 /** Long enough for a few sweep passes (one a second), so the background rate is not one pass's luck. */
@@ -80,6 +81,8 @@ interface RunResult {
   queue: string;
   description: string;
   messages: number;
+  /** End-to-end runs. */
+  workers?: number;
   seconds: number;
   messagesPerSecond: number;
   /** Produce runs: until dispatch had admitted every message into the lease window. */
@@ -95,6 +98,8 @@ interface RunResult {
 interface Report {
   date: string;
   machine: { cpus: number; cpuModel: string; node: string; platform: string };
+  dynamodb: DynamoDbEmulator;
+  workload: typeof WORKLOAD;
   messages: number;
   /** What the runtime asks of AWS with no traffic at all: the sweep and the shard pollers. */
   backgroundRequestsPerSecond: Record<string, number>;
@@ -105,13 +110,15 @@ interface Report {
     region: string;
     pricesAsOf: string;
     prices: typeof PRICES;
-    indexWritesPerDeliveredMessage: number;
     runs: RunCost[];
     sqs: SqsCost[];
     fixedMonthlyPerQueue: FixedMonthly[];
   };
-  backlog?: BacklogReport;
-  peer?: PeerReport;
+  backlog?: BacklogReport | PhaseFailure;
+  peer?: PeerReport | PhaseFailure;
+  goals: GoalRow[];
+  /** The file --baseline named. */
+  baseline?: string;
   notes: string[];
 }
 
@@ -119,11 +126,10 @@ interface Options {
   messages: number;
   backlog: number;
   peer: boolean;
+  dynamodb: DynamoDbEmulator;
+  baseline: { file: string; goals: GoalRow[] } | undefined;
 }
 
-const CAPACITY_NOTE =
-  'DynamoDB WCU/RCU are base-table capacity as dynalite reports it: on AWS every write that changes gsi1 keys ' +
-  '(admission, lease and ack each do) also costs index write units, so the write figure is a lower bound.';
 const SCOPE_NOTE =
   'Per-message figures include everything the runtime did during the run: dispatch admitting messages, ' +
   'the sweep (one pass a second over every queue) and the local shard pollers (Kinesis.GetRecords).';
@@ -132,8 +138,10 @@ function parseOptions(): Options {
   const { values } = parseArgs({
     options: {
       messages: { type: 'string', default: '2000' },
-      backlog: { type: 'string', default: String(DEFAULT_BACKLOG) },
+      backlog: { type: 'string', default: String(GOAL_BACKLOG) },
       'skip-peer': { type: 'boolean', default: false },
+      'dynamodb-local': { type: 'boolean', default: false },
+      baseline: { type: 'string' },
     },
   });
   const integer = (name: string, raw: string, min: number) => {
@@ -145,7 +153,24 @@ function parseOptions(): Options {
   if (backlog !== 0 && backlog <= SMALL_BACKLOG) {
     throw new Error(`--backlog must be 0 (skip) or above ${SMALL_BACKLOG}, got ${backlog}`);
   }
-  return { messages: integer('messages', values.messages, 1), backlog, peer: !values['skip-peer'] };
+  return {
+    messages: integer('messages', values.messages, 1),
+    backlog,
+    peer: !values['skip-peer'],
+    dynamodb: values['dynamodb-local']
+      ? 'dynamodb-local'
+      : parseDynamoDbEmulator(process.env[DYNAMODB_EMULATOR_ENV]),
+    baseline: values.baseline === undefined ? undefined : readBaseline(values.baseline),
+  };
+}
+
+/** The goal rows of an earlier run of this bench. */
+function readBaseline(file: string): { file: string; goals: GoalRow[] } {
+  const report = JSON.parse(readFileSync(file, 'utf8')) as Partial<Report>;
+  if (!Array.isArray(report.goals)) {
+    throw new Error(`--baseline ${file}: no goals in it (written by an older bench, before the goals table)`);
+  }
+  return { file, goals: report.goals };
 }
 
 type Measured = Pick<Report, 'backgroundRequestsPerSecond' | 'background' | 'produce' | 'endToEnd'>;
@@ -170,7 +195,12 @@ async function measure(runtime: Runtime, messages: number): Promise<Measured> {
     meter.reset();
     probe.reset();
     const startedAt = performance.now();
-    await produce(api, run.queue, { messages, batchSize: run.batchSize, inFlight: run.inFlight });
+    await produce(api, run.queue, {
+      messages,
+      batchSize: run.batchSize,
+      inFlight: run.inFlight,
+      ids: 'server',
+    });
     const producedAt = performance.now();
     // Admission is part of what producing a message costs; waiting for it also keeps it out of the next run.
     await runtime.eventSource.drained(60_000);
@@ -178,7 +208,7 @@ async function measure(runtime: Runtime, messages: number): Promise<Measured> {
     const snapshot = meter.snapshot();
     produceResults.push({
       queue: run.queue,
-      description: `produce, batch ${run.batchSize}, ${run.inFlight} in flight`,
+      description: `produce, batch ${run.batchSize}, ${run.inFlight} in flight, server ids`,
       messages,
       seconds: (producedAt - startedAt) / 1000,
       messagesPerSecond: messages / ((producedAt - startedAt) / 1000),
@@ -192,7 +222,7 @@ async function measure(runtime: Runtime, messages: number): Promise<Measured> {
 
   const endToEndResults: RunResult[] = [];
   for (const run of END_TO_END_RUNS) {
-    progress(`${run.queue}: ${messages} messages through ${run.workers} worker(s)`);
+    progress(`${run.queue}: ${messages} messages through ${describeRun(run)}`);
     const api: Endpoint = { ...admin, tally: new ApiTally() };
     meter.reset();
     probe.reset();
@@ -201,6 +231,8 @@ async function measure(runtime: Runtime, messages: number): Promise<Measured> {
     const result = await endToEnd(api, run.queue, {
       messages,
       workers: run.workers,
+      ids: run.ids,
+      nackFirstAttempt: run.nackFirstAttempt,
       timeoutMs: END_TO_END_TIMEOUT_MS,
       onAllAcked: () => {
         snapshot = {
@@ -215,8 +247,9 @@ async function measure(runtime: Runtime, messages: number): Promise<Measured> {
     const measured = snapshot as Snapshot;
     endToEndResults.push({
       queue: run.queue,
-      description: `produce (batch 100) + ${run.workers} worker(s) receive 10 / ack`,
+      description: describeRun(run),
       messages,
+      workers: run.workers,
       seconds,
       messagesPerSecond: messages / seconds,
       latencyMs: { p50: percentile(result.latenciesMs, 50), p99: percentile(result.latenciesMs, 99) },
@@ -238,7 +271,7 @@ async function measure(runtime: Runtime, messages: number): Promise<Measured> {
   };
 }
 
-function costOf(measured: Measured): Report['cost'] {
+function costOf(measured: Measured, dynamodb: DynamoDbEmulator): Report['cost'] {
   const { background } = measured;
   const runs = measured.endToEnd.map((r) =>
     runCost(
@@ -250,36 +283,57 @@ function costOf(measured: Measured): Report['cost'] {
         meter: r.meter,
         probe: r.probe,
         api: r.api,
+        indexReported: reportsIndexUnits(dynamodb),
       },
       background,
     ),
   );
-  const queue = parseTenantConfig(TENANT, 'bench tenant').queues[HEADLINE_RUN];
+  const queue = parseTenantConfig(TENANT, 'bench tenant').queues[RUN.headline];
   return {
     region: REGION,
     pricesAsOf: PRICES_AS_OF,
     prices: PRICES,
-    indexWritesPerDeliveredMessage: INDEX_WRITES_PER_DELIVERED_MESSAGE,
     runs,
-    sqs: sqsCosts(PAYLOAD_BYTES),
+    sqs: sqsCosts(WORKLOAD.payloadBytes),
     fixedMonthlyPerQueue: fixedMonthly(SHARDS, queue?.retention_hours ?? 96, background),
   };
+}
+
+function capacityNote(dynamodb: DynamoDbEmulator): string {
+  return reportsIndexUnits(dynamodb)
+    ? 'DynamoDB units are as DynamoDB Local reports them, base table and indexes (ReturnConsumedCapacity INDEXES).'
+    : `DynamoDB units are base-table units as dynalite reports them; index WRU ${INDEX_NOT_REPORTED}.`;
+}
+
+async function phase<T>(name: string, run: () => Promise<T>): Promise<T | PhaseFailure> {
+  try {
+    return await run();
+  } catch (err) {
+    progress(`${name} failed: ${String(err)}`);
+    return { failed: err instanceof Error ? err.message : String(err) };
+  }
 }
 
 function progress(line: string): void {
   process.stderr.write(`… ${line}\n`);
 }
 
-function print(report: Report, file: string): void {
+function print(report: Report, file: string, baseline: readonly GoalRow[] | undefined): void {
   const runs = [...report.produce, ...report.endToEnd];
   const { machine } = report;
   console.log(
     `\nleaseq bench — ${report.date}, ${report.messages} messages per run, ` +
-      `${machine.cpus} × ${machine.cpuModel}, Node ${machine.node}\n`,
+      `${machine.cpus} × ${machine.cpuModel}, Node ${machine.node}, DynamoDB: ${report.dynamodb}`,
+  );
+  const w = report.workload;
+  console.log(
+    `Workload: ${w.payloadBytes}-byte payloads; end-to-end runs produce batches of ${w.produceBatch} ` +
+      `(${w.produceInFlight} in flight), receive ${w.receiveMax} (long poll ${w.receiveWaitSeconds} s), ack ` +
+      `${w.ackBatch} receipts a request; a nack run retries after ${w.nackRetryAfterSeconds} s.\n`,
   );
   console.log(
     formatTable(
-      ['run', 'msg/s', 'p50 ms', 'p99 ms', 'req/msg', 'req/msg w/o GetRecords', 'WCU/msg', 'RCU/msg'],
+      ['run', 'msg/s', 'p50 ms', 'p99 ms', 'req/msg', 'req/msg w/o GetRecords', 'base WRU/msg', 'RRU/msg'],
       runs.map((r) => [
         `${r.queue}: ${r.description}`,
         r.messagesPerSecond,
@@ -305,23 +359,27 @@ function print(report: Report, file: string): void {
   for (const note of report.notes) console.log(note);
 
   const { cost } = report;
-  printCost(cost.runs, cost.sqs, cost.fixedMonthlyPerQueue, HEADLINE_RUN);
+  printCost(cost.runs, cost.sqs, cost.fixedMonthlyPerQueue, RUN.headline);
   console.log(
     `\nPrices: ${cost.region} list prices as of ${cost.pricesAsOf} (bench/prices.ts has each source).`,
   );
   for (const note of COST_NOTES) console.log(note);
-  if (report.backlog) printBacklog(report.backlog);
-  else console.log('\nBacklog phase: skipped (--backlog 0).');
-  if (report.peer) {
+  if (!report.backlog) console.log('\nBacklog phase: skipped (--backlog 0).');
+  else if ('failed' in report.backlog) console.log(`\nBacklog phase: failed: ${report.backlog.failed}`);
+  else printBacklog(report.backlog);
+  if (report.peer && 'failed' in report.peer) console.log(`\nBullMQ peer: failed: ${report.peer.failed}`);
+  else if (report.peer) {
     printPeer(
       report.peer,
-      report.endToEnd.map((r) => ({
-        workers: Number(r.queue.slice(1)),
+      plainRuns(report.endToEnd).map((r) => ({
+        workers: r.workers ?? 0,
         messagesPerSecond: r.messagesPerSecond,
         ...(r.latencyMs ? { latencyMs: r.latencyMs } : {}),
       })),
     );
   } else console.log('\nBullMQ peer: skipped (--skip-peer).');
+  printGoals(report.goals, baseline);
+  if (report.baseline) console.log(`Baseline: ${report.baseline}.`);
   console.log(`\nJSON: ${file}`);
 }
 
@@ -334,7 +392,12 @@ async function main(): Promise<void> {
   let runtime: Runtime | undefined;
   let measured: Measured;
   try {
-    runtime = await startBenchRuntime(parseTenantConfig(TENANT, 'bench tenant'), dataDir, ADMIN_KEY);
+    runtime = await startBenchRuntime(
+      parseTenantConfig(TENANT, 'bench tenant'),
+      dataDir,
+      ADMIN_KEY,
+      options.dynamodb,
+    );
     measured = await measure(runtime, options.messages);
   } finally {
     await runtime?.close();
@@ -343,17 +406,25 @@ async function main(): Promise<void> {
   // Each later phase has the machine to itself: leaseq's runtime is closed.
   const backlog =
     options.backlog > 0
-      ? await runBacklogIsolated({ ...BACKLOG_DEFAULTS, sizes: [SMALL_BACKLOG, options.backlog] })
+      ? await phase('backlog phase', () =>
+          runBacklogIsolated({
+            ...BACKLOG_DEFAULTS,
+            sizes: [SMALL_BACKLOG, options.backlog],
+            dynamodb: options.dynamodb,
+          }),
+        )
       : undefined;
   const peer = options.peer
-    ? await runPeer({
-        messages: options.messages,
-        workerCounts: END_TO_END_RUNS.map((r) => r.workers),
-        concurrency: 10,
-        timeoutMs: END_TO_END_TIMEOUT_MS,
-        progress,
-      })
+    ? await phase('BullMQ peer', () =>
+        runPeer({
+          messages: options.messages,
+          workerCounts: plainRuns(END_TO_END_RUNS).map((r) => r.workers),
+          timeoutMs: END_TO_END_TIMEOUT_MS,
+          progress,
+        }),
+      )
     : undefined;
+  const cost = costOf(measured, options.dynamodb);
   const report: Report = {
     date: startedAt.toISOString(),
     machine: {
@@ -362,18 +433,29 @@ async function main(): Promise<void> {
       node: process.version,
       platform: `${process.platform} ${process.arch}`,
     },
+    dynamodb: options.dynamodb,
+    workload: WORKLOAD,
     messages: options.messages,
     ...measured,
-    cost: costOf(measured),
+    cost,
     ...(backlog ? { backlog } : {}),
     ...(peer ? { peer } : {}),
-    notes: [SCOPE_NOTE, CAPACITY_NOTE],
+    goals: goalRows({
+      costs: cost.runs,
+      throughput: measured.endToEnd,
+      sqs: cost.sqs,
+      backlog,
+      peer,
+      baseline: options.baseline?.goals,
+    }),
+    ...(options.baseline ? { baseline: options.baseline.file } : {}),
+    notes: [SCOPE_NOTE, capacityNote(options.dynamodb)],
   };
   const resultsDir = fileURLToPath(new URL('./results/', import.meta.url));
   mkdirSync(resultsDir, { recursive: true });
   const file = join(resultsDir, `${report.date.replace(/[:.]/g, '-')}.json`);
   writeFileSync(file, `${JSON.stringify(report, null, 2)}\n`);
-  print(report, relative(process.cwd(), file));
+  print(report, relative(process.cwd(), file), options.baseline?.goals);
   progress(`done in ${((Date.now() - startedAt.getTime()) / 1000).toFixed(0)} s`);
 }
 

@@ -33,6 +33,43 @@ export function perMessage(snapshot: MeterSnapshot, messages: number): PerMessag
   };
 }
 
+/** DynamoDB units per message, every kind the bill counts; index units null where the emulator reports none. */
+export interface CapacityPerMessage {
+  /** Base table, as the emulator reports it. */
+  writeUnits: number;
+  /** Index writes as DynamoDB Local reports them; null on dynalite, which reports none. */
+  indexWriteUnits: number | null;
+  /** Writes refused by their condition: 1 WRU each on AWS, reported by no emulator (bench/probe.ts). */
+  failedConditionalWrites: number;
+  /** The three above; without index writes where they are not reported (then a lower bound). */
+  writeUnitsAllIn: number;
+  readUnits: number;
+}
+
+export function capacityPerMessage(
+  units: { writeUnits: number; indexWriteUnits: number; readUnits: number },
+  failedConditionalWrites: number,
+  indexReported: boolean,
+  messages: number,
+): CapacityPerMessage {
+  const index = indexReported ? units.indexWriteUnits : 0;
+  return {
+    writeUnits: units.writeUnits / messages,
+    indexWriteUnits: indexReported ? index / messages : null,
+    failedConditionalWrites: failedConditionalWrites / messages,
+    writeUnitsAllIn: (units.writeUnits + index + failedConditionalWrites) / messages,
+    readUnits: units.readUnits / messages,
+  };
+}
+
+/** How a figure the emulator does not report is printed, in tables and beside goals. */
+export const INDEX_NOT_REPORTED = 'not reported by dynalite (run with --dynamodb-local)';
+
+/** A figure that leaves out what the emulator does not report is a lower bound: printed "≥ n". */
+export function atLeast(n: number, exact: boolean): number | string {
+  return exact ? n : `≥ ${formatNumber(n)}`;
+}
+
 /** Nearest-rank percentile: always a latency that was actually observed. */
 export function percentile(values: readonly number[], p: number): number {
   if (values.length === 0) throw new Error('percentile of no values');

@@ -1,104 +1,73 @@
 import { performance } from 'node:perf_hooks';
+import { type Endpoint, post } from './http.js';
 
 /**
- * The load a user puts on leaseq, over HTTP with fetch (the path a real client takes):
- * producers sending batches, and worker loops that receive, then ack what they got.
+ * The load a user puts on leaseq over its HTTP API: producers sending batches, and worker loops
+ * that receive, then ack (or nack once) what they got. Every run, and the BullMQ peer, uses the
+ * message shape of WORKLOAD.
  */
 
-export interface Endpoint {
-  url: string;
-  key: string;
-  /** Counts every request made through this endpoint (API Gateway requests and api Lambda invocations). */
-  tally?: ApiTally;
-}
+/** The workload issue 11's figures are stated for. */
+export const WORKLOAD = {
+  /** JSON bytes of each payload. */
+  payloadBytes: 1024,
+  /** Messages per produce request, and produce requests in flight at once. */
+  produceBatch: 10,
+  produceInFlight: 4,
+  /** A receive's max_messages, and its long poll. */
+  receiveMax: 10,
+  receiveWaitSeconds: 1,
+  /** Receipts per ack request: a worker holds receipts until it has this many (or nothing more is coming). */
+  ackBatch: 10,
+  /** A failed-attempt run nacks each first delivery with this retry_after_seconds. */
+  nackRetryAfterSeconds: 1,
+} as const;
 
-/** HTTP requests the workload made, by route, and how long each took at the client. */
-export class ApiTally {
-  requests: Record<string, number> = {};
-  /** Summed wall time of the requests: what the api function would be billed for, long polls included. */
-  seconds = 0;
-  emptyReceives = 0;
-  readonly latenciesMs: Record<string, number[]> = {};
-
-  record(route: string, ms: number): void {
-    this.requests[route] = (this.requests[route] ?? 0) + 1;
-    this.seconds += ms / 1000;
-    const latencies = this.latenciesMs[route] ?? [];
-    latencies.push(ms);
-    this.latenciesMs[route] = latencies;
-  }
-
-  get total(): number {
-    return Object.values(this.requests).reduce((a, b) => a + b, 0);
-  }
-
-  snapshot(): ApiTallySnapshot {
-    return {
-      requests: { ...this.requests },
-      total: this.total,
-      seconds: this.seconds,
-      emptyReceives: this.emptyReceives,
-    };
-  }
-}
-
-export interface ApiTallySnapshot {
-  requests: Record<string, number>;
-  total: number;
-  seconds: number;
-  emptyReceives: number;
-}
+/** Who names a message: leaseq (a server-assigned id) or the producer (message_id, deduplicated). */
+export type IdSource = 'server' | 'producer';
 
 interface ProduceAnswer {
   results: { message_id: string; status: string }[];
 }
 
+export interface Delivered {
+  message_id: string;
+  receipt: string;
+  attempt: number;
+  payload: unknown;
+}
+
 interface ReceiveAnswer {
-  messages: { message_id: string; receipt: string }[];
+  messages: Delivered[];
 }
 
 interface AckAnswer {
   results: { receipt: string; status: string }[];
 }
 
-/** Far above a receive's 1 s long poll or a 500-message produce on a loaded machine. */
-const REQUEST_TIMEOUT_MS = 30_000;
-
-async function post<T>(api: Endpoint, path: string, body: unknown): Promise<T> {
-  const startedAt = performance.now();
-  const res = await fetch(`${api.url}${path}`, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${api.key}`, 'content-type': 'application/json' },
-    body: JSON.stringify(body),
-    // A request that never answers must fail the run, not hang it.
-    signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
-  });
-  const text = await res.text();
-  const route = path.endsWith('/messages') ? 'produce' : path.slice(path.lastIndexOf('/') + 1);
-  api.tally?.record(route, performance.now() - startedAt);
-  // A benchmark that silently counts errors as throughput would measure the wrong thing.
-  if (res.status !== 200) throw new Error(`POST ${path} answered ${res.status}: ${text}`);
-  return JSON.parse(text) as T;
+interface NackAnswer {
+  status: string;
 }
 
-/** GET of an admin route (stats); not counted in the tally: the bench's own look, not the workload. */
-export async function getJson<T>(api: Endpoint, path: string): Promise<T> {
-  const res = await fetch(`${api.url}${path}`, {
-    headers: { authorization: `Bearer ${api.key}` },
-    signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
-  });
-  const text = await res.text();
-  if (res.status !== 200) throw new Error(`GET ${path} answered ${res.status}: ${text}`);
-  return JSON.parse(text) as T;
+interface Job {
+  /** The message's index in its run: how a delivery is matched to its produce whoever named it. */
+  order: number;
+  customer: string;
+  action: string;
+  note: string;
 }
 
-export const PAYLOAD_BYTES = 200;
-
-/** A plausible job of exactly PAYLOAD_BYTES bytes of JSON, so every run moves the same bytes. */
-export function payload(index: number): unknown {
-  const job = { order: index, customer: `c-${index % 997}`, action: 'ship', note: '' };
-  job.note = 'x'.repeat(Math.max(0, PAYLOAD_BYTES - JSON.stringify(job).length));
+/** A plausible job of exactly WORKLOAD.payloadBytes bytes of JSON, so every run moves the same bytes. */
+export function payload(order: number): Job {
+  const job = { order, customer: `c-${order % 997}`, action: 'ship', note: '' };
+  job.note = 'x'.repeat(Math.max(0, WORKLOAD.payloadBytes - JSON.stringify(job).length));
   return job;
+}
+
+function orderOf(message: Delivered): number {
+  const order = (message.payload as Partial<Job> | null)?.order;
+  if (typeof order !== 'number') throw new Error(`${message.message_id} carries no bench payload`);
+  return order;
 }
 
 export interface ProduceOptions {
@@ -106,28 +75,29 @@ export interface ProduceOptions {
   batchSize: number;
   /** Produce requests in flight at once. */
   inFlight: number;
-  /** Called with each batch's message ids just before its request is sent. */
-  onSend?: (ids: readonly string[], at: number) => void;
+  ids: IdSource;
+  /** Called with each batch's message orders just before its request is sent. */
+  onSend?: (orders: readonly number[], at: number) => void;
   /** Checked before each batch: a failed run stops producing. */
   stopped?: () => boolean;
 }
 
-/** Produces messages `${queue}-0` … with client-chosen ids, as the client SDK does; all must be accepted. */
+/** Produces messages 0 … messages-1 (producer ids: `${queue}-${order}`); all must be accepted. */
 export async function produce(api: Endpoint, queue: string, options: ProduceOptions): Promise<void> {
   const batches = Math.ceil(options.messages / options.batchSize);
   let next = 0;
   const sender = async () => {
     while (next < batches && !options.stopped?.()) {
       const first = next++ * options.batchSize;
-      const count = Math.min(options.batchSize, options.messages - first);
-      const messages = Array.from({ length: count }, (_, k) => ({
-        message_id: `${queue}-${first + k}`,
-        payload: payload(first + k),
-      }));
-      options.onSend?.(
-        messages.map((m) => m.message_id),
-        performance.now(),
+      const orders = Array.from(
+        { length: Math.min(options.batchSize, options.messages - first) },
+        (_, k) => first + k,
       );
+      const messages = orders.map((order) => ({
+        ...(options.ids === 'producer' ? { message_id: `${queue}-${order}` } : {}),
+        payload: payload(order),
+      }));
+      options.onSend?.(orders, performance.now());
       const { results } = await post<ProduceAnswer>(api, `/queues/${queue}/messages`, { messages });
       const refused = results.find((r) => r.status !== 'accepted');
       if (refused) throw new Error(`produce to ${queue}: ${JSON.stringify(refused)}`);
@@ -136,34 +106,63 @@ export async function produce(api: Endpoint, queue: string, options: ProduceOpti
   await Promise.all(Array.from({ length: options.inFlight }, sender));
 }
 
-export interface WorkerHooks {
-  stopped: () => boolean;
-  /** Each delivery, as it arrives (before its ack is sent). */
-  onDelivered?: (message: { message_id: string }, receivedAt: number) => void;
-  /** After an ack request answered, with the ids it acked. */
-  onAcked: (ids: readonly string[]) => void;
+/** The failed-attempt workload's rule: a first delivery is nacked, every later one acked. */
+function nacked(message: Delivered, nackFirstAttempt: boolean): boolean {
+  return nackFirstAttempt && message.attempt === 1;
 }
 
-/** One worker: receive up to 10 (long poll 1 s), ack them all in one request, until stopped. */
-async function workerLoop(api: Endpoint, queue: string, id: number, hooks: WorkerHooks): Promise<void> {
-  while (!hooks.stopped()) {
-    const { messages } = await post<ReceiveAnswer>(api, `/queues/${queue}/receive`, {
-      max_messages: 10,
-      wait_seconds: 1,
-      consumer_id: `bench-worker-${id}`,
-    });
-    if (messages.length === 0) {
-      if (api.tally) api.tally.emptyReceives++;
-      continue;
-    }
-    const receivedAt = performance.now();
-    for (const m of messages) hooks.onDelivered?.(m, receivedAt);
+interface WorkerHooks {
+  stopped: () => boolean;
+  /** Each delivery, as it arrives (before its ack or nack is sent). */
+  onDelivered?: (message: Delivered, receivedAt: number) => void;
+  /** After an ack request answered, with the ids it acked. */
+  onAcked: (ids: readonly string[]) => void;
+  /** True once no more deliveries are coming for a partial ack batch to wait for. */
+  nothingMoreComing?: () => boolean;
+}
+
+/**
+ * One worker: receive up to WORKLOAD.receiveMax, nack a failed attempt at once, and ack in
+ * requests of WORKLOAD.ackBatch receipts. While it holds receipts it does not long-poll: a receive
+ * that comes back empty, or nothing more coming, sends what it holds. Runs until stopped.
+ */
+async function workerLoop(
+  api: Endpoint,
+  queue: string,
+  worker: { id: number; nackFirstAttempt: boolean },
+  hooks: WorkerHooks,
+): Promise<void> {
+  const held: Delivered[] = [];
+  const ack = async (batch: Delivered[]) => {
     const { results } = await post<AckAnswer>(api, `/queues/${queue}/ack`, {
-      receipts: messages.map((m) => m.receipt),
+      receipts: batch.map((m) => m.receipt),
     });
     const refused = results.find((r) => r.status !== 'acked');
     if (refused) throw new Error(`ack on ${queue}: ${refused.status}`);
-    hooks.onAcked(messages.map((m) => m.message_id));
+    hooks.onAcked(batch.map((m) => m.message_id));
+  };
+  while (!hooks.stopped()) {
+    const { messages } = await post<ReceiveAnswer>(api, `/queues/${queue}/receive`, {
+      max_messages: WORKLOAD.receiveMax,
+      wait_seconds: held.length > 0 ? 0 : WORKLOAD.receiveWaitSeconds,
+      consumer_id: `bench-worker-${worker.id}`,
+    });
+    if (messages.length === 0 && api.tally) api.tally.emptyReceives++;
+    const receivedAt = performance.now();
+    for (const m of messages) {
+      hooks.onDelivered?.(m, receivedAt);
+      if (!nacked(m, worker.nackFirstAttempt)) {
+        held.push(m);
+        continue;
+      }
+      const { status } = await post<NackAnswer>(api, `/queues/${queue}/nack`, {
+        receipt: m.receipt,
+        retry_after_seconds: WORKLOAD.nackRetryAfterSeconds,
+      });
+      if (status !== 'retry_scheduled') throw new Error(`nack on ${queue}: ${status}`);
+    }
+    while (held.length >= WORKLOAD.ackBatch) await ack(held.splice(0, WORKLOAD.ackBatch));
+    if (held.length > 0 && (messages.length === 0 || hooks.nothingMoreComing?.())) await ack(held.splice(0));
   }
 }
 
@@ -175,6 +174,9 @@ async function runLoops(loops: (() => Promise<void>)[], stop: (err: unknown) => 
 export interface EndToEndOptions {
   messages: number;
   workers: number;
+  ids: IdSource;
+  /** Each message's first delivery is nacked (retry after WORKLOAD.nackRetryAfterSeconds), its second acked. */
+  nackFirstAttempt: boolean;
   timeoutMs: number;
   /** Called the moment the last message is acked, before workers wind down (to snapshot the meter). */
   onAllAcked: () => void;
@@ -186,16 +188,19 @@ export interface EndToEndRun {
   finishedAt: number;
   /** Produce request sent → first delivery received, per message. */
   latenciesMs: number[];
-  /** Deliveries of a message already delivered once (at-least-once shows here). */
+  /** Deliveries beyond those the workload asked for (at-least-once shows here). */
   redelivered: number;
 }
 
-/** Produces while `workers` loops receive and ack, until every message is acked. */
+/** Produces (WORKLOAD's batches) while `workers` loops receive and ack, until every message is acked. */
 export async function endToEnd(api: Endpoint, queue: string, options: EndToEndOptions): Promise<EndToEndRun> {
-  const sentAt = new Map<string, number>();
+  const sentAt = new Map<number, number>();
   const latenciesMs: number[] = [];
-  const delivered = new Set<string>();
+  const deliveries = new Map<string, number>();
+  /** Ids whose delivery the workers will ack. */
+  const final = new Set<string>();
   const acked = new Set<string>();
+  const expectedDeliveries = options.nackFirstAttempt ? 2 : 1;
   let redelivered = 0;
   let finishedAt = 0;
   let failure: unknown;
@@ -206,13 +211,15 @@ export async function endToEnd(api: Endpoint, queue: string, options: EndToEndOp
   const hooks: WorkerHooks = {
     stopped,
     onDelivered: (m, receivedAt) => {
-      const sent = sentAt.get(m.message_id);
-      if (sent === undefined) throw new Error(`received ${m.message_id}, which was never produced`);
-      if (delivered.has(m.message_id)) redelivered++;
-      else {
-        delivered.add(m.message_id);
-        latenciesMs.push(receivedAt - sent);
-      }
+      const order = orderOf(m);
+      const sent = sentAt.get(order);
+      if (sent === undefined)
+        throw new Error(`received message ${order} of ${queue}, which was never produced`);
+      const n = (deliveries.get(m.message_id) ?? 0) + 1;
+      deliveries.set(m.message_id, n);
+      if (n === 1) latenciesMs.push(receivedAt - sent);
+      if (n > expectedDeliveries) redelivered++;
+      if (!nacked(m, options.nackFirstAttempt)) final.add(m.message_id);
     },
     onAcked: (ids) => {
       for (const id of ids) acked.add(id);
@@ -221,6 +228,7 @@ export async function endToEnd(api: Endpoint, queue: string, options: EndToEndOp
         options.onAllAcked();
       }
     },
+    nothingMoreComing: () => final.size >= options.messages,
   };
   let startedAt = 0;
   await runLoops(
@@ -228,15 +236,19 @@ export async function endToEnd(api: Endpoint, queue: string, options: EndToEndOp
       () =>
         produce(api, queue, {
           messages: options.messages,
-          batchSize: 100,
-          inFlight: 1,
-          onSend: (ids, at) => {
+          batchSize: WORKLOAD.produceBatch,
+          inFlight: WORKLOAD.produceInFlight,
+          ids: options.ids,
+          onSend: (orders, at) => {
             if (startedAt === 0) startedAt = at;
-            for (const id of ids) sentAt.set(id, at);
+            for (const order of orders) sentAt.set(order, at);
           },
           stopped,
         }),
-      ...Array.from({ length: options.workers }, (_, i) => () => workerLoop(api, queue, i, hooks)),
+      ...Array.from(
+        { length: options.workers },
+        (_, id) => () => workerLoop(api, queue, { id, nackFirstAttempt: options.nackFirstAttempt }, hooks),
+      ),
     ],
     (err) => {
       failure ??= err;
@@ -281,7 +293,10 @@ export async function consume(
     },
   };
   await runLoops(
-    Array.from({ length: options.workers }, (_, i) => () => workerLoop(api, queue, i, hooks)),
+    Array.from(
+      { length: options.workers },
+      (_, id) => () => workerLoop(api, queue, { id, nackFirstAttempt: false }, hooks),
+    ),
     (err) => {
       failure ??= err;
     },

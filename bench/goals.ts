@@ -1,0 +1,206 @@
+import type { BacklogReport } from './backlog.js';
+import type { PeerReport } from './bullmq.js';
+import type { RunCost, SqsCost } from './cost.js';
+import { END_TO_END_RUNS, GOAL_BACKLOG, type PhaseFailure, RUN } from './runs.js';
+import { formatNumber, formatTable, INDEX_NOT_REPORTED } from './stats.js';
+
+/**
+ * Issue 11's figures, each measured beside its goal: the table that judges the lease layer.
+ * Per delivered message, all-in: base-table and index writes, failed conditional writes, reads,
+ * and in the dollars every request of every service (bench/cost.ts).
+ */
+
+export type Met = 'yes' | 'no' | '?' | '-';
+
+export interface GoalRow {
+  id: string;
+  figure: string;
+  /** The figure as measured; null when this run did not measure it. */
+  value: number | null;
+  /** As printed: "≥ 4.4" where the emulator left units out, a reason where not measured. */
+  measured: string;
+  goal: string;
+  met: Met;
+}
+
+export interface GoalInputs {
+  costs: readonly RunCost[];
+  throughput: readonly { queue: string; messagesPerSecond: number }[];
+  sqs: readonly SqsCost[];
+  /** Undefined when the phase was skipped. */
+  backlog: BacklogReport | PhaseFailure | undefined;
+  peer: PeerReport | PhaseFailure | undefined;
+  /** The goal rows of an earlier run (--baseline), for the before/after and the throughput goal. */
+  baseline: readonly GoalRow[] | undefined;
+}
+
+const LIMITS = {
+  writeUnitsServerIds: 0.5,
+  writeUnitsProducerIds: 1.5,
+  readUnits: 1.0,
+  usdPerMillion: 1.0,
+  failedConditionalWrites16: 0.1,
+  writeUnitsFailedAttempt: 4,
+  backlogRatio: 1.1,
+  throughputOverBaseline: 3,
+} as const;
+
+/** At most `limit`; a lower bound (units left out) can only show that a goal is missed. */
+function atMost(value: number, limit: number, exact: boolean): Met {
+  if (value > limit) return 'no';
+  return exact ? 'yes' : '?';
+}
+
+function notMeasured(id: string, figure: string, goal: string, why: string): GoalRow {
+  return { id, figure, value: null, measured: why, goal, met: '-' };
+}
+
+export function goalRows(inputs: GoalInputs): GoalRow[] {
+  const cost = (run: string) => inputs.costs.find((c) => c.run === run);
+  const shown = (n: number, exact: boolean, unit = '') => `${exact ? '' : '≥ '}${unit}${formatNumber(n)}`;
+  const perMessage = (
+    id: string,
+    figure: string,
+    run: string,
+    pick: (c: RunCost) => number,
+    limit: number,
+    options: { exact?: (c: RunCost) => boolean; dollars?: boolean; goal?: string } = {},
+  ): GoalRow => {
+    const unit = options.dollars ? '$' : '';
+    const goal = options.goal ?? `≤ ${unit}${limit.toFixed(2)}`;
+    const c = cost(run);
+    if (!c) return notMeasured(id, `${figure} (${run})`, goal, 'not run');
+    const value = pick(c);
+    const exact = options.exact?.(c) ?? true;
+    return {
+      id,
+      figure: `${figure} (${run})`,
+      value,
+      measured: shown(value, exact, unit),
+      goal,
+      met: atMost(value, limit, exact),
+    };
+  };
+  const indexReported = (c: RunCost) => c.indexReported;
+  /** All-in write units: a lower bound where the emulator reports no index writes. */
+  const writeUnits = (id: string, figure: string, run: string, limit: number) =>
+    perMessage(id, figure, run, (c) => c.perMessage.writeUnitsAllIn, limit, { exact: indexReported });
+  const sqs = (queue: SqsCost['queue'], mode: SqsCost['mode']) =>
+    inputs.sqs.find((s) => s.queue === queue && s.mode === mode)?.usdPerMillion ?? Number.NaN;
+  return [
+    writeUnits('wru-server-ids', 'WRU / msg, server ids', RUN.headline, LIMITS.writeUnitsServerIds),
+    writeUnits('wru-producer-ids', 'WRU / msg, producer ids', RUN.producerIds, LIMITS.writeUnitsProducerIds),
+    perMessage('rru', 'RRU / msg', RUN.headline, (c) => c.perMessage.readUnits, LIMITS.readUnits),
+    perMessage(
+      'usd-per-million',
+      '$ / million msgs all-in',
+      RUN.headline,
+      (c) => c.total,
+      LIMITS.usdPerMillion,
+      {
+        exact: indexReported,
+        dollars: true,
+        goal:
+          `≤ $${LIMITS.usdPerMillion.toFixed(2)} (SQS std batched $${sqs('standard', 'batched').toFixed(2)}, ` +
+          `FIFO unbatched $${sqs('FIFO', 'unbatched').toFixed(2)})`,
+      },
+    ),
+    writeUnits(
+      'wru-failed-attempt',
+      'WRU / msg, nack → retry → ack',
+      RUN.failedAttempt,
+      LIMITS.writeUnitsFailedAttempt,
+    ),
+    perMessage(
+      'failed-conditional-writes-16',
+      'failed conditional writes / msg, 16 workers',
+      RUN.contended,
+      (c) => c.perMessage.failedConditionalWrites,
+      LIMITS.failedConditionalWrites16,
+    ),
+    backlogRow(inputs.backlog),
+    throughputRow(inputs),
+    peerRow(inputs),
+  ];
+}
+
+function backlogRow(backlog: BacklogReport | PhaseFailure | undefined): GoalRow {
+  const id = 'backlog-units-ratio';
+  const goal = `≤ ${LIMITS.backlogRatio}×`;
+  const figure = (large: number) =>
+    `units / msg, backlog ${large.toLocaleString('en-US')} ÷ 1,000 (worse of WRU, RRU)`;
+  if (!backlog) return notMeasured(id, figure(GOAL_BACKLOG), goal, 'skipped (--backlog 0)');
+  if ('failed' in backlog) return notMeasured(id, figure(GOAL_BACKLOG), goal, 'phase failed (see above)');
+  const small = backlog.runs[0];
+  const large = backlog.runs.at(-1);
+  const ratio = backlog.ratios.unitsPerMessage;
+  if (!small || !large || small === large || ratio === undefined) {
+    return notMeasured(id, figure(GOAL_BACKLOG), goal, 'one size only');
+  }
+  const exact = large.perMessage.indexWriteUnits !== null;
+  return {
+    id,
+    figure: `${figure(large.backlog)}${large.backlog === GOAL_BACKLOG ? '' : ` (goal: ${GOAL_BACKLOG.toLocaleString('en-US')})`}`,
+    value: ratio,
+    measured: `${ratio.toFixed(2)}×${exact ? '' : ' (no index units)'}`,
+    goal,
+    met: atMost(ratio, LIMITS.backlogRatio, exact),
+  };
+}
+
+function throughputRow(inputs: GoalInputs): GoalRow {
+  const id = 'throughput';
+  const figure = `end-to-end msg/s (${RUN.headline})`;
+  const run = inputs.throughput.find((r) => r.queue === RUN.headline);
+  const before = inputs.baseline?.find((r) => r.id === id)?.value ?? null;
+  const goal =
+    before === null
+      ? `≥ ${LIMITS.throughputOverBaseline}× baseline (--baseline <results.json>)`
+      : `≥ ${LIMITS.throughputOverBaseline}× ${formatNumber(before)} = ${formatNumber(LIMITS.throughputOverBaseline * before)}`;
+  if (!run) return notMeasured(id, figure, goal, 'not run');
+  const value = run.messagesPerSecond;
+  const met: Met = before === null ? '?' : value >= LIMITS.throughputOverBaseline * before ? 'yes' : 'no';
+  return { id, figure, value, measured: formatNumber(value), goal, met };
+}
+
+function peerRow(inputs: GoalInputs): GoalRow {
+  const id = 'throughput-over-bullmq';
+  const figure = `end-to-end msg/s ÷ BullMQ's (${RUN.headline})`;
+  const goal = 'printed';
+  const { peer } = inputs;
+  if (!peer) return notMeasured(id, figure, goal, 'skipped (--skip-peer)');
+  if ('failed' in peer) return notMeasured(id, figure, goal, 'peer failed (see above)');
+  if ('skipped' in peer) return notMeasured(id, figure, goal, 'skipped: no redis-server (see above)');
+  const leaseq = inputs.throughput.find((r) => r.queue === RUN.headline);
+  const workers = END_TO_END_RUNS.find((r) => r.queue === RUN.headline)?.workers;
+  const bullmq = peer.runs.find((r) => r.workers === workers);
+  if (!leaseq || !bullmq) return notMeasured(id, figure, goal, 'not run');
+  const value = leaseq.messagesPerSecond / bullmq.messagesPerSecond;
+  return {
+    id,
+    figure,
+    value,
+    measured: `${formatNumber(value)}× (BullMQ ${formatNumber(bullmq.messagesPerSecond)})`,
+    goal,
+    met: '-',
+  };
+}
+
+export function printGoals(rows: readonly GoalRow[], baseline: readonly GoalRow[] | undefined): void {
+  console.log(
+    '\nGoals (issue 11): 1 KB payloads, produce 10, receive 10, ack 10; per delivered message, all-in:\n',
+  );
+  const before = (id: string) => baseline?.find((r) => r.id === id)?.measured ?? '-';
+  console.log(
+    formatTable(
+      ['figure', ...(baseline ? ['baseline'] : []), 'measured', 'goal', 'met?'],
+      rows.map((r) => [r.figure, ...(baseline ? [before(r.id)] : []), r.measured, r.goal, r.met]),
+    ),
+  );
+  if (rows.some((r) => r.measured.startsWith('≥') || r.measured.includes('no index units'))) {
+    console.log(
+      `\n≥ / "no index units": index WRU ${INDEX_NOT_REPORTED}; such a figure leaves them out, so "?" where it is ` +
+        'within its goal.',
+    );
+  }
+}

@@ -1,0 +1,68 @@
+import type { IdSource } from './workload.js';
+
+/**
+ * What `npm run bench` runs: the produce runs, the end-to-end runs (each on a queue of its own, so
+ * no run starts with another's messages or counters) and the backlog sizes; and which run each of
+ * issue 11's figures is read from.
+ */
+
+export const SHARDS = 2;
+
+export const PRODUCE_RUNS = [
+  { queue: 'p1', batchSize: 1, inFlight: 8 },
+  { queue: 'p10', batchSize: 10, inFlight: 4 },
+  { queue: 'p100', batchSize: 100, inFlight: 2 },
+  { queue: 'p500', batchSize: 500, inFlight: 2 },
+] as const;
+
+export interface EndToEndSpec {
+  queue: string;
+  workers: number;
+  ids: IdSource;
+  /** Each message's first delivery is nacked, its second acked (the failed-attempt figure). */
+  nackFirstAttempt: boolean;
+}
+
+export const END_TO_END_RUNS: readonly EndToEndSpec[] = [
+  { queue: 'c1', workers: 1, ids: 'server', nackFirstAttempt: false },
+  { queue: 'c4', workers: 4, ids: 'server', nackFirstAttempt: false },
+  { queue: 'c16', workers: 16, ids: 'server', nackFirstAttempt: false },
+  { queue: 'c4-ids', workers: 4, ids: 'producer', nackFirstAttempt: false },
+  { queue: 'c4-nack', workers: 4, ids: 'server', nackFirstAttempt: true },
+];
+
+/** The runs the figures come from. */
+export const RUN = {
+  /** 4 workers, server-assigned ids: the headline, set beside SQS and BullMQ. */
+  headline: 'c4',
+  producerIds: 'c4-ids',
+  failedAttempt: 'c4-nack',
+  contended: 'c16',
+} as const;
+
+/** The runs that differ from each other only in their number of workers (set beside BullMQ's). */
+export function plainRuns<T extends { queue: string }>(runs: readonly T[]): T[] {
+  return runs.filter((r) => {
+    const spec = END_TO_END_RUNS.find((s) => s.queue === r.queue);
+    return spec?.ids === 'server' && !spec.nackFirstAttempt;
+  });
+}
+
+export function describeRun(spec: EndToEndSpec): string {
+  const ids = spec.ids === 'server' ? 'server ids' : 'producer ids';
+  const nack = spec.nackFirstAttempt ? ', each nacked once then acked' : '';
+  return `${spec.workers} worker(s), ${ids}${nack}`;
+}
+
+/** A phase after the end-to-end runs that failed: reported as such, so the runs measured before it are kept. */
+export interface PhaseFailure {
+  failed: string;
+}
+
+/** The backlog phase: receive+ack behind SMALL_BACKLOG messages, and behind --backlog. */
+export const SMALL_BACKLOG = 1000;
+/**
+ * Issue 11 states the ratio for 100,000, so it is --backlog's default. Producing them took 336 s
+ * on 2 cores with the per-message layout (~300 msg/s): the phase dominates a default run.
+ */
+export const GOAL_BACKLOG = 100_000;
