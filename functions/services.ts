@@ -1,19 +1,25 @@
+import { RangeAdmission } from './admission/range-admission.js';
 import type { AwsClients } from './aws/clients.js';
 import { ClaimStore } from './claims/claims.js';
 import { Failures } from './consume/failures.js';
 import { KeyOrder } from './consume/key-order.js';
+import { RangeFailures } from './consume/range-failures.js';
 import { Requeue } from './consume/requeue.js';
 import type { RuntimeConfig } from './core/runtime-config.js';
+import { LogLookup } from './log/lookup.js';
 import { ShardDirectory, StreamLog } from './log/stream.js';
 import { Operations } from './operations/operations.js';
 import { Redrives } from './operations/redrive.js';
 import { Tracer } from './operations/trace.js';
 import { AuditTrail } from './store/audit.js';
+import { BufferedAdds } from './store/buffered-adds.js';
 import { Counters } from './store/counters.js';
 import { DedupStore } from './store/dedup.js';
 import { KeyStates } from './store/key-states.js';
 import { MessageStore } from './store/messages.js';
+import { RangeStore } from './store/ranges.js';
 import { RedriveJobs } from './store/redrives.js';
+import { SegmentStore } from './store/segments.js';
 import { StorageMeter } from './store/storage.js';
 
 /**
@@ -24,7 +30,8 @@ export function buildServices(config: RuntimeConfig, clients: AwsClients) {
   const tenant = config.tenant.tenant;
   const table = config.tableName;
   const messages = new MessageStore(clients.doc, table);
-  const counters = new Counters(clients.doc, table);
+  const buffered = new BufferedAdds(clients.doc, table);
+  const counters = new Counters(clients.doc, table, buffered);
   const keys = new KeyStates(clients.doc, table);
   const claims = new ClaimStore(clients.s3, config.bucketName);
   const shards = new ShardDirectory(clients.kinesis);
@@ -33,7 +40,9 @@ export function buildServices(config: RuntimeConfig, clients: AwsClients) {
   const requeue = new Requeue({ tenant: config.tenant, messages, log });
   const keyOrder = new KeyOrder({ keys, messages, counters, requeue });
   const dedup = new DedupStore(clients.doc, table);
-  const storage = new StorageMeter(clients.doc, table);
+  const storage = new StorageMeter(clients.doc, table, buffered);
+  const ranges = new RangeStore(clients.doc, table);
+  const segments = new SegmentStore(clients.doc, clients.s3, table, config.bucketName);
   return {
     tenant,
     messages,
@@ -46,9 +55,21 @@ export function buildServices(config: RuntimeConfig, clients: AwsClients) {
     keyOrder,
     requeue,
     failures: new Failures({ messages, counters, keyOrder }),
+    ranges,
+    segments,
+    rangeFailures: new RangeFailures({ messages, ranges, counters }),
+    admission: new RangeAdmission({ ranges, segments, messages, dedup }),
     dedup,
     storage,
-    tracer: new Tracer(messages, dedup),
+    tracer: new Tracer({
+      tenant,
+      shards,
+      lookup: new LogLookup(clients.kinesis),
+      messages,
+      dedup,
+      ranges,
+      segments,
+    }),
     operations: new Operations({
       tenant,
       messages,
@@ -59,6 +80,7 @@ export function buildServices(config: RuntimeConfig, clients: AwsClients) {
       keyOrder,
       audit,
       storage,
+      ranges,
     }),
     redrives: new Redrives({
       tenant,

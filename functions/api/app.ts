@@ -8,6 +8,7 @@ import { KeyAdmin } from '../access/key-admin.js';
 import { RateQuotas } from '../access/quotas.js';
 import type { AwsClients } from '../aws/clients.js';
 import { Consumer } from '../consume/consumer.js';
+import { RangeConsumer } from '../consume/range-consumer.js';
 import { KeyRing } from '../core/auth.js';
 import { ReceiptSigner } from '../core/receipt.js';
 import type { RuntimeConfig } from '../core/runtime-config.js';
@@ -87,7 +88,11 @@ export function createApiHandler(
     keyAdmin: new KeyAdmin(apiKeys),
     quotas: new RateQuotas(new RateWindows(clients.doc, config.tableName)),
     producer: new Producer(built),
-    consumer: new Consumer({ ...built, signer: loadSigner }),
+    consumer: new Consumer({
+      ...built,
+      signer: loadSigner,
+      ranges: new RangeConsumer({ ...built, failures: built.rangeFailures, signer: loadSigner }),
+    }),
     operations: built.operations,
     redrives: built.redrives,
     tracer: built.tracer,

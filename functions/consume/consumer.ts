@@ -7,7 +7,7 @@ import type {
 } from '../api/schemas.js';
 import type { ClaimStore } from '../claims/claims.js';
 import { mapLimit, sleep } from '../core/async.js';
-import { type QueueConfig, streamName } from '../core/config.js';
+import { type QueueConfig, streamName, usesRanges } from '../core/config.js';
 import { InvalidRequestError, StaleReceiptError } from '../core/errors.js';
 import { leaseExpiry, maxLeaseExpiry } from '../core/lease.js';
 import type { Delivery, ReceiptSigner } from '../core/receipt.js';
@@ -19,6 +19,7 @@ import type { MessageStore, StateItem, StoredBody } from '../store/messages.js';
 import type { StorageMeter } from '../store/storage.js';
 import type { Failures } from './failures.js';
 import type { KeyOrder } from './key-order.js';
+import type { RangeConsumer } from './range-consumer.js';
 
 /** Pull consumption (API.md "Consume (pull)"): receive with leases, ack, nack, extend. */
 
@@ -31,6 +32,8 @@ export interface ConsumerDeps {
   keyOrder: KeyOrder;
   failures: Failures;
   storage: StorageMeter;
+  /** Unordered pull queues: the lease layer over the log. */
+  ranges: RangeConsumer;
   signer: () => Promise<ReceiptSigner>;
   now?: () => number;
 }
@@ -67,6 +70,7 @@ export class Consumer {
       ]);
     }
     const deadline = this.now() + req.wait_seconds * 1000;
+    if (usesRanges(config)) return this.receiveRanges(queue, config, req, consumerId, leaseSeconds, deadline);
     const leased: StateItem[] = [];
     for (let pause = POLL_FIRST_MS; ; pause = Math.min(POLL_MAX_MS, pause * 2)) {
       leased.push(
@@ -83,6 +87,24 @@ export class Consumer {
       this.deps.counters.addStats(queue, { redelivered: leased.filter((m) => m.attempt > 1).length }),
     ]);
     return delivered;
+  }
+
+  private async receiveRanges(
+    queue: string,
+    config: QueueConfig,
+    req: ReceiveRequest,
+    consumerId: string,
+    leaseSeconds: number,
+    deadline: number,
+  ): Promise<DeliveredMessage[]> {
+    const r = this.deps.ranges;
+    for (let pause = POLL_FIRST_MS; ; pause = Math.min(POLL_MAX_MS, pause * 2)) {
+      const leased = await r.leaseSome(queue, config, req.max_messages, leaseSeconds, consumerId);
+      if (leased.length) return r.deliver(queue, leased);
+      const left = deadline - this.now();
+      if (left <= 0) return [];
+      await sleep(Math.min(pause * (0.5 + Math.random() / 2), left));
+    }
   }
 
   /**
@@ -185,6 +207,7 @@ export class Consumer {
     receipts: readonly string[],
   ): Promise<{ receipt: string; status: AckStatus }[]> {
     const signer = await this.deps.signer();
+    if (usesRanges(config)) return this.ackRanges(queue, receipts, signer);
     const now = this.now();
     const { tombstoneTtl } = retentionTtls(config, now);
     const freed = new Map<string, number>();
@@ -220,12 +243,35 @@ export class Consumer {
     return results;
   }
 
+  private async ackRanges(
+    queue: string,
+    receipts: readonly string[],
+    signer: ReceiptSigner,
+  ): Promise<{ receipt: string; status: AckStatus }[]> {
+    const verified = receipts.map((receipt) => ({ receipt, d: signer.verify(receipt, queue) }));
+    const valid = verified.filter((x): x is { receipt: string; d: Delivery } => x.d?.entry !== undefined);
+    const statuses = await this.deps.ranges.ack(queue, valid);
+    return receipts.map((receipt) => ({ receipt, status: statuses.get(receipt) ?? 'invalid_receipt' }));
+  }
+
   async nack(
     queue: string,
     config: QueueConfig,
     req: NackRequest,
   ): Promise<{ status: 'retry_scheduled' | 'dead_lettered'; attempt: number; next_attempt_at?: string }> {
     const d = await this.verified(queue, req.receipt);
+    if (usesRanges(config)) {
+      const failed = d.entry ? await this.deps.ranges.nack(queue, config, d, req) : undefined;
+      if (!failed) return this.stale(queue);
+      const { outcome } = failed;
+      return outcome.kind === 'retry'
+        ? {
+            status: 'retry_scheduled',
+            attempt: outcome.nextAttempt,
+            next_attempt_at: new Date(outcome.dueAt).toISOString(),
+          }
+        : { status: 'dead_lettered', attempt: failed.attempt };
+    }
     const now = this.now();
     const item = await this.deps.messages.get(queue, d.messageId);
     if (item?.state !== 'leased' || item.gen !== d.generation || (item.lease_expires_at ?? 0) <= now) {
@@ -265,8 +311,10 @@ export class Consumer {
     const d = await this.verified(queue, req.receipt);
     const now = this.now();
     const expiresAt = leaseExpiry(config, d.deliveredAt, now, req.lease_seconds);
-    if (!(await this.deps.messages.extend(queue, d.messageId, d.generation, expiresAt, now)))
-      return this.stale(queue);
+    const extended = usesRanges(config)
+      ? d.entry !== undefined && (await this.deps.ranges.extend(queue, d, expiresAt))
+      : await this.deps.messages.extend(queue, d.messageId, d.generation, expiresAt, now);
+    if (!extended) return this.stale(queue);
     return {
       lease_expires_at: new Date(expiresAt).toISOString(),
       max_lease_expires_at: new Date(maxLeaseExpiry(config, d.deliveredAt)).toISOString(),

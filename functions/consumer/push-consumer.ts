@@ -15,6 +15,7 @@ import { decodeEnvelope, type Envelope } from '../core/envelope.js';
 import { retentionTtls } from '../core/retention.js';
 import type { Outcome } from '../core/retry-policy.js';
 import { type CounterName, countFor } from '../observability/metrics.js';
+import type { Counters } from '../store/counters.js';
 import type { KeyState, KeyStates } from '../store/key-states.js';
 import type { MessageStore, NewLease, StateItem } from '../store/messages.js';
 import { isNonRetryable } from './errors.js';
@@ -53,6 +54,8 @@ export interface PushConsumerDeps {
   config: QueueConfig;
   messages: MessageStore;
   failures: Failures;
+  /** Its totals are written at the end of each invocation: the instance may be frozen after it. */
+  counters: Pick<Counters, 'flush'>;
   keys: KeyStates;
   keyOrder: KeyOrder;
   claims: ClaimStore;
@@ -154,6 +157,7 @@ export class PushConsumer {
       }
     });
     countFor(this.deps.metrics, this.namespace, counts);
+    await this.deps.counters.flush();
     return { batchItemFailures: unfinished.map((itemIdentifier) => ({ itemIdentifier })) };
   }
 

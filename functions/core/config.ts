@@ -224,3 +224,11 @@ export function storageQuotaBytes(q: QueueConfig): number {
   const rate = q.rate_limits.produce?.bytes_per_sec ?? q.shards * SHARD_BYTES_PER_SEC;
   return Math.floor(rate * q.retention_hours * HOUR * 1.5);
 }
+
+/**
+ * Unordered pull queues run on the lease layer over the log (core/ranges.ts). Ordered queues and
+ * queues with Lambda consumers keep a state item per message until they move onto it too.
+ */
+export function usesRanges(q: Pick<QueueConfig, 'ordered' | 'consumers'>): boolean {
+  return !q.ordered && q.consumers.length === 0;
+}

@@ -17,6 +17,11 @@ export const claimRefSchema = z.object({
 export const envelopeSchema = z.object({
   v: z.literal(1),
   message_id: z.string().regex(MESSAGE_ID),
+  /**
+   * The server assigned the id (a ULID): no producer will send it again, so no dedup record is
+   * kept for it and the lease layer admits its entry without looking for one.
+   */
+  server_id: z.literal(true).optional(),
   queue: z.string(),
   key: z.string().optional(),
   headers: z.record(z.string(), z.string()).optional(),

@@ -18,6 +18,11 @@ const claimsSchema = z.object({
   g: z.number().int().min(1),
   /** delivered at (ms): the max total lease is measured from here */
   d: z.number().int(),
+  /** lease layer: the range (sequence number of its first entry) and the entry's index in it */
+  r: z.string().optional(),
+  i: z.number().int().min(0).optional(),
+  /** lease layer: the payload's bytes, which the ack frees from the storage quota */
+  b: z.number().int().min(0).optional(),
 });
 
 export type ReceiptClaims = z.infer<typeof claimsSchema>;
@@ -28,6 +33,8 @@ export interface Delivery {
   shard: string;
   generation: number;
   deliveredAt: number;
+  /** Deliveries of the lease layer: where the entry is. */
+  entry?: { range: string; index: number; bytes: number };
 }
 
 const MAC_BYTES = 16;
@@ -44,6 +51,7 @@ export class ReceiptSigner {
       s: d.shard,
       g: d.generation,
       d: d.deliveredAt,
+      ...(d.entry ? { r: d.entry.range, i: d.entry.index, b: d.entry.bytes } : {}),
     };
     const body = Buffer.from(JSON.stringify(claims)).toString('base64url');
     return `${body}.${this.mac(body).toString('base64url')}`;
@@ -70,6 +78,9 @@ export class ReceiptSigner {
       shard: claims.s,
       generation: claims.g,
       deliveredAt: claims.d,
+      ...(claims.r !== undefined && claims.i !== undefined
+        ? { entry: { range: claims.r, index: claims.i, bytes: claims.b ?? 0 } }
+        : {}),
     };
   }
 

@@ -1,7 +1,8 @@
 import type { Logger } from '@aws-lambda-powertools/logger';
 import type { KinesisStreamBatchResponse, KinesisStreamEvent, KinesisStreamRecord } from 'aws-lambda';
+import type { RangeAdmission } from '../admission/range-admission.js';
 import { mapLimit, sleep } from '../core/async.js';
-import { streamName, type TenantConfig } from '../core/config.js';
+import { streamName, type TenantConfig, usesRanges } from '../core/config.js';
 import { decodeEnvelope, type Envelope } from '../core/envelope.js';
 import { retentionTtls } from '../core/retention.js';
 import type { Counters } from '../store/counters.js';
@@ -19,6 +20,7 @@ export interface DispatcherDeps {
   messages: MessageStore;
   counters: Counters;
   keys: KeyStates;
+  admission: RangeAdmission;
   logger: Logger;
   /** How long a batch waits for a full window to free a slot before it fails. */
   windowWaitMs?: number;
@@ -53,6 +55,17 @@ export class Dispatcher {
     const now = this.deps.now?.() ?? Date.now();
 
     const decoded = event.Records.flatMap((record) => this.decode(record, now));
+    if (usesRanges(config)) {
+      const records = decoded.map((d) => ({
+        sequence: d.record.kinesis.sequenceNumber,
+        envelope: d.envelope,
+      }));
+      const taken = await this.deps.admission.admit(queue, config, shard, records);
+      const blocked = decoded[taken];
+      return {
+        batchItemFailures: blocked ? [{ itemIdentifier: blocked.record.kinesis.sequenceNumber }] : [],
+      };
+    }
     const keys = config.ordered ? await this.orderedKeys(queue, decoded) : undefined;
     let free = await this.freeSlots(
       queue,

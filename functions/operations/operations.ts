@@ -8,8 +8,10 @@ import {
   type QueueConfig,
   storageQuotaBytes,
   streamName,
+  usesRanges,
 } from '../core/config.js';
 import { InvalidRequestError, MessageNotFoundError, NotFoundError } from '../core/errors.js';
+import { entryStatus, isFinished } from '../core/ranges.js';
 import { retentionTtls } from '../core/retention.js';
 import type { ShardDirectory } from '../log/stream.js';
 import type { AuditEntry, AuditTrail } from '../store/audit.js';
@@ -17,6 +19,7 @@ import type { Counters } from '../store/counters.js';
 import type { KeyStates } from '../store/key-states.js';
 import { gsi } from '../store/keys.js';
 import type { MessageStore, StateItem } from '../store/messages.js';
+import type { RangeStore } from '../store/ranges.js';
 import type { StorageMeter } from '../store/storage.js';
 import { type AttemptView, attemptView, iso } from './views.js';
 
@@ -36,8 +39,12 @@ export interface OperationsDeps {
   keyOrder: KeyOrder;
   audit: AuditTrail;
   storage: StorageMeter;
+  ranges: RangeStore;
   now?: () => number;
 }
+
+/** Ranges a stats answer reads per shard: a full default window is 500. */
+const STATS_RANGES = 1000;
 
 export interface ParkedKey {
   key: string;
@@ -181,6 +188,7 @@ export class Operations {
     const m = this.deps.messages;
     const perShard = await Promise.all(
       shards.map(async (shard) => {
+        if (usesRanges(config)) return this.rangeShardStats(queue, shard, now);
         const [ready, inFlight, delayed, oldestReady, leased] = await Promise.all([
           m.count(gsi.ready(queue, shard)),
           m.count(gsi.leased(queue, shard)),
@@ -201,11 +209,9 @@ export class Operations {
         };
       }),
     );
-    const [dead, totals, storedBytes] = await Promise.all([
-      this.deadStats(queue, now),
-      this.deps.counters.stats(queue),
-      this.deps.storage.used(queue),
-    ]);
+    // The totals first: reading them writes this instance's pending counts, the stored bytes too.
+    const [dead, totals] = await Promise.all([this.deadStats(queue, now), this.deps.counters.stats(queue)]);
+    const storedBytes = await this.deps.storage.used(queue);
     const sum = (f: (s: (typeof perShard)[number]) => number) => perShard.reduce((a, s) => a + f(s), 0);
     return {
       depth: sum((s) => s.ready),
@@ -224,6 +230,26 @@ export class Operations {
       stored_bytes: storedBytes,
       storage_quota_bytes: storageQuotaBytes(config),
     };
+  }
+
+  /** A shard of the lease layer: its unfinished ranges, from the commit point on. */
+  private async rangeShardStats(queue: string, shard: string, now: number) {
+    const { ranges, messages } = this.deps;
+    const [open, delayed] = await Promise.all([
+      ranges.commitHint(queue, shard).then((hint) => ranges.from(queue, shard, hint, STATS_RANGES)),
+      messages.count(gsi.delayed(queue, shard)),
+    ]);
+    let ready = 0;
+    let inFlight = 0;
+    for (const range of open) {
+      for (let i = 0; i < range.count; i++) {
+        const status = entryStatus(range, i, now);
+        if (status === 'free') ready++;
+        else if (status === 'leased' || status === 'expired') inFlight++;
+      }
+    }
+    const oldest = open.find((r) => !isFinished(r))?.enqueuedAt;
+    return { shard, ready, inFlight, delayed, age: ageSeconds(now, oldest) };
   }
 
   /**

@@ -1,7 +1,14 @@
-import { namespaceParts } from '../core/config.js';
+import { decodeTime, isValid } from 'ulid';
+import { namespaceParts, streamName } from '../core/config.js';
+import type { Envelope } from '../core/envelope.js';
 import { MessageNotFoundError } from '../core/errors.js';
+import { type EntryStatus, entryStatus, type Range } from '../core/ranges.js';
+import type { LogLookup } from '../log/lookup.js';
+import type { ShardDirectory } from '../log/stream.js';
 import type { DedupStore } from '../store/dedup.js';
 import type { HistoryRecord, MessageStore, StateItem } from '../store/messages.js';
+import type { RangeStore } from '../store/ranges.js';
+import type { SegmentStore } from '../store/segments.js';
 import { type AttemptView, attemptView, iso } from './views.js';
 
 /** "Where is message X?" in one call: its state and what happened to it (DESIGN §5). */
@@ -33,33 +40,94 @@ const STATE: Record<StateItem['state'], TraceState> = {
   dead: 'dead',
   held: 'held',
   purged: 'purged',
+  ranged: 'pending',
 };
 
+const ENTRY_STATE: Record<Exclude<EntryStatus, 'failed'>, TraceState> = {
+  free: 'pending',
+  leased: 'leased',
+  expired: 'leased',
+  acked: 'acked',
+};
+
+export interface TracerDeps {
+  tenant: string;
+  shards: ShardDirectory;
+  lookup: LogLookup;
+  messages: MessageStore;
+  dedup: DedupStore;
+  ranges: RangeStore;
+  segments: SegmentStore;
+}
+
+/** A message's entry in the lease layer, as trace shows it. */
+interface RangedEntry {
+  range: Range;
+  index: number;
+  envelope: Envelope;
+}
+
 export class Tracer {
-  constructor(
-    private readonly messages: MessageStore,
-    private readonly dedup: DedupStore,
-  ) {}
+  constructor(private readonly deps: TracerDeps) {}
+
+  private get messages(): MessageStore {
+    return this.deps.messages;
+  }
+
+  /** A server-assigned id (a ULID) has no dedup record: its time says where in the log to look. */
+  private async findInLog(queue: string, messageId: string) {
+    if (!isValid(messageId)) return undefined;
+    const stream = streamName(this.deps.tenant, namespaceParts(queue).queue);
+    const shards = await this.deps.shards.shards(stream);
+    return this.deps.lookup.findAround(stream, shards, messageId, decodeTime(messageId));
+  }
+
+  /** The entry at a position of the lease layer, if it was admitted there. */
+  private async entryAt(queue: string, shard: string, sequence: string): Promise<RangedEntry | undefined> {
+    const range = await this.deps.ranges.containing(queue, shard, sequence);
+    if (!range) return undefined;
+    const segment = await this.deps.segments.get(queue, shard, range.segment);
+    const entries = segment?.slice(range.segment.offset, range.segment.offset + range.count) ?? [];
+    const index = entries.findIndex((e) => e.sequence === sequence);
+    const entry = entries[index];
+    return entry ? { range, index, envelope: entry.envelope } : undefined;
+  }
 
   /** `queue` may be a Lambda consumer's namespace: the producer's acceptance is its queue's. */
   async trace(queue: string, messageId: string): Promise<Trace> {
     const [items, accepted] = await Promise.all([
       this.messages.story(queue, messageId),
-      this.dedup.get(namespaceParts(queue).queue, messageId),
+      this.deps.dedup.get(namespaceParts(queue).queue, messageId),
     ]);
     const state = items.find((i) => i.sk === 'S') as StateItem | undefined;
     const history = items.filter((i) => String(i.sk).startsWith('H#')) as unknown as HistoryRecord[];
     const marks = items.filter((i) => String(i.sk).startsWith('E#'));
-    if (!state && !accepted) throw new MessageNotFoundError(messageId);
+    // Where its current entry is, when that is in the lease layer.
+    const position =
+      state?.state === 'ranged'
+        ? { shard: state.shard, sequence: state.seq }
+        : state
+          ? undefined
+          : (accepted ?? (await this.findInLog(queue, messageId)));
+    const ranged = position ? await this.entryAt(queue, position.shard, position.sequence) : undefined;
+    if (!state && !accepted && !ranged) throw new MessageNotFoundError(messageId);
 
     const events: TraceEvent[] = [];
     const add = (at: number | undefined, event: string, detail: Record<string, unknown> = {}) => {
       if (at !== undefined) events.push({ at: iso(at), event, detail });
     };
+    const producedAt =
+      accepted?.acceptedAt ??
+      state?.produced_at ??
+      (ranged ? Date.parse(ranged.envelope.produced_at) : undefined);
     add(
-      accepted?.acceptedAt ?? state?.produced_at,
+      producedAt,
       'produced',
-      accepted ? { shard: accepted.shard, sequence: accepted.sequence } : {},
+      accepted
+        ? { shard: accepted.shard, sequence: accepted.sequence }
+        : ranged && ranged.envelope.entry === 1 && position
+          ? { shard: position.shard, sequence: position.sequence }
+          : {},
     );
     for (const h of history) {
       add(h.delivered_at, 'delivered', { attempt: h.attempt, consumer_id: h.consumer_id ?? null });
@@ -69,7 +137,7 @@ export class Tracer {
         error: h.error ?? null,
       });
     }
-    if (state) {
+    if (state && state.state !== 'ranged') {
       if (state.entry > 1 || state.state !== 'requeued')
         add(state.enqueued_at, 'enqueued', { entry: state.entry, shard: state.shard, sequence: state.seq });
       if (state.state === 'leased' || state.state === 'acked') {
@@ -81,16 +149,36 @@ export class Tracer {
       if (state.state === 'acked') add((state as StateItem & { acked_at?: number }).acked_at, 'acked');
       if (state.state === 'delayed') add(state.due_at, 'retry_due', { attempt: state.attempt });
     }
+    let rangedState: TraceState | undefined;
+    if (ranged && position) {
+      const { range, index, envelope } = ranged;
+      const status = entryStatus(range, index, Date.now());
+      const lease = range.leases.get(index);
+      if (envelope.entry > 1)
+        add(Date.parse(envelope.enqueued_at), 'enqueued', {
+          entry: envelope.entry,
+          shard: position.shard,
+          sequence: position.sequence,
+        });
+      if (lease && status !== 'failed')
+        add(lease.deliveredAt, 'delivered', {
+          attempt: envelope.attempt,
+          consumer_id: lease.consumerId ?? null,
+        });
+      if (status === 'acked') add(range.ackedAt, 'acked');
+      // A failed entry's message has an item of its own, which says where it went.
+      if (status !== 'failed') rangedState = ENTRY_STATE[status];
+    }
     for (const m of marks)
       add(Date.parse(String(m.at)), String(m.event), (m.detail as Record<string, unknown>) ?? {});
     events.sort((a, b) => a.at.localeCompare(b.at));
 
     return {
       message_id: messageId,
-      state: state ? STATE[state.state] : 'pending',
-      shard: state?.shard ?? accepted?.shard ?? null,
-      sequence: state?.seq ?? accepted?.sequence ?? null,
-      enqueued_at: state ? iso(state.produced_at) : accepted ? iso(accepted.acceptedAt) : null,
+      state: rangedState ?? (state ? STATE[state.state] : 'pending'),
+      shard: state?.shard ?? position?.shard ?? null,
+      sequence: state?.seq ?? position?.sequence ?? null,
+      enqueued_at: producedAt !== undefined ? iso(producedAt) : null,
       attempts: history.map(attemptView),
       events,
     };

@@ -1,7 +1,7 @@
 import type { ProduceMessage, ProduceResult } from '../api/schemas.js';
 import type { ClaimStore } from '../claims/claims.js';
 import { mapLimit } from '../core/async.js';
-import { type QueueConfig, storageQuotaBytes, streamName } from '../core/config.js';
+import { type QueueConfig, storageQuotaBytes, streamName, usesRanges } from '../core/config.js';
 import { type ClaimRef, type Envelope, encodeEnvelope, payloadBytes } from '../core/envelope.js';
 import { InvalidRequestError, QuotaExceededError } from '../core/errors.js';
 import { newMessageId } from '../core/ids.js';
@@ -31,6 +31,11 @@ const STORAGE_RETRY_SECONDS = 5;
 interface Prepared {
   index: number;
   messageId: string;
+  /**
+   * On the lease layer a server-assigned id has no dedup record: no producer sends it again, and
+   * trace finds the message in the log by the id's time (operations/trace.ts).
+   */
+  serverId: boolean;
   message: ProduceMessage;
 }
 
@@ -48,6 +53,7 @@ export class Producer {
       index,
       message,
       messageId: message.message_id ?? newMessageId(now),
+      serverId: message.message_id === undefined && usesRanges(config),
     }));
     const results = new Array<ProduceResult>(messages.length);
 
@@ -67,7 +73,7 @@ export class Producer {
     const [known] = await Promise.all([
       this.deps.dedup.findAccepted(
         queue,
-        unique.map((p) => p.messageId),
+        unique.filter((p) => !p.serverId).map((p) => p.messageId),
         now,
       ),
       this.checkStorage(queue, config),
@@ -88,7 +94,6 @@ export class Producer {
       return true;
     });
     const appendEnvelopes = envelopes.filter((e): e is Envelope => !(e instanceof Error));
-
     const appended = await this.deps.log.append(
       streamName(this.deps.tenant, queue),
       appendEnvelopes.map((env) => ({ partitionKey: env.key ?? env.message_id, data: encodeEnvelope(env) })),
@@ -108,17 +113,18 @@ export class Producer {
     });
 
     // The storage meter does not wait for the dedup records; the totals do (a lost race is a duplicate).
+    const named = landed.filter((l) => !l.p.serverId);
     const [marks] = await Promise.all([
-      this.markLanded(queue, config, landed, now).then(async (marks) => {
-        await this.count(queue, marks.filter((m) => m !== false).length);
-        return marks;
+      this.markLanded(queue, config, named, now).then(async (marks) => {
+        await this.count(queue, landed.length - named.length + marks.filter((m) => m !== false).length);
+        return new Map(named.map((l, i) => [l, marks[i]]));
       }),
       this.addStored(queue, config, landed),
     ]);
-    landed.forEach((l, i) => {
+    landed.forEach((l) => {
       results[l.p.index] = {
         message_id: l.p.messageId,
-        status: marks[i] === false ? 'duplicate' : 'accepted',
+        status: marks.get(l) === false ? 'duplicate' : 'accepted',
       };
     });
 
@@ -205,6 +211,7 @@ export class Producer {
     return {
       v: 1,
       message_id: p.messageId,
+      ...(p.serverId ? { server_id: true as const } : {}),
       queue,
       ...(message.key !== undefined ? { key: message.key } : {}),
       ...(message.headers ? { headers: message.headers } : {}),

@@ -4,6 +4,7 @@ import {
   GetCommand,
   UpdateCommand,
 } from '@aws-sdk/lib-dynamodb';
+import type { BufferedAdds } from './buffered-adds.js';
 import { buildUpdate } from './expression.js';
 import { STATS_SHARDS, statsKey, storageKey, windowCounterKey } from './keys.js';
 import { retryUnprocessed } from './util.js';
@@ -18,9 +19,13 @@ import { retryUnprocessed } from './util.js';
 export type StatName = 'produced' | 'acked' | 'redelivered' | 'stale_receipts' | 'nacked' | 'dead_lettered';
 
 export class Counters {
+  /** This instance's slot of the sharded totals: instances spread over the slots. */
+  private readonly slot = Math.floor(Math.random() * STATS_SHARDS);
+
   constructor(
     private readonly doc: DynamoDBDocumentClient,
     private readonly table: string,
+    private readonly buffer: BufferedAdds,
   ) {}
 
   async window(queue: string, shard: string): Promise<number> {
@@ -41,18 +46,19 @@ export class Counters {
     );
   }
 
-  /** Adds to a queue's totals: one write per call, on a random slot of the sharded counter. */
-  async addStats(queue: string, deltas: Partial<Record<StatName, number>>): Promise<void> {
-    const add = Object.fromEntries(Object.entries(deltas).filter(([, n]) => n)) as Record<string, number>;
-    if (!Object.keys(add).length) return;
-    const slot = Math.floor(Math.random() * STATS_SHARDS);
-    await this.doc.send(
-      new UpdateCommand({ TableName: this.table, Key: statsKey(queue, slot), ...buildUpdate({ add }) }),
-    );
+  /** Adds to a queue's totals, written with this instance's other counts about once a second. */
+  addStats(queue: string, deltas: Partial<Record<StatName, number>>): Promise<void> {
+    return this.buffer.add(statsKey(queue, this.slot), deltas as Record<string, number>);
+  }
+
+  /** Writes this instance's pending counts now: a function that may be frozen after an invocation calls it. */
+  flush(): Promise<void> {
+    return this.buffer.flush();
   }
 
   /** The queue's totals: its stats slots, and `acked` from its storage counter. */
   async stats(queue: string): Promise<Record<StatName, number>> {
+    await this.buffer.flush();
     const totals: Record<string, number> = {};
     const storage = storageKey(queue);
     const keys = [...Array.from({ length: STATS_SHARDS }, (_, slot) => statsKey(queue, slot)), storage];

@@ -52,22 +52,22 @@ export class DedupStore {
   }
 
   /** The dedup record of an id, while its window lasts. */
-  async get(queue: string, messageId: string, now = Date.now()): Promise<DedupRecord | undefined> {
+  async get(
+    queue: string,
+    messageId: string,
+    now = Date.now(),
+    consistent = false,
+  ): Promise<DedupRecord | undefined> {
     const out = await this.doc.send(
-      new GetCommand({ TableName: this.table, Key: dedupKey(queue, messageId) }),
+      new GetCommand({ TableName: this.table, Key: dedupKey(queue, messageId), ConsistentRead: consistent }),
     );
-    const item = out.Item;
-    if (!item || !(Number(item.expires_at) > now)) return undefined;
-    return {
-      shard: String(item.shard),
-      sequence: String(item.sequence),
-      acceptedAt: Number(item.accepted_at),
-    };
+    return out.Item ? recordOf(out.Item, now) : undefined;
   }
 
   /**
-   * Records that `messageId` is in the log. False when an unexpired record already exists
-   * (another request accepted the same id first).
+   * Records that `messageId` is in the log at its position. False when an unexpired record of
+   * another position already exists (another request accepted the same id first); true when the
+   * record there is of this very position (dispatch may write it first: see claimPositions).
    */
   async markAccepted(
     queue: string,
@@ -95,9 +95,45 @@ export class DedupStore {
       );
       return true;
     } catch (err) {
-      if (isConditionFailed(err)) return false;
-      throw err;
+      if (!isConditionFailed(err)) throw err;
+      const existing = await this.get(queue, messageId, record.acceptedAt, true);
+      return existing?.shard === record.shard && existing.sequence === record.sequence;
     }
+  }
+
+  /**
+   * Admission of producer-chosen ids into the lease layer: is each copy in the log the one that
+   * was accepted? A record names the accepted position; a copy with no record (its producer
+   * crashed between the append and the record) claims it, so a retried copy that lands later is
+   * passed over. Reads are eventually consistent: records never change, and a missed one only
+   * makes the claim's conditional write fail and look again.
+   */
+  async claimPositions(
+    queue: string,
+    copies: readonly { messageId: string; record: DedupRecord }[],
+    windowSeconds: number,
+  ): Promise<boolean[]> {
+    const known = new Map<string, DedupRecord>();
+    // A batch may hold two copies of one id (a producer's retry): BatchGetItem refuses repeated keys.
+    const ids = [...new Set(copies.map((c) => c.messageId))];
+    for (let i = 0; i < ids.length; i += BATCH_GET_LIMIT) {
+      const keys = ids.slice(i, i + BATCH_GET_LIMIT).map((id) => dedupKey(queue, id));
+      await retryUnprocessed(keys, async (pending) => {
+        const out = await this.doc.send(
+          new BatchGetCommand({ RequestItems: { [this.table]: { Keys: pending } } }),
+        );
+        for (const item of out.Responses?.[this.table] ?? []) {
+          const record = recordOf(item, copies[0]?.record.acceptedAt ?? 0);
+          if (record) known.set(String(item.message_id), record);
+        }
+        return (out.UnprocessedKeys?.[this.table]?.Keys ?? []) as typeof pending;
+      });
+    }
+    return mapLimit(copies, 16, async (c) => {
+      const found = known.get(c.messageId);
+      if (found) return found.shard === c.record.shard && found.sequence === c.record.sequence;
+      return this.markAccepted(queue, c.messageId, c.record, windowSeconds);
+    });
   }
 
   markAllAccepted(
@@ -107,4 +143,9 @@ export class DedupStore {
   ): Promise<boolean[]> {
     return mapLimit(entries, 16, (e) => this.markAccepted(queue, e.messageId, e.record, windowSeconds));
   }
+}
+
+function recordOf(item: Record<string, unknown>, now: number): DedupRecord | undefined {
+  if (!(Number(item.expires_at) > now)) return undefined;
+  return { shard: String(item.shard), sequence: String(item.sequence), acceptedAt: Number(item.accepted_at) };
 }

@@ -106,3 +106,24 @@ export const API_KEYS_PK = 'TENANT#APIKEYS';
 export function apiKeyHashKey(sha256: string): ItemKey {
   return { pk: `TENANT#APIKEY#${sha256}`, sk: 'K' };
 }
+
+/**
+ * The lease layer (core/ranges.ts): a shard's ranges sort by the sequence number of their first
+ * entry; its commit-point hint has a partition of its own so range queries never meet it.
+ */
+export function rangesPk(queue: string, shard: string): string {
+  return `Q#${queue}#G#${shard}`;
+}
+
+export function rangeCursorKey(queue: string, shard: string): ItemKey {
+  return { pk: `Q#${queue}#GC#${shard}`, sk: 'C' };
+}
+
+/** Small segments (the envelopes of one admitted batch) are items; large ones S3 objects. */
+export function segmentKey(queue: string, shard: string, id: string): ItemKey {
+  return { pk: `Q#${queue}#SEG#${shard}`, sk: seqSortKey(id) };
+}
+
+export function segmentObjectKey(queue: string, shard: string, id: string): string {
+  return `segments/${queue}/${shard}/${seqSortKey(id)}.json`;
+}

@@ -31,7 +31,20 @@ import { isConditionFailed, retryUnprocessed } from './util.js';
  * sequence, and a lease or ack never rewrites payload bytes.
  */
 
-export type MessageState = 'ready' | 'leased' | 'delayed' | 'requeued' | 'dead' | 'acked' | 'held' | 'purged';
+/**
+ * `ranged`: the message's current entry is in the lease layer (store/ranges.ts), which holds its
+ * lease and ack; the item only remembers where (shard, seq), for its history, trace and retries.
+ */
+export type MessageState =
+  | 'ready'
+  | 'leased'
+  | 'delayed'
+  | 'requeued'
+  | 'dead'
+  | 'acked'
+  | 'held'
+  | 'purged'
+  | 'ranged';
 
 export interface StateItem {
   pk: string;
@@ -115,19 +128,8 @@ export class MessageStore {
     bodyTtl: number,
     options: { held?: boolean; prev?: string } = {},
   ): Promise<{ result: AdmitResult; item?: StateItem }> {
-    const body = storedBody(env);
-    const bodyJson = JSON.stringify(body);
-    const inline = Buffer.byteLength(bodyJson) <= INLINE_BODY_BYTES;
     const pk = messagePk(env.queue, env.message_id);
-    if (!inline && env.entry === 1) {
-      // The body first: a state item must never point at a body that is not there.
-      await this.doc.send(
-        new PutCommand({
-          TableName: this.table,
-          Item: { pk, sk: BODY_SK, body: bodyJson, [TTL_ATTRIBUTE]: bodyTtl },
-        }),
-      );
-    }
+    const inlineBody = env.entry === 1 ? await this.putBody(env, bodyTtl) : inlineBodyOf(env);
     const dueAt = env.deliver_after ? Date.parse(env.deliver_after) : 0;
     const held = options.held === true && env.key !== undefined;
     const delayed = !held && dueAt > now;
@@ -166,7 +168,7 @@ export class MessageStore {
                   : new Raw('if_not_exists(#prev, :prev)', { ':prev': options.prev }),
               produced_at: Date.parse(env.produced_at),
               enqueued_at: Date.parse(env.enqueued_at),
-              body: inline ? bodyJson : undefined,
+              body: inlineBody,
               bytes: payloadBytes(env),
               origin_sk: new Raw('if_not_exists(#origin_sk, :origin)', { ':origin': seqSortKey(seq) }),
               // A held message keeps its delay: the release puts it through the log again.
@@ -193,6 +195,132 @@ export class MessageStore {
       if (isConditionFailed(err)) return { result: 'duplicate' };
       throw err;
     }
+  }
+
+  /**
+   * The body first (a state item must never point at a body that is not there), as its own item
+   * when it is too big to ride in the state item. Answers the inline body, if it is one.
+   */
+  private async putBody(env: Envelope, bodyTtl: number): Promise<string | undefined> {
+    const inline = inlineBodyOf(env);
+    if (inline !== undefined) return inline;
+    await this.doc.send(
+      new PutCommand({
+        TableName: this.table,
+        Item: {
+          pk: messagePk(env.queue, env.message_id),
+          sk: BODY_SK,
+          body: JSON.stringify(storedBody(env)),
+          [TTL_ATTRIBUTE]: bodyTtl,
+        },
+      }),
+    );
+    return undefined;
+  }
+
+  /**
+   * A retry's (or a redrive's) next entry enters a range: the item moves to `ranged` at that
+   * position, once; the same position again (a retried admission) is still this entry's.
+   */
+  async enterRange(shard: string, seq: string, env: Envelope): Promise<boolean> {
+    const moved = await this.updateState(env.queue, env.message_id, {
+      set: {
+        state: 'ranged',
+        shard,
+        seq,
+        entry: env.entry,
+        attempt: env.attempt,
+        enqueued_at: Date.parse(env.enqueued_at),
+      },
+      remove: [
+        'gsi1pk',
+        'gsi1sk',
+        'due_at',
+        'consumer_id',
+        'delivered_at',
+        'lease_expires_at',
+        TTL_ATTRIBUTE,
+      ],
+      condition:
+        '(#state IN (:delayed, :requeued, :dead) AND #entry < :entry) OR (#state = :ranged AND #shard = :shard AND #seq = :seq)',
+      values: {
+        ':delayed': 'delayed',
+        ':requeued': 'requeued',
+        ':dead': 'dead',
+        ':ranged': 'ranged',
+        ':entry': env.entry,
+        ':shard': shard,
+        ':seq': seq,
+      },
+    });
+    return moved !== undefined;
+  }
+
+  /**
+   * A failed attempt of an entry of the lease layer: the message gets (or moves) its item into
+   * the delay store or the DLQ. Once per entry: the position names the delivery.
+   */
+  async failFromRange(
+    shard: string,
+    seq: string,
+    env: Envelope,
+    outcome: { kind: 'retry'; nextAttempt: number; dueAt: number } | { kind: 'dead'; reason: FailureReason },
+    now: number,
+    ttls: { bodyTtl: number; deadTtl: number },
+  ): Promise<StateItem | undefined> {
+    const inlineBody = await this.putBody(env, ttls.bodyTtl);
+    return this.updateState(env.queue, env.message_id, {
+      set: {
+        queue: env.queue,
+        message_id: env.message_id,
+        key: env.key,
+        shard,
+        seq,
+        entry: env.entry,
+        gen: env.entry,
+        produced_at: Date.parse(env.produced_at),
+        enqueued_at: Date.parse(env.enqueued_at),
+        body: inlineBody,
+        bytes: payloadBytes(env),
+        ...(outcome.kind === 'retry'
+          ? {
+              state: 'delayed',
+              attempt: outcome.nextAttempt,
+              due_at: outcome.dueAt,
+              gsi1pk: gsi.delayed(env.queue, shard),
+              gsi1sk: timeSortKey(outcome.dueAt, env.message_id),
+            }
+          : {
+              state: 'dead',
+              attempt: env.attempt,
+              dead_at: now,
+              dead_reason: outcome.reason,
+              gsi1pk: gsi.dead(env.queue),
+              gsi1sk: timeSortKey(now, env.message_id),
+              [TTL_ATTRIBUTE]: ttls.deadTtl,
+            }),
+      },
+      // An item of an earlier life of the id (a producer's id sent again after its dedup window) is
+      // replaced; otherwise only this entry's own `ranged` item moves.
+      condition:
+        'attribute_not_exists(#pk) OR #produced_at < :produced_at OR (#state = :ranged AND #shard = :shard AND #seq = :seq)',
+      values: {
+        ':ranged': 'ranged',
+        ':shard': shard,
+        ':seq': seq,
+        ':produced_at': Date.parse(env.produced_at),
+      },
+    });
+  }
+
+  /** Takes back a failFromRange whose entry turned out acked: the item goes back to `ranged`. */
+  async undoFailFromRange(item: StateItem, tombstoneTtl: number): Promise<void> {
+    await this.updateState(item.queue, item.message_id, {
+      set: { state: 'ranged', [TTL_ATTRIBUTE]: tombstoneTtl },
+      remove: ['gsi1pk', 'gsi1sk', 'due_at', 'dead_at', 'dead_reason'],
+      condition: '#state = :state AND #shard = :shard AND #seq = :seq',
+      values: { ':state': item.state, ':shard': item.shard, ':seq': item.seq },
+    });
   }
 
   /** State items in one partition of the index, oldest first; `below` or `above` bounds the sort key. */
@@ -628,6 +756,11 @@ export class MessageStore {
     );
     return (out.Items ?? []) as HistoryRecord[];
   }
+}
+
+function inlineBodyOf(env: Envelope): string | undefined {
+  const json = JSON.stringify(storedBody(env));
+  return Buffer.byteLength(json) <= INLINE_BODY_BYTES ? json : undefined;
 }
 
 export function storedBody(env: Envelope): StoredBody {

@@ -70,6 +70,7 @@ export function createSweepHandler(
     await publishAllGauges();
     do {
       const pass = await sweeper.sweepOnce();
+      await services.counters.flush();
       total.requeued += pass.requeued;
       total.expired += pass.expired;
       total.released += pass.released;

@@ -1,14 +1,25 @@
 import type { Logger } from '@aws-lambda-powertools/logger';
+import type { RangeAdmission } from '../admission/range-admission.js';
 import type { Failures } from '../consume/failures.js';
 import type { KeyOrder } from '../consume/key-order.js';
+import type { RangeFailures } from '../consume/range-failures.js';
 import type { Requeue } from '../consume/requeue.js';
 import { mapLimit } from '../core/async.js';
-import { consumerNamespace, type QueueConfig, streamName, type TenantConfig } from '../core/config.js';
+import {
+  consumerNamespace,
+  type QueueConfig,
+  streamName,
+  type TenantConfig,
+  usesRanges,
+} from '../core/config.js';
+import { expiredEntries } from '../core/ranges.js';
 import type { ShardDirectory } from '../log/stream.js';
 import type { Redrives } from '../operations/redrive.js';
 import type { Counters } from '../store/counters.js';
 import { gsi, timeSortKey } from '../store/keys.js';
 import type { MessageStore, StateItem } from '../store/messages.js';
+import type { RangeStore } from '../store/ranges.js';
+import type { SegmentStore } from '../store/segments.js';
 
 /**
  * sweep: puts due messages from the delay store back into the log (the next entry of each),
@@ -22,6 +33,10 @@ export interface SweeperDeps {
   shards: ShardDirectory;
   keyOrder: KeyOrder;
   failures: Failures;
+  ranges: RangeStore;
+  segments: SegmentStore;
+  rangeFailures: RangeFailures;
+  admission: RangeAdmission;
   requeue: Requeue;
   redrives: Redrives;
   logger: Logger;
@@ -39,6 +54,8 @@ export interface SweepReport {
 
 /** Items handled per partition per pass; a pass repeats while partitions stay full. */
 const PAGE = 100;
+/** Ranges a pass reads per shard: a full default window (10,000 entries) is 500 of them. */
+const RANGES_PER_PASS = 1000;
 
 /** Message state the sweep serves: a queue's own, or one of its Lambda consumers'. */
 interface Namespace {
@@ -78,7 +95,10 @@ export class Sweeper {
       const shards = await this.deps.shards.shards(streamName(this.deps.tenant.tenant, ns.queue));
       await Promise.all(
         shards.map(async (shard) => {
-          report.expired += await this.expireLeases(ns.name, ns.config, shard);
+          report.expired +=
+            ns.consumer === undefined && usesRanges(ns.config)
+              ? await this.expireRanges(ns.name, ns.config, shard)
+              : await this.expireLeases(ns.name, ns.config, shard);
           report.requeued += await this.requeueDue(ns, shard);
           if (ns.config.ordered)
             report.released += await this.deps.keyOrder.releaseStragglers(ns.name, shard);
@@ -101,6 +121,31 @@ export class Sweeper {
       total += landed.length;
       if (landed.length < due.length || due.length < PAGE) return total;
     }
+  }
+
+  /**
+   * The lease layer: expired leases of the shard's unfinished ranges become failed attempts, and
+   * the commit point's hint moves up to the lowest unfinished range.
+   */
+  private async expireRanges(queue: string, config: QueueConfig, shard: string): Promise<number> {
+    const { ranges, segments } = this.deps;
+    const now = this.now();
+    const open = await ranges.from(queue, shard, await ranges.commitHint(queue, shard), RANGES_PER_PASS);
+    const expired = open.flatMap((range) => expiredEntries(range, now).map((index) => ({ range, index })));
+    const moved = await mapLimit(expired, 16, async ({ range, index }) => {
+      const entry = (await segments.get(queue, shard, range.segment))?.[range.segment.offset + index];
+      const lease = range.leases.get(index);
+      if (!entry || !lease) return false;
+      const outcome = await this.deps.rangeFailures.fail(
+        config,
+        { queue, range, index, sequence: entry.sequence, envelope: entry.envelope, lease },
+        { reason: 'lease_expired', lease: 'expired' },
+        now,
+      );
+      return outcome !== undefined;
+    });
+    await this.deps.admission.lowestOpen(queue, shard, open.at(-1));
+    return moved.filter(Boolean).length;
   }
 
   private async expireLeases(queue: string, config: QueueConfig, shard: string): Promise<number> {

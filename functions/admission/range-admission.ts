@@ -1,0 +1,189 @@
+import { mapLimit, sleep } from '../core/async.js';
+import type { QueueConfig } from '../core/config.js';
+import type { Envelope } from '../core/envelope.js';
+import {
+  admittedTotal,
+  compareSequence,
+  isFinished,
+  type Range,
+  rangeSizes,
+  windowSize,
+} from '../core/ranges.js';
+import { retentionTtls } from '../core/retention.js';
+import type { DedupStore } from '../store/dedup.js';
+import type { MessageStore } from '../store/messages.js';
+import type { RangeStore } from '../store/ranges.js';
+import type { SegmentEntry, SegmentStore } from '../store/segments.js';
+
+/**
+ * Admission into the lease layer: a shard's new log entries become one immutable segment and a
+ * few ranges after the shard's last one. Exactly once per entry, whoever calls (dispatch today;
+ * produce's fast path can call it too), because an entry is new only past the last range's last
+ * sequence number, read consistently, and a range is written with a conditional put.
+ * Which copies are admitted: a server-assigned id was appended once, so its entry is admitted as
+ * it is; a producer's id at the position its dedup record names; a retry's next entry once per
+ * entry number (its message item says so).
+ */
+
+export interface RangeAdmissionDeps {
+  ranges: RangeStore;
+  segments: SegmentStore;
+  messages: MessageStore;
+  dedup: DedupStore;
+  /** How long a batch waits for a full window to free room before it gives up. */
+  windowWaitMs?: number;
+  now?: () => number;
+}
+
+export interface LogRecord {
+  sequence: string;
+  envelope: Envelope;
+}
+
+/** How many closed ranges one look for the commit point reads at a time. */
+const COMMIT_PAGE = 50;
+const WINDOW_POLL_MS = 100;
+
+export class RangeAdmission {
+  constructor(private readonly deps: RangeAdmissionDeps) {}
+
+  private now(): number {
+    return this.deps.now?.() ?? Date.now();
+  }
+
+  /**
+   * Admits records of one shard, in log order. Answers how many of them are done with (a prefix):
+   * the rest did not fit the window and must be offered again.
+   */
+  async admit(
+    queue: string,
+    config: QueueConfig,
+    shard: string,
+    records: readonly LogRecord[],
+  ): Promise<number> {
+    const head = await this.deps.ranges.head(queue, shard);
+    const fresh = records.filter((r) => !head || compareSequence(r.sequence, head.last) > 0);
+    const skipped = records.length - fresh.length;
+    const now = this.now();
+    const due = (r: LogRecord) => !r.envelope.deliver_after || Date.parse(r.envelope.deliver_after) <= now;
+    let free = fresh.some(due) ? await this.freeRoom(queue, shard, config.window_size, head) : 0;
+    let cut = fresh.length;
+    for (let i = 0; i < fresh.length; i++) {
+      if (!due(fresh[i] as LogRecord)) continue;
+      if (free <= 0) {
+        cut = i;
+        break;
+      }
+      free--;
+    }
+    const batch = fresh.slice(0, cut);
+    const { bodyTtl } = retentionTtls(config, now);
+    // Not yet due (produce's delay_seconds): the delay store keeps it; it comes back as its next entry.
+    await mapLimit(
+      batch.filter((r) => !due(r)),
+      16,
+      (r) => this.deps.messages.admit(shard, r.sequence, r.envelope, now, bodyTtl),
+    );
+    const admitted = await this.identities(queue, config, shard, batch.filter(due), now);
+    if (admitted.length) await this.write(queue, config, shard, head, admitted, now);
+    return skipped + cut;
+  }
+
+  /** The copies that are their message's admitted entry. */
+  private async identities(
+    queue: string,
+    config: QueueConfig,
+    shard: string,
+    records: LogRecord[],
+    now: number,
+  ): Promise<LogRecord[]> {
+    const producerIds = records.filter((r) => r.envelope.entry === 1 && !r.envelope.server_id);
+    const claims = await this.deps.dedup.claimPositions(
+      queue,
+      producerIds.map((r) => ({
+        messageId: r.envelope.message_id,
+        record: { shard, sequence: r.sequence, acceptedAt: now },
+      })),
+      config.dedup_window_seconds,
+    );
+    const passedOver = new Set(producerIds.filter((_, i) => !claims[i]));
+    const keep = await mapLimit(records, 16, async (r) => {
+      if (passedOver.has(r)) return false;
+      if (r.envelope.entry === 1) return true;
+      return this.deps.messages.enterRange(shard, r.sequence, r.envelope);
+    });
+    return records.filter((_, i) => keep[i]);
+  }
+
+  /** The segment first, then the ranges that point into it. */
+  private async write(
+    queue: string,
+    config: QueueConfig,
+    shard: string,
+    head: Range | undefined,
+    records: LogRecord[],
+    now: number,
+  ): Promise<void> {
+    const { bodyTtl } = retentionTtls(config, now);
+    const entries: SegmentEntry[] = records.map((r) => ({ sequence: r.sequence, envelope: r.envelope }));
+    const segment = await this.deps.segments.put(queue, shard, entries, bodyTtl);
+    let offset = 0;
+    let base = admittedTotal(head);
+    for (const count of rangeSizes(entries.length)) {
+      const slice = entries.slice(offset, offset + count);
+      await this.deps.ranges.create(
+        queue,
+        {
+          shard,
+          start: (slice[0] as SegmentEntry).sequence,
+          last: (slice.at(-1) as SegmentEntry).sequence,
+          count,
+          base,
+          enqueuedAt: Math.min(...slice.map((e) => Date.parse(e.envelope.enqueued_at))),
+          segment: { ...segment, offset },
+        },
+        bodyTtl,
+      );
+      offset += count;
+      base += count;
+    }
+  }
+
+  /**
+   * Room left in the shard's window, waiting a little for an ack to make some when there is none
+   * (an ack usually frees room sooner than the event source's retry).
+   */
+  private async freeRoom(
+    queue: string,
+    shard: string,
+    size: number,
+    head: Range | undefined,
+  ): Promise<number> {
+    const deadline = Date.now() + (this.deps.windowWaitMs ?? 1000);
+    for (;;) {
+      const free = size - windowSize(head, await this.lowestOpen(queue, shard, head));
+      if (free > 0 || Date.now() >= deadline) return free;
+      await sleep(WINDOW_POLL_MS);
+    }
+  }
+
+  /** The commit point: the shard's lowest unfinished range. Moves the stored hint up to it. */
+  async lowestOpen(queue: string, shard: string, head: Range | undefined): Promise<Range | undefined> {
+    if (!head) return undefined;
+    const hint = await this.deps.ranges.commitHint(queue, shard);
+    let start = hint;
+    let found: Range | undefined;
+    let last: Range | undefined;
+    for (;;) {
+      const page = await this.deps.ranges.from(queue, shard, start, COMMIT_PAGE, true);
+      found = page.find((r) => !isFinished(r));
+      last = page.at(-1);
+      if (found || page.length < COMMIT_PAGE || !last) break;
+      start = last.start;
+    }
+    const commit = found?.start ?? last?.start;
+    if (commit !== undefined && commit !== hint)
+      await this.deps.ranges.advanceCommitHint(queue, shard, commit);
+    return found;
+  }
+}

@@ -1,0 +1,265 @@
+import type { AckStatus, DeliveredMessage, NackRequest } from '../api/schemas.js';
+import type { ClaimStore } from '../claims/claims.js';
+import { mapLimit } from '../core/async.js';
+import { type QueueConfig, streamName } from '../core/config.js';
+import { payloadBytes } from '../core/envelope.js';
+import { leaseExpiry } from '../core/lease.js';
+import { entryStatus, leaseFrontier, type Pick, pickEntries, type Range } from '../core/ranges.js';
+import type { Delivery, ReceiptSigner } from '../core/receipt.js';
+import type { Outcome } from '../core/retry-policy.js';
+import type { ShardDirectory } from '../log/stream.js';
+import type { Counters } from '../store/counters.js';
+import type { RangeStore } from '../store/ranges.js';
+import type { SegmentEntry, SegmentStore } from '../store/segments.js';
+import type { StorageMeter } from '../store/storage.js';
+import type { RangeFailures } from './range-failures.js';
+
+/**
+ * Pull consumption on the lease layer: a receive reads a few ranges per shard from where this
+ * instance last saw a free entry, leases with one conditional write per range, and answers from
+ * the immutable segments; an ack is one write per range. Nothing is written per message.
+ */
+
+export interface RangeConsumerDeps {
+  tenant: string;
+  ranges: RangeStore;
+  segments: SegmentStore;
+  claims: ClaimStore;
+  shards: ShardDirectory;
+  failures: RangeFailures;
+  counters: Counters;
+  storage: StorageMeter;
+  signer: () => Promise<ReceiptSigner>;
+  now?: () => number;
+}
+
+/** Ranges read per shard per look: enough free entries for a receive of 100 behind a few busy ranges. */
+const RANGES_PER_LOOK = 8;
+/**
+ * A receive's answer stays under this many payload bytes (a synchronous Lambda answer is at most
+ * 6 MB, and JSON escaping and the envelope add to it); one message is always delivered.
+ */
+export const RECEIVE_MAX_BYTES = 4 * 1024 * 1024;
+
+interface Leased {
+  range: Range;
+  index: number;
+  entry: SegmentEntry;
+}
+
+export class RangeConsumer {
+  /** Per shard, the lowest range where this instance last saw a free entry: none is below it, ever. */
+  private readonly frontier = new Map<string, string>();
+
+  constructor(private readonly deps: RangeConsumerDeps) {}
+
+  private now(): number {
+    return this.deps.now?.() ?? Date.now();
+  }
+
+  /** One look over the shards: leases up to `want` free entries. */
+  async leaseSome(
+    queue: string,
+    config: QueueConfig,
+    want: number,
+    leaseSeconds: number,
+    consumerId: string,
+  ): Promise<Leased[]> {
+    const shards = await this.deps.shards.shards(streamName(this.deps.tenant, queue));
+    const perShard = await Promise.all(shards.map((shard) => this.readFrom(queue, shard)));
+    const picks = pickEntries(perShard.flat(), want);
+    const withEntries = await this.withinBytes(queue, picks);
+    const won = await mapLimit(withEntries, 8, async ({ pick, entries }) => {
+      const now = this.now();
+      const lease = { deliveredAt: now, expiresAt: leaseExpiry(config, now, now, leaseSeconds), consumerId };
+      let range = await this.deps.ranges.lease(queue, pick.range, pick.indexes, lease);
+      let indexes = pick.indexes;
+      if (!range) {
+        // Another receiver took some of them: once more with what is still free in a fresh read.
+        const fresh = await this.deps.ranges.get(queue, pick.range.shard, pick.range.start);
+        indexes = fresh ? pick.indexes.filter((i) => entryStatus(fresh, i, now) === 'free') : [];
+        range = indexes.length ? await this.deps.ranges.lease(queue, pick.range, indexes, lease) : undefined;
+        if (!range) return [];
+      }
+      return indexes.map((index) => ({
+        range: range as Range,
+        index,
+        entry: entries.get(index) as SegmentEntry,
+      }));
+    });
+    return won.flat();
+  }
+
+  /** Ranges from the shard's lease frontier (or its commit point, the first time). */
+  private async readFrom(queue: string, shard: string): Promise<Range[]> {
+    const at = `${queue}\u0000${shard}`;
+    const start = this.frontier.get(at) ?? (await this.deps.ranges.commitHint(queue, shard));
+    const ranges = await this.deps.ranges.from(queue, shard, start, RANGES_PER_LOOK);
+    const frontier = leaseFrontier(ranges);
+    if (frontier !== undefined) this.frontier.set(at, frontier);
+    return ranges;
+  }
+
+  /**
+   * The segment entries of what was picked, read before any lease is written (a lease must never
+   * point at what cannot be answered), cut to the answer's byte budget.
+   */
+  private async withinBytes(
+    queue: string,
+    picks: Pick[],
+  ): Promise<{ pick: Pick; entries: Map<number, SegmentEntry> }[]> {
+    const segments = await mapLimit(picks, 8, (p) =>
+      this.deps.segments.get(queue, p.range.shard, p.range.segment),
+    );
+    let budget = RECEIVE_MAX_BYTES;
+    let first = true;
+    const out: { pick: Pick; entries: Map<number, SegmentEntry> }[] = [];
+    picks.forEach((pick, k) => {
+      const segment = segments[k];
+      if (!segment) return;
+      const entries = new Map<number, SegmentEntry>();
+      for (const index of pick.indexes) {
+        const entry = segment[pick.range.segment.offset + index];
+        if (!entry) continue;
+        const bytes = payloadBytes(entry.envelope);
+        if (!first && bytes > budget) break;
+        budget -= bytes;
+        first = false;
+        entries.set(index, entry);
+      }
+      if (entries.size) out.push({ pick: { range: pick.range, indexes: [...entries.keys()] }, entries });
+    });
+    return out;
+  }
+
+  async deliver(queue: string, leased: Leased[]): Promise<DeliveredMessage[]> {
+    const signer = await this.deps.signer();
+    const redelivered = leased.filter((l) => l.entry.envelope.attempt > 1).length;
+    const [delivered] = await Promise.all([
+      mapLimit(leased, 8, async ({ range, index, entry }) => {
+        const env = entry.envelope;
+        const lease = range.leases.get(index);
+        return {
+          message_id: env.message_id,
+          receipt: signer.sign({
+            queue,
+            messageId: env.message_id,
+            shard: range.shard,
+            generation: env.entry,
+            deliveredAt: lease?.deliveredAt ?? 0,
+            entry: { range: range.start, index, bytes: payloadBytes(env) },
+          }),
+          key: env.key ?? null,
+          payload: await this.deps.claims.payloadOf(env),
+          headers: env.headers ?? {},
+          attempt: env.attempt,
+          enqueued_at: env.produced_at,
+          lease_expires_at: new Date(lease?.expiresAt ?? 0).toISOString(),
+        };
+      }),
+      this.deps.counters.addStats(queue, { redelivered }),
+    ]);
+    return delivered;
+  }
+
+  /** Acks grouped by range: one write per range, entry by entry only when one of them is stale. */
+  async ack(queue: string, deliveries: readonly { receipt: string; d: Delivery }[]) {
+    const now = this.now();
+    const byRange = new Map<string, { receipt: string; d: Delivery }[]>();
+    for (const x of deliveries) {
+      const at = `${x.d.shard}\u0000${x.d.entry?.range}`;
+      byRange.set(at, [...(byRange.get(at) ?? []), x]);
+    }
+    const statuses = new Map<string, AckStatus>();
+    let acked = 0;
+    let bytes = 0;
+    await mapLimit([...byRange.values()], 8, async (group) => {
+      const first = group[0]?.d as Delivery;
+      const range = { shard: first.shard, start: first.entry?.range as string };
+      const indexes = [...new Set(group.map((x) => x.d.entry?.index as number))];
+      let newly = (await this.deps.ranges.ack(queue, range, indexes, now)) ? indexes : [];
+      if (!newly.length) newly = await this.ackOneByOne(queue, range, indexes, now);
+      const fresh =
+        newly.length === indexes.length
+          ? undefined
+          : await this.deps.ranges.get(queue, range.shard, range.start);
+      for (const x of group) {
+        const index = x.d.entry?.index as number;
+        const ok = newly.includes(index) || fresh?.acked.has(index) === true;
+        statuses.set(x.receipt, ok ? 'acked' : 'stale_receipt');
+      }
+      for (const index of newly) {
+        acked++;
+        bytes += group.find((x) => x.d.entry?.index === index)?.d.entry?.bytes ?? 0;
+      }
+    });
+    const stale = [...statuses.values()].filter((s) => s === 'stale_receipt').length;
+    await Promise.all([
+      this.deps.counters.addStats(queue, { stale_receipts: stale }),
+      this.deps.storage.release(queue, bytes, acked),
+    ]);
+    return statuses;
+  }
+
+  /** After a grouped ack failed: what of it is still live, each on its own. */
+  private async ackOneByOne(
+    queue: string,
+    range: { shard: string; start: string },
+    indexes: number[],
+    now: number,
+  ): Promise<number[]> {
+    const fresh = await this.deps.ranges.get(queue, range.shard, range.start);
+    if (!fresh) return [];
+    const live = indexes.filter((i) => entryStatus(fresh, i, now) === 'leased');
+    if (live.length > 1 && (await this.deps.ranges.ack(queue, range, live, now))) return live;
+    const one = await mapLimit(live, 8, async (i) =>
+      (await this.deps.ranges.ack(queue, range, [i], now)) ? [i] : [],
+    );
+    return one.flat();
+  }
+
+  /** The failed attempt of a live delivery; undefined when the receipt is stale. */
+  async nack(
+    queue: string,
+    config: QueueConfig,
+    d: Delivery,
+    req: NackRequest,
+  ): Promise<{ outcome: Outcome; attempt: number } | undefined> {
+    const found = await this.live(queue, d);
+    if (!found) return undefined;
+    const outcome = await this.deps.failures.fail(
+      config,
+      { queue, ...found },
+      {
+        reason: req.retryable ? 'nack' : 'non_retryable',
+        lease: 'live',
+        release: req.release,
+        ...(req.error !== undefined ? { error: req.error } : {}),
+        ...(req.retry_after_seconds !== undefined ? { retryAfterSeconds: req.retry_after_seconds } : {}),
+      },
+      this.now(),
+    );
+    return outcome && { outcome, attempt: found.envelope.attempt };
+  }
+
+  async extend(queue: string, d: Delivery, expiresAt: number): Promise<boolean> {
+    const range = { shard: d.shard, start: d.entry?.range as string };
+    return (
+      (await this.deps.ranges.extend(queue, range, d.entry?.index as number, expiresAt, this.now())) !==
+      undefined
+    );
+  }
+
+  /** The entry of a live delivery, with its envelope. */
+  private async live(queue: string, d: Delivery) {
+    const range = await this.deps.ranges.get(queue, d.shard, d.entry?.range as string);
+    const index = d.entry?.index as number;
+    const lease = range?.leases.get(index);
+    if (!range || !lease || entryStatus(range, index, this.now()) !== 'leased') return undefined;
+    const entry = (await this.deps.segments.get(queue, range.shard, range.segment))?.[
+      range.segment.offset + index
+    ];
+    if (!entry) return undefined;
+    return { range, index, sequence: entry.sequence, envelope: entry.envelope, lease };
+  }
+}

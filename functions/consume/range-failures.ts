@@ -1,0 +1,136 @@
+import type { QueueConfig } from '../core/config.js';
+import type { Envelope } from '../core/envelope.js';
+import { entryStatus, type Lease, type Range } from '../core/ranges.js';
+import { retentionTtls } from '../core/retention.js';
+import { afterFailure, type FailureReason, type Outcome } from '../core/retry-policy.js';
+import type { Counters } from '../store/counters.js';
+import type { MessageStore } from '../store/messages.js';
+import type { RangeStore } from '../store/ranges.js';
+
+/**
+ * A failed delivery of an entry of the lease layer (a nack, a release, or a lease the sweep found
+ * expired). The message's own item is the exception path: the new place is written first (the
+ * history, then the item in the delay store or the DLQ), then the entry is finished in its range.
+ * If the range says the entry was acked meanwhile, the item is taken back; if someone else
+ * finished it as failed, what was written stays (the attempt did fail). A crash in between leaves
+ * an item at this position, which the next try (the sweep's, at the latest) recognises and
+ * finishes the range for.
+ */
+
+export interface RangeFailuresDeps {
+  messages: MessageStore;
+  ranges: RangeStore;
+  counters: Counters;
+}
+
+export interface FailedEntry {
+  queue: string;
+  range: Range;
+  index: number;
+  sequence: string;
+  envelope: Envelope;
+  lease: Lease;
+}
+
+export interface EntryFailure {
+  reason: FailureReason;
+  error?: string;
+  retryAfterSeconds?: number;
+  /** A nack ends a live lease; the sweep ends an expired one. */
+  lease: 'live' | 'expired';
+  /** Give the entry back without a failed attempt (same attempt number, no history). */
+  release?: boolean;
+}
+
+export class RangeFailures {
+  constructor(private readonly deps: RangeFailuresDeps) {}
+
+  /** The outcome, or undefined when the lease was no longer this delivery's (stale). */
+  async fail(
+    config: QueueConfig,
+    e: FailedEntry,
+    f: EntryFailure,
+    now: number,
+  ): Promise<Outcome | undefined> {
+    const { messages, ranges } = this.deps;
+    const env = e.envelope;
+    const outcome: Outcome = f.release
+      ? { kind: 'retry', nextAttempt: env.attempt, dueAt: now + (f.retryAfterSeconds ?? 0) * 1000 }
+      : afterFailure(config, {
+          attempt: env.attempt,
+          reason: f.reason,
+          ...(f.retryAfterSeconds !== undefined ? { retryAfterSeconds: f.retryAfterSeconds } : {}),
+          now,
+        });
+    const ttls = retentionTtls(config, now);
+    const wroteHistory = f.release
+      ? false
+      : await messages.putHistory(
+          e.queue,
+          env.message_id,
+          {
+            generation: env.entry,
+            attempt: env.attempt,
+            ...(e.lease.consumerId !== undefined ? { consumer_id: e.lease.consumerId } : {}),
+            reason: f.reason,
+            ...(f.error !== undefined ? { error: f.error } : {}),
+            delivered_at: e.lease.deliveredAt,
+            failed_at: now,
+          },
+          ttls.deadTtl,
+        );
+    const item = await messages.failFromRange(e.range.shard, e.sequence, env, outcome, now, ttls);
+    if (!item) {
+      const existing = await messages.get(e.queue, env.message_id);
+      const sameLife = existing?.produced_at === Date.parse(env.produced_at);
+      const here = sameLife && existing?.shard === e.range.shard && existing.seq === e.sequence;
+      // This entry's failure landed (ours, its answer lost and the write retried, or another's), or
+      // the message already moved on to a later entry: either way the entry is finished.
+      const landed = here && existing?.state !== 'ranged';
+      if (landed || (sameLife && (existing?.entry ?? 0) > env.entry))
+        await ranges.fail(e.queue, e.range, e.index, 'any', now);
+      // Our own history says the failure that landed is this one.
+      if (!(landed && wroteHistory)) return undefined;
+      return this.finished(e, outcome, f, now, ttls);
+    }
+    if (!(await ranges.fail(e.queue, e.range, e.index, f.lease, now))) {
+      const fresh = await ranges.get(e.queue, e.range.shard, e.range.start);
+      const status = fresh ? entryStatus(fresh, e.index, now) : 'acked';
+      // A nack that lost the race with its own expiry still ended the delivery as a failure.
+      const finishAnyway = status === 'expired' && (await ranges.fail(e.queue, e.range, e.index, 'any', now));
+      if (!finishAnyway && status !== 'failed') {
+        await messages.undoFailFromRange(item, ttls.tombstoneTtl);
+        if (wroteHistory) await messages.deleteHistory(e.queue, env.message_id, env.entry);
+        return undefined;
+      }
+    }
+    return this.finished(e, outcome, f, now, ttls);
+  }
+
+  /** What follows a failed attempt that landed: its counts, and a dead letter's event. */
+  private async finished(
+    e: FailedEntry,
+    outcome: Outcome,
+    f: EntryFailure,
+    now: number,
+    ttls: { deadTtl: number },
+  ): Promise<Outcome> {
+    const dead = outcome.kind === 'dead';
+    await Promise.all([
+      this.deps.counters.addStats(e.queue, {
+        ...(f.lease === 'live' && !f.release ? { nacked: 1 } : {}),
+        ...(dead ? { dead_lettered: 1 } : {}),
+      }),
+      dead
+        ? this.deps.messages.putEvent(
+            e.queue,
+            e.envelope.message_id,
+            { event: 'dead_lettered', detail: { reason: outcome.reason } },
+            now,
+            ttls.deadTtl,
+          )
+        : Promise.resolve(),
+    ]);
+    return outcome;
+  }
+}

@@ -1,0 +1,141 @@
+import { createHash } from 'node:crypto';
+
+/**
+ * The lease layer over the log (DESIGN §2a): the rules, with no AWS in them. Per shard, the
+ * admitted log entries are cut into ranges of contiguous entries. A range knows, per entry, its
+ * lease (expiry, delivery time, consumer) and whether it finished (acked, or failed onto the retry
+ * path). Every entry is leased at most once in its range: a retry re-enters the log as a new
+ * entry, so the position of an entry names one delivery, and nothing ever turns an entry back
+ * from leased to free. Two consequences the code relies on:
+ * - below the lowest range with a free entry (the lease frontier) nothing is leasable, ever;
+ * - below the lowest unfinished range (the commit point) everything is finished, for good.
+ */
+
+/** Entries per range: sized so a range with every entry leased stays under 1 KB (one write unit). */
+export const RANGE_ENTRIES = 20;
+
+export interface Lease {
+  expiresAt: number;
+  deliveredAt: number;
+  consumerId?: string;
+}
+
+/** Where a range's envelopes are: an immutable segment written once per admitted batch. */
+export interface SegmentRef {
+  /** The segment's id: the sequence number of its first entry. */
+  id: string;
+  /** Index of the range's first entry in the segment. */
+  offset: number;
+  /** DynamoDB item (small) or S3 object (large): see SegmentStore. */
+  store: 'ddb' | 's3';
+}
+
+export interface Range {
+  shard: string;
+  /** Sequence number of the first entry: the range's name. */
+  start: string;
+  /** Sequence number of the last entry. */
+  last: string;
+  count: number;
+  /** Entries admitted on the shard before this range: window arithmetic needs no counter. */
+  base: number;
+  /** The earliest enqueue time of its entries (ms). */
+  enqueuedAt: number;
+  segment: SegmentRef;
+  leases: ReadonlyMap<number, Lease>;
+  acked: ReadonlySet<number>;
+  /** When the latest of its acks was written: an entry's own ack was at or before it. */
+  ackedAt?: number;
+  failed: ReadonlySet<number>;
+}
+
+export type EntryStatus = 'free' | 'leased' | 'expired' | 'acked' | 'failed';
+
+export function entryStatus(range: Range, index: number, now: number): EntryStatus {
+  if (range.acked.has(index)) return 'acked';
+  if (range.failed.has(index)) return 'failed';
+  const lease = range.leases.get(index);
+  if (!lease) return 'free';
+  return lease.expiresAt > now ? 'leased' : 'expired';
+}
+
+export function freeEntries(range: Range): number[] {
+  const out: number[] = [];
+  for (let i = 0; i < range.count; i++)
+    if (!range.leases.has(i) && !range.acked.has(i) && !range.failed.has(i)) out.push(i);
+  return out;
+}
+
+export function finishedCount(range: Range): number {
+  return range.acked.size + range.failed.size;
+}
+
+export function isFinished(range: Range): boolean {
+  return finishedCount(range) >= range.count;
+}
+
+/** Leases that ran out and were not finished yet: the sweep turns them into failed attempts. */
+export function expiredEntries(range: Range, now: number): number[] {
+  return [...range.leases.keys()].filter((i) => entryStatus(range, i, now) === 'expired');
+}
+
+/** Entries admitted on a shard: what follows the last range. */
+export function admittedTotal(head: Range | undefined): number {
+  return head ? head.base + head.count : 0;
+}
+
+/**
+ * The window (head − commit point): entries from the lowest unfinished range to the head,
+ * finished ones above the commit point included, as DESIGN §2a counts it.
+ */
+export function windowSize(head: Range | undefined, lowestOpen: Range | undefined): number {
+  if (!head || !lowestOpen) return 0;
+  return admittedTotal(head) - lowestOpen.base;
+}
+
+/** Sizes of the ranges a batch of `n` admitted entries is cut into. */
+export function rangeSizes(n: number, per = RANGE_ENTRIES): number[] {
+  const sizes: number[] = [];
+  for (let left = n; left > 0; left -= per) sizes.push(Math.min(per, left));
+  return sizes;
+}
+
+export interface Pick {
+  range: Range;
+  indexes: number[];
+}
+
+/**
+ * What a receiver leases: up to `want` free entries, contiguous from a random starting point, so
+ * receivers reading the same ranges at once mostly take different entries (a lease write fails
+ * whole when one of its entries was taken). Grouped by range: one write each.
+ */
+export function pickEntries(
+  ranges: readonly Range[],
+  want: number,
+  random: () => number = Math.random,
+): Pick[] {
+  const free = ranges.flatMap((range) => freeEntries(range).map((index) => ({ range, index })));
+  if (!free.length || want <= 0) return [];
+  const take = Math.min(want, free.length);
+  const from = Math.floor(random() * (free.length - take + 1));
+  const picks = new Map<Range, number[]>();
+  for (const { range, index } of free.slice(from, from + take))
+    picks.set(range, [...(picks.get(range) ?? []), index]);
+  return [...picks].map(([range, indexes]) => ({ range, indexes }));
+}
+
+/** The lowest range that still has a free entry, or past the last one read when none has. */
+export function leaseFrontier(ranges: readonly Range[]): string | undefined {
+  return (ranges.find((r) => freeEntries(r).length > 0) ?? ranges.at(-1))?.start;
+}
+
+/** A short tag that stands for a consumer id inside a range item (the id is kept once per range). */
+export function consumerTag(consumerId: string): string {
+  return createHash('sha256').update(consumerId).digest('base64url').slice(0, 6);
+}
+
+/** Sequence numbers compare as numbers: they grow with gaps and their width is not fixed. */
+export function compareSequence(a: string, b: string): number {
+  return a.length === b.length ? (a < b ? -1 : a > b ? 1 : 0) : a.length - b.length;
+}

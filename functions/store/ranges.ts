@@ -1,0 +1,323 @@
+import {
+  type DynamoDBDocumentClient,
+  GetCommand,
+  PutCommand,
+  type PutCommandInput,
+  QueryCommand,
+  UpdateCommand,
+} from '@aws-sdk/lib-dynamodb';
+import { consumerTag, type Lease, type Range } from '../core/ranges.js';
+import { rangeCursorKey, rangesPk, seqSortKey, TTL_ATTRIBUTE } from './keys.js';
+import { isConditionFailed } from './util.js';
+
+/**
+ * The ranges of the lease layer in DynamoDB: one item per range (< 1 KB, so each write is one
+ * unit), no index. A lease, an ack, an extend and a failure are each one conditional write on
+ * the range, guarded per entry, so receivers taking different entries of one range never fail
+ * each other's writes. Item attributes are short: DynamoDB bills the whole item per write.
+ *
+ *   l last sequence · n entries · b entries before it on the shard · t earliest enqueue time
+ *   sg/so/ss segment id, offset, store · E entry → lease expiry · O entry → "<delivered>.<tag>"
+ *   C consumer tag → consumer id · A acked entries · at time of the latest ack
+ *   F entries finished onto the retry path
+ */
+
+export type NewRange = Omit<Range, 'leases' | 'acked' | 'failed'>;
+
+export interface NewLease {
+  expiresAt: number;
+  deliveredAt: number;
+  consumerId?: string;
+}
+
+type Item = Record<string, unknown>;
+
+export class RangeStore {
+  constructor(
+    private readonly doc: DynamoDBDocumentClient,
+    private readonly table: string,
+  ) {}
+
+  /** Writes a new range once; false when a range already starts there (a retried admission). */
+  async create(queue: string, range: NewRange, ttl: number): Promise<boolean> {
+    const input: PutCommandInput = {
+      TableName: this.table,
+      Item: {
+        pk: rangesPk(queue, range.shard),
+        sk: seqSortKey(range.start),
+        l: range.last,
+        n: range.count,
+        b: range.base,
+        t: range.enqueuedAt,
+        sg: range.segment.id,
+        so: range.segment.offset,
+        ss: range.segment.store,
+        E: {},
+        O: {},
+        C: {},
+        [TTL_ATTRIBUTE]: ttl,
+      },
+      ConditionExpression: 'attribute_not_exists(pk)',
+    };
+    return this.conditional(new PutCommand(input)).then((r) => r !== undefined);
+  }
+
+  /** The last range of a shard (read consistently: admission decides from it what is new). */
+  async head(queue: string, shard: string): Promise<Range | undefined> {
+    const out = await this.doc.send(
+      new QueryCommand({
+        TableName: this.table,
+        KeyConditionExpression: 'pk = :pk',
+        ExpressionAttributeValues: { ':pk': rangesPk(queue, shard) },
+        ScanIndexForward: false,
+        Limit: 1,
+        ConsistentRead: true,
+      }),
+    );
+    return out.Items?.[0] ? toRange(shard, out.Items[0]) : undefined;
+  }
+
+  /** The range that holds the entry at `sequence`, if it was admitted. */
+  async containing(queue: string, shard: string, sequence: string): Promise<Range | undefined> {
+    const out = await this.doc.send(
+      new QueryCommand({
+        TableName: this.table,
+        KeyConditionExpression: 'pk = :pk AND sk <= :seq',
+        ExpressionAttributeValues: { ':pk': rangesPk(queue, shard), ':seq': seqSortKey(sequence) },
+        ScanIndexForward: false,
+        Limit: 1,
+        ConsistentRead: true,
+      }),
+    );
+    const item = out.Items?.[0];
+    if (!item) return undefined;
+    const range = toRange(shard, item);
+    return seqSortKey(range.last) >= seqSortKey(sequence) ? range : undefined;
+  }
+
+  /** Ranges from `start` on (inclusive), oldest first, at most `limit`. */
+  async from(
+    queue: string,
+    shard: string,
+    start: string | undefined,
+    limit: number,
+    consistent = false,
+  ): Promise<Range[]> {
+    const ranges: Range[] = [];
+    let exclusive: Record<string, unknown> | undefined;
+    do {
+      const out = await this.doc.send(
+        new QueryCommand({
+          TableName: this.table,
+          KeyConditionExpression: start ? 'pk = :pk AND sk >= :start' : 'pk = :pk',
+          ExpressionAttributeValues: {
+            ':pk': rangesPk(queue, shard),
+            ...(start ? { ':start': seqSortKey(start) } : {}),
+          },
+          Limit: limit - ranges.length,
+          ConsistentRead: consistent,
+          ExclusiveStartKey: exclusive,
+        }),
+      );
+      for (const item of out.Items ?? []) ranges.push(toRange(shard, item));
+      exclusive = out.LastEvaluatedKey;
+    } while (exclusive && ranges.length < limit);
+    return ranges;
+  }
+
+  async get(queue: string, shard: string, start: string): Promise<Range | undefined> {
+    const out = await this.doc.send(
+      new GetCommand({
+        TableName: this.table,
+        Key: { pk: rangesPk(queue, shard), sk: seqSortKey(start) },
+        ConsistentRead: true,
+      }),
+    );
+    return out.Item ? toRange(shard, out.Item) : undefined;
+  }
+
+  /** Where the shard's commit point was last seen: every range before it is finished. */
+  async commitHint(queue: string, shard: string): Promise<string | undefined> {
+    const out = await this.doc.send(
+      new GetCommand({ TableName: this.table, Key: rangeCursorKey(queue, shard) }),
+    );
+    return typeof out.Item?.commit === 'string' ? out.Item.commit : undefined;
+  }
+
+  /** Moves the hint forward (never back: the commit point only advances). */
+  async advanceCommitHint(queue: string, shard: string, start: string): Promise<void> {
+    await this.conditional(
+      new UpdateCommand({
+        TableName: this.table,
+        Key: rangeCursorKey(queue, shard),
+        UpdateExpression: 'SET #c = :c, #s = :s',
+        ConditionExpression: 'attribute_not_exists(#s) OR #s < :s',
+        ExpressionAttributeNames: { '#c': 'commit', '#s': 'commit_sk' },
+        ExpressionAttributeValues: { ':c': start, ':s': seqSortKey(start) },
+      }),
+    );
+  }
+
+  /** Leases free entries of one range: all or none. Undefined when one was taken meanwhile. */
+  lease(
+    queue: string,
+    range: Range,
+    indexes: readonly number[],
+    lease: NewLease,
+  ): Promise<Range | undefined> {
+    const tag = lease.consumerId === undefined ? '' : consumerTag(lease.consumerId);
+    const names: Record<string, string> = { '#E': 'E', '#O': 'O', '#C': 'C', '#tag': tag || '-' };
+    const set: string[] = [];
+    const cond: string[] = ['attribute_exists(pk)'];
+    indexes.forEach((index, k) => {
+      names[`#k${k}`] = String(index);
+      set.push(`#E.#k${k} = :e`, `#O.#k${k} = :o`);
+      cond.push(`attribute_not_exists(#E.#k${k})`);
+    });
+    if (lease.consumerId !== undefined) set.push('#C.#tag = :c');
+    else delete names['#tag'];
+    return this.update(queue, range, {
+      UpdateExpression: `SET ${set.join(', ')}`,
+      ConditionExpression: cond.join(' AND '),
+      ExpressionAttributeNames: names,
+      ExpressionAttributeValues: {
+        ':e': lease.expiresAt,
+        ':o': `${lease.deliveredAt.toString(36)}.${tag}`,
+        ...(lease.consumerId !== undefined ? { ':c': lease.consumerId } : {}),
+      },
+    });
+  }
+
+  /** Acks live leases of one range: all or none. Answers the range as written. */
+  ack(queue: string, range: Pick<Range, 'shard' | 'start'>, indexes: readonly number[], now: number) {
+    return this.finish(queue, range, indexes, 'A', 'live', now);
+  }
+
+  /** Marks an entry as finished onto the retry path: its lease was live (a nack) or expired (the sweep). */
+  fail(
+    queue: string,
+    range: Pick<Range, 'shard' | 'start'>,
+    index: number,
+    lease: 'live' | 'expired' | 'any',
+    now: number,
+  ): Promise<Range | undefined> {
+    return this.finish(queue, range, [index], 'F', lease, now);
+  }
+
+  /** Moves a live lease to a new expiry. */
+  extend(
+    queue: string,
+    range: Pick<Range, 'shard' | 'start'>,
+    index: number,
+    expiresAt: number,
+    now: number,
+  ): Promise<Range | undefined> {
+    return this.update(queue, range, {
+      UpdateExpression: 'SET #E.#k0 = :e',
+      ConditionExpression: `${liveCondition(0)} AND ${unfinishedCondition(0)}`,
+      ExpressionAttributeNames: { '#E': 'E', '#A': 'A', '#F': 'F', '#k0': String(index) },
+      ExpressionAttributeValues: { ':e': expiresAt, ':now': now, ':v0': index },
+    });
+  }
+
+  private finish(
+    queue: string,
+    range: Pick<Range, 'shard' | 'start'>,
+    indexes: readonly number[],
+    into: 'A' | 'F',
+    lease: 'live' | 'expired' | 'any',
+    now: number,
+  ): Promise<Range | undefined> {
+    const names: Record<string, string> = { '#E': 'E', '#A': 'A', '#F': 'F' };
+    const values: Record<string, unknown> = { ':set': new Set(indexes) };
+    const cond = indexes.map((index, k) => {
+      names[`#k${k}`] = String(index);
+      values[`:v${k}`] = index;
+      const leaseCond =
+        lease === 'live'
+          ? liveCondition(k)
+          : lease === 'expired'
+            ? `#E.#k${k} <= :now`
+            : `attribute_exists(#E.#k${k})`;
+      return `${leaseCond} AND ${unfinishedCondition(k)}`;
+    });
+    if (lease !== 'any' || into === 'A') values[':now'] = now;
+    // An ack keeps its time (the latest of the range's), for trace.
+    if (into === 'A') names['#at'] = 'at';
+    return this.update(queue, range, {
+      UpdateExpression: into === 'A' ? 'ADD #A :set SET #at = :now' : 'ADD #F :set',
+      ConditionExpression: cond.join(' AND '),
+      ExpressionAttributeNames: names,
+      ExpressionAttributeValues: values,
+    });
+  }
+
+  private update(
+    queue: string,
+    range: Pick<Range, 'shard' | 'start'>,
+    expression: {
+      UpdateExpression: string;
+      ConditionExpression: string;
+      ExpressionAttributeNames: Record<string, string>;
+      ExpressionAttributeValues: Record<string, unknown>;
+    },
+  ): Promise<Range | undefined> {
+    return this.conditional(
+      new UpdateCommand({
+        TableName: this.table,
+        Key: { pk: rangesPk(queue, range.shard), sk: seqSortKey(range.start) },
+        ...expression,
+        ReturnValues: 'ALL_NEW',
+      }),
+    ).then((out) => (out?.Attributes ? toRange(range.shard, out.Attributes) : undefined));
+  }
+
+  /** The command's answer, or undefined when its condition failed. */
+  private async conditional<T extends PutCommand | UpdateCommand>(
+    command: T,
+  ): Promise<{ Attributes?: Item } | undefined> {
+    try {
+      return (await this.doc.send(command as UpdateCommand)) as { Attributes?: Item };
+    } catch (err) {
+      if (isConditionFailed(err)) return undefined;
+      throw err;
+    }
+  }
+}
+
+function liveCondition(k: number): string {
+  return `#E.#k${k} > :now`;
+}
+
+function unfinishedCondition(k: number): string {
+  return `NOT contains(#A, :v${k}) AND NOT contains(#F, :v${k})`;
+}
+
+function toRange(shard: string, item: Item): Range {
+  const leases = new Map<number, Lease>();
+  const consumers = (item.C ?? {}) as Record<string, string>;
+  const delivered = (item.O ?? {}) as Record<string, string>;
+  for (const [index, expiresAt] of Object.entries((item.E ?? {}) as Record<string, number>)) {
+    const [at = '0', tag = ''] = (delivered[index] ?? '').split('.');
+    const consumerId = consumers[tag];
+    leases.set(Number(index), {
+      expiresAt: Number(expiresAt),
+      deliveredAt: Number.parseInt(at, 36),
+      ...(consumerId !== undefined ? { consumerId } : {}),
+    });
+  }
+  const numbers = (v: unknown) => new Set([...((v as Set<number> | undefined) ?? [])].map(Number));
+  return {
+    shard,
+    start: String(item.sk).replace(/^0+(?=.)/, ''),
+    last: String(item.l),
+    count: Number(item.n),
+    base: Number(item.b),
+    enqueuedAt: Number(item.t),
+    segment: { id: String(item.sg), offset: Number(item.so), store: item.ss === 's3' ? 's3' : 'ddb' },
+    leases,
+    acked: numbers(item.A),
+    ...(typeof item.at === 'number' ? { ackedAt: item.at } : {}),
+    failed: numbers(item.F),
+  };
+}

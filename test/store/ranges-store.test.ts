@@ -1,0 +1,206 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type AwsClients, createClients } from '../../functions/aws/clients.js';
+import type { Envelope } from '../../functions/core/envelope.js';
+import { RANGE_ENTRIES } from '../../functions/core/ranges.js';
+import { RangeStore } from '../../functions/store/ranges.js';
+import { SEGMENT_ITEM_MAX_BYTES, SegmentStore } from '../../functions/store/segments.js';
+import { DYNAMODB, startTestRuntime, type TestRuntime } from '../helpers/runtime.js';
+
+/**
+ * The store conformance suite of the lease layer: RangeStore and SegmentStore driven directly,
+ * on the emulator this run uses (dynalite under `npm test`, AWS's DynamoDB Local under
+ * `npm run test:dynamodb-local`), so the conditional writes the layer rests on are checked where
+ * they run.
+ */
+
+describe.each([DYNAMODB])('the lease layer store on %s', () => {
+  let t: TestRuntime;
+  let clients: AwsClients;
+  let ranges: RangeStore;
+  let segments: SegmentStore;
+  const Q = 'conf';
+  const SHARD = 'shardId-000000000000';
+  let next = 1000;
+  /** A fresh range of `count` entries, far from every other test's. */
+  const newRange = async (count = 5) => {
+    next += 1000;
+    const start = String(next);
+    const r = {
+      shard: SHARD,
+      start,
+      last: String(next + count - 1),
+      count,
+      base: next,
+      enqueuedAt: 1,
+      segment: { id: start, offset: 0, store: 'ddb' as const },
+    };
+    expect(await ranges.create(Q, r, 0)).toBe(true);
+    return r;
+  };
+  const lease = (expiresAt: number, consumerId = 'worker-1') => ({
+    expiresAt,
+    deliveredAt: expiresAt - 1,
+    consumerId,
+  });
+
+  beforeAll(async () => {
+    t = await startTestRuntime({ tenant: 'conformance', queues: { conf: { shards: 1 } } });
+    clients = createClients({ region: 'us-east-1', endpoints: t.runtime.endpoints, maxAttempts: 1 });
+    ranges = new RangeStore(clients.doc, t.runtime.config.tableName);
+    segments = new SegmentStore(
+      clients.doc,
+      clients.s3,
+      t.runtime.config.tableName,
+      t.runtime.config.bucketName,
+    );
+  }, 120_000);
+  afterAll(async () => {
+    clients?.destroy();
+    await t?.close();
+  });
+
+  it('writes a range once, and finds it by any of its positions', async () => {
+    const r = await newRange(3);
+    expect(await ranges.create(Q, r, 0)).toBe(false);
+    expect((await ranges.containing(Q, SHARD, String(Number(r.start) + 2)))?.start).toBe(r.start);
+    expect(await ranges.containing(Q, SHARD, String(Number(r.start) + 3))).toBeUndefined();
+    expect((await ranges.head(Q, SHARD))?.start).toBe(r.start);
+    const from = await ranges.from(Q, SHARD, r.start, 10, true);
+    expect(from.map((x) => x.start)).toEqual([r.start]);
+  });
+
+  it('leases entries all or none, each once, and disjoint leases of one range both land', async () => {
+    const r = await newRange(6);
+    const now = Date.now();
+    expect(await ranges.lease(Q, await got(r.start), [0, 1], lease(now + 60_000))).toBeDefined();
+    expect(await ranges.lease(Q, await got(r.start), [1, 2], lease(now + 60_000))).toBeUndefined();
+    const racers = await Promise.all(
+      [[2], [3], [4], [5]].map((i) =>
+        ranges.lease(
+          Q,
+          { ...r, leases: new Map(), acked: new Set(), failed: new Set() },
+          i,
+          lease(now + 60_000),
+        ),
+      ),
+    );
+    expect(racers.every((x) => x !== undefined)).toBe(true);
+    const same = await Promise.all(
+      Array.from({ length: 8 }, (_, k) =>
+        ranges.lease(
+          Q,
+          { ...r, start: r.start, leases: new Map(), acked: new Set(), failed: new Set() },
+          [0],
+          lease(now + 1, `w${k}`),
+        ),
+      ),
+    );
+    expect(same.filter((x) => x !== undefined)).toHaveLength(0);
+    const read = await got(r.start);
+    expect([...read.leases.keys()].sort()).toEqual([0, 1, 2, 3, 4, 5]);
+    expect(read.leases.get(0)?.consumerId).toBe('worker-1');
+  });
+
+  it('acks only live, unfinished leases; a repeated ack fails; the ack time is kept', async () => {
+    const r = await newRange(4);
+    const now = Date.now();
+    await ranges.lease(Q, await got(r.start), [0, 1], lease(now + 60_000));
+    await ranges.lease(Q, await got(r.start), [2], lease(now - 1));
+    const acked = await ranges.ack(Q, r, [0, 1], now);
+    expect([...(acked?.acked ?? [])].sort()).toEqual([0, 1]);
+    expect(acked?.ackedAt).toBe(now);
+    expect(await ranges.ack(Q, r, [0], now)).toBeUndefined();
+    expect(await ranges.ack(Q, r, [2], now)).toBeUndefined();
+    expect(await ranges.ack(Q, r, [3], now)).toBeUndefined();
+  });
+
+  it('fails a lease by its expiry; a failed entry cannot be acked, extended or failed again', async () => {
+    const r = await newRange(3);
+    const now = Date.now();
+    await ranges.lease(Q, await got(r.start), [0], lease(now + 60_000));
+    await ranges.lease(Q, await got(r.start), [1], lease(now - 1));
+    expect(await ranges.fail(Q, r, 0, 'expired', now)).toBeUndefined();
+    expect(await ranges.fail(Q, r, 1, 'live', now)).toBeUndefined();
+    expect(await ranges.fail(Q, r, 1, 'expired', now)).toBeDefined();
+    expect(await ranges.fail(Q, r, 1, 'any', now)).toBeUndefined();
+    expect(await ranges.fail(Q, r, 0, 'live', now)).toBeDefined();
+    expect(await ranges.ack(Q, r, [0], now)).toBeUndefined();
+    expect(await ranges.extend(Q, r, 0, now + 90_000, now)).toBeUndefined();
+    expect(await ranges.fail(Q, r, 2, 'any', now)).toBeUndefined();
+    const read = await got(r.start);
+    expect([...read.failed].sort()).toEqual([0, 1]);
+  });
+
+  it('extends a live lease only', async () => {
+    const r = await newRange(2);
+    const now = Date.now();
+    await ranges.lease(Q, await got(r.start), [0], lease(now + 1000));
+    await ranges.lease(Q, await got(r.start), [1], lease(now - 1));
+    expect((await ranges.extend(Q, r, 0, now + 90_000, now))?.leases.get(0)?.expiresAt).toBe(now + 90_000);
+    expect(await ranges.extend(Q, r, 1, now + 90_000, now)).toBeUndefined();
+  });
+
+  it('moves the commit hint forward only', async () => {
+    await ranges.advanceCommitHint(Q, 'shardId-000000000009', '200');
+    await ranges.advanceCommitHint(Q, 'shardId-000000000009', '1000');
+    await ranges.advanceCommitHint(Q, 'shardId-000000000009', '999');
+    expect(await ranges.commitHint(Q, 'shardId-000000000009')).toBe('1000');
+  });
+
+  it('keeps a range with every entry leased by long consumer ids, acked and failed, at one write unit', async () => {
+    const r = await newRange(RANGE_ENTRIES);
+    const now = Date.now();
+    clients.meter.reset();
+    for (let i = 0; i < RANGE_ENTRIES; i += 2) {
+      const consumer = `consumer-with-a-long-name-${i % 6}-${'x'.repeat(30)}`;
+      await ranges.lease(Q, await got(r.start), [i, i + 1], lease(now + 3_600_000 + i, consumer));
+    }
+    await ranges.ack(Q, r, [0, 1, 2, 3, 4, 5, 6, 7, 8, 9], now);
+    for (const i of [10, 11, 12]) await ranges.fail(Q, r, i, 'live', now);
+    await ranges.ack(Q, r, [13, 14, 15, 16, 17, 18, 19], now);
+    const writes = clients.meter.snapshot();
+    const writeCalls = (writes.requests['DynamoDB.UpdateItem'] ?? 0) as number;
+    expect(writeCalls).toBe(RANGE_ENTRIES / 2 + 5);
+    expect(writes.writeUnits).toBe(writeCalls);
+  });
+
+  it('keeps segments immutable and readable at once, small ones as items and large ones in S3', async () => {
+    const env = (n: number, bytes: number): Envelope => ({
+      v: 1,
+      message_id: `m-${n}`,
+      queue: Q,
+      produced_at: new Date().toISOString(),
+      enqueued_at: new Date().toISOString(),
+      attempt: 1,
+      entry: 1,
+      payload: 'p'.repeat(bytes),
+    });
+    const small = [{ sequence: '77', envelope: env(1, 100) }];
+    const large = Array.from({ length: 10 }, (_, i) => ({
+      sequence: String(80 + i),
+      envelope: env(i, 1024),
+    }));
+    const a = await segments.put(Q, SHARD, small, 0);
+    const b = await segments.put(Q, SHARD, large, 0);
+    expect(a.store).toBe('ddb');
+    expect(b.store).toBe('s3');
+    expect(JSON.stringify(large).length).toBeGreaterThan(SEGMENT_ITEM_MAX_BYTES);
+    // A store of its own, so nothing comes from the writer's cache.
+    const reader = new SegmentStore(
+      clients.doc,
+      clients.s3,
+      t.runtime.config.tableName,
+      t.runtime.config.bucketName,
+    );
+    expect(await reader.get(Q, SHARD, a)).toEqual(small);
+    expect(await reader.get(Q, SHARD, b)).toEqual(large);
+    expect(await reader.get(Q, SHARD, { id: '1', store: 's3' })).toBeUndefined();
+    expect(await reader.get(Q, SHARD, { id: '1', store: 'ddb' })).toBeUndefined();
+  });
+
+  async function got(start: string) {
+    const r = await ranges.get(Q, SHARD, start);
+    if (!r) throw new Error(`range ${start} is missing`);
+    return r;
+  }
+});

@@ -1,0 +1,138 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import {
+  compareSequence,
+  entryStatus,
+  expiredEntries,
+  freeEntries,
+  isFinished,
+  type Lease,
+  leaseFrontier,
+  pickEntries,
+  type Range,
+  rangeSizes,
+  windowSize,
+} from '../../functions/core/ranges.js';
+
+/** The lease layer's rules, with time passed in: no AWS. */
+
+function range(start: string, over: Partial<Range> = {}): Range {
+  return {
+    shard: 'shardId-000000000000',
+    start,
+    last: start,
+    count: 5,
+    base: 0,
+    enqueuedAt: 0,
+    segment: { id: start, offset: 0, store: 'ddb' },
+    leases: new Map(),
+    acked: new Set(),
+    failed: new Set(),
+    ...over,
+  };
+}
+
+const lease = (expiresAt: number): Lease => ({ expiresAt, deliveredAt: expiresAt - 1000 });
+
+describe('entry status', () => {
+  const r = range('100', {
+    leases: new Map([
+      [0, lease(2000)],
+      [1, lease(2000)],
+      [2, lease(500)],
+      [3, lease(500)],
+    ]),
+    acked: new Set([0]),
+    failed: new Set([3]),
+  });
+
+  it('follows lease, expiry and the finished sets at a given time', () => {
+    expect([0, 1, 2, 3, 4].map((i) => entryStatus(r, i, 1000))).toEqual([
+      'acked',
+      'leased',
+      'expired',
+      'failed',
+      'free',
+    ]);
+    expect(entryStatus(r, 1, 2000)).toBe('expired');
+  });
+
+  it('leases each entry once: only entries never leased are free', () => {
+    expect(freeEntries(r)).toEqual([4]);
+    expect(expiredEntries(r, 1000)).toEqual([2]);
+    expect(isFinished(r)).toBe(false);
+    expect(isFinished(range('1', { count: 2, acked: new Set([0]), failed: new Set([1]) }))).toBe(true);
+  });
+});
+
+describe('window and ranges', () => {
+  it('is head minus commit point, finished entries above the commit point included', () => {
+    const low = range('1', { base: 40, count: 20 });
+    const head = range('9', { base: 100, count: 7 });
+    expect(windowSize(head, low)).toBe(67);
+    expect(windowSize(head, undefined)).toBe(0);
+    expect(windowSize(undefined, undefined)).toBe(0);
+  });
+
+  it('cuts a batch into ranges of at most 20', () => {
+    expect(rangeSizes(0)).toEqual([]);
+    expect(rangeSizes(45)).toEqual([20, 20, 5]);
+    fc.assert(
+      fc.property(fc.integer({ min: 0, max: 5000 }), (n) => {
+        const sizes = rangeSizes(n);
+        expect(sizes.reduce((a, b) => a + b, 0)).toBe(n);
+        expect(sizes.every((s) => s >= 1 && s <= 20)).toBe(true);
+      }),
+    );
+  });
+
+  it('finds the lease frontier: the first range with a free entry, else the last one read', () => {
+    const taken = range('1', { count: 1, leases: new Map([[0, lease(9)]]) });
+    const open = range('2');
+    expect(leaseFrontier([taken, open])).toBe('2');
+    expect(leaseFrontier([taken])).toBe('1');
+    expect(leaseFrontier([])).toBeUndefined();
+  });
+});
+
+describe('picking entries to lease', () => {
+  it('takes up to `want` free entries, contiguous, grouped by range', () => {
+    const a = range('1', { leases: new Map([[1, lease(9)]]) });
+    const b = range('2');
+    const picks = pickEntries([a, b], 6, () => 0);
+    expect(picks.map((p) => [p.range.start, p.indexes])).toEqual([
+      ['1', [0, 2, 3, 4]],
+      ['2', [0, 1]],
+    ]);
+    expect(pickEntries([a, b], 100, () => 0.99).flatMap((p) => p.indexes)).toHaveLength(9);
+    expect(pickEntries([], 5)).toEqual([]);
+  });
+
+  it('never picks an entry twice nor one that is not free', () => {
+    fc.assert(
+      fc.property(
+        fc.array(fc.subarray([0, 1, 2, 3, 4]), { minLength: 1, maxLength: 6 }),
+        fc.integer({ min: 1, max: 40 }),
+        fc.double({ min: 0, max: 0.999, noNaN: true }),
+        (leasedPerRange, want, random) => {
+          const ranges = leasedPerRange.map((leased, i) =>
+            range(String(i + 1), { leases: new Map(leased.map((j) => [j, lease(9)])) }),
+          );
+          const picks = pickEntries(ranges, want, () => random);
+          const taken = picks.flatMap((p) => p.indexes.map((i) => `${p.range.start}/${i}`));
+          expect(new Set(taken).size).toBe(taken.length);
+          expect(taken.length).toBe(Math.min(want, ranges.flatMap(freeEntries).length));
+          for (const p of picks) for (const i of p.indexes) expect(entryStatus(p.range, i, 0)).toBe('free');
+        },
+      ),
+    );
+  });
+});
+
+describe('sequence numbers', () => {
+  it('sequence numbers compare as numbers', () => {
+    expect(compareSequence('9', '10')).toBeLessThan(0);
+    expect(compareSequence('11', '10')).toBeGreaterThan(0);
+    expect(compareSequence('10', '10')).toBe(0);
+  });
+});
