@@ -27,39 +27,52 @@ export function grantTableItems(table: dynamodb.ITable, grantee: iam.IGrantable)
   });
 }
 
+const CLAIM_KEYS_REASON =
+  'Claim-check objects are keyed claims/<queue>/<message id>/<sha256 of the payload>, made per ' +
+  'message at produce time, so there is no fixed object ARN to grant.';
+const SEGMENT_KEYS_REASON =
+  'Segments are keyed segments/<queue>/<shard>/<sequence number of their first entry>, made per ' +
+  'admitted batch, so there is no fixed object ARN to grant.';
+
 /** Claim-checked payloads (`claims/<queue>/…`) only: the rest of the bucket stays out of reach. */
 export function grantClaimObjects(bucket: s3.IBucket, grantee: iam.IGrantable): iam.Grant {
-  const grant = iam.Grant.addToPrincipal({
-    grantee,
-    actions: ['s3:PutObject', 's3:GetObject'],
-    resourceArns: [bucket.arnForObjects('claims/*')],
-  });
-  acknowledgeClaimWildcard(bucket, grantee, 'claims/*');
-  return grant;
+  return grantObjects(bucket, grantee, ['s3:PutObject', 's3:GetObject'], 'claims/*', CLAIM_KEYS_REASON);
 }
 
 /** Reads of one queue's claim-checked payloads (`claims/<queue>/…`): what a Lambda consumer restores. */
 export function grantClaimReads(bucket: s3.IBucket, grantee: iam.IGrantable, queue: string): iam.Grant {
-  const grant = iam.Grant.addToPrincipal({
-    grantee,
-    actions: ['s3:GetObject'],
-    resourceArns: [bucket.arnForObjects(`claims/${queue}/*`)],
-  });
-  acknowledgeClaimWildcard(bucket, grantee, `claims/${queue}/*`);
-  return grant;
+  return grantObjects(bucket, grantee, ['s3:GetObject'], `claims/${queue}/*`, CLAIM_KEYS_REASON);
 }
 
-function acknowledgeClaimWildcard(bucket: s3.IBucket, grantee: iam.IGrantable, keys: string): void {
+/** The lease layer's large segments (`segments/…`): dispatch writes them, the api and the sweep read them. */
+export function grantSegments(
+  bucket: s3.IBucket,
+  grantee: iam.IGrantable,
+  access: 'write' | 'read',
+): iam.Grant {
+  const actions = access === 'write' ? ['s3:PutObject'] : ['s3:GetObject'];
+  return grantObjects(bucket, grantee, actions, 'segments/*', SEGMENT_KEYS_REASON);
+}
+
+function grantObjects(
+  bucket: s3.IBucket,
+  grantee: iam.IGrantable,
+  actions: string[],
+  keys: string,
+  why: string,
+): iam.Grant {
+  const grant = iam.Grant.addToPrincipal({ grantee, actions, resourceArns: [bucket.arnForObjects(keys)] });
   // The grant lands in the principal's policy: a role's DefaultPolicy, made by the grant.
   const principal = grantee.grantPrincipal;
-  if (!(principal instanceof Construct)) return;
-  acknowledgeNag(principal.node.tryFindChild('DefaultPolicy') ?? principal, {
-    id: 'AwsSolutions-IAM5',
-    reason:
-      'Claim-check objects are keyed claims/<queue>/<message id>/<sha256 of the payload>, made ' +
-      'per message at produce time, so there is no fixed object ARN to grant. The wildcard stays ' +
-      `under ${keys} of this stack's own claims bucket (its ARN, not a name pattern), which holds ` +
-      'nothing but claim-checked payloads: its access logs go to a bucket of their own.',
-    appliesTo: [arnFinding(bucket, `/${keys}`)],
-  });
+  if (principal instanceof Construct) {
+    acknowledgeNag(principal.node.tryFindChild('DefaultPolicy') ?? principal, {
+      id: 'AwsSolutions-IAM5',
+      reason:
+        `${why} The wildcard stays under ${keys} of this stack's own bucket (its ARN, not a name ` +
+        'pattern), which holds nothing but claim-checked payloads and segments: its access logs go ' +
+        'to a bucket of their own.',
+      appliesTo: [arnFinding(bucket, `/${keys}`)],
+    });
+  }
+  return grant;
 }

@@ -11,12 +11,12 @@ import * as logs from 'aws-cdk-lib/aws-logs';
 import * as s3 from 'aws-cdk-lib/aws-s3';
 import * as cxapi from 'aws-cdk-lib/cx-api';
 import type { Construct } from 'constructs';
-import { consumerNamespace, type TenantConfig, tableName } from '../functions/core/config.js';
+import { consumerNamespace, type TenantConfig, tableName, usesRanges } from '../functions/core/config.js';
 import { ENV } from '../functions/core/runtime-config.js';
 import { SERVICE } from '../functions/observability/metrics.js';
 import { GSI1 } from '../functions/store/keys.js';
 import { TenantAlarms } from './alarms.js';
-import { grantClaimObjects, grantClaimReads, grantTableItems } from './grants.js';
+import { grantClaimObjects, grantClaimReads, grantSegments, grantTableItems } from './grants.js';
 import { type LeaseqFunctionProps, leaseqFunction } from './leaseq-function.js';
 import { acknowledgeNag } from './nag.js';
 import { QueueConstruct } from './queue.js';
@@ -123,6 +123,14 @@ export class TenantStack extends Stack {
           prefix: `claims/${queue}/`,
           expiration: Duration.days(Math.ceil(q.dlq_retention_hours / 24)),
         })),
+        // A segment is read until every entry of it is finished: within the retention and a last lease.
+        ...Object.entries(config.queues)
+          .filter(([, q]) => usesRanges(q))
+          .map(([queue, q]) => ({
+            id: `segments-${queue}`,
+            prefix: `segments/${queue}/`,
+            expiration: Duration.days(Math.ceil((q.retention_hours + q.max_lease_seconds / 3600) / 24)),
+          })),
         { id: 'abort-incomplete-uploads', abortIncompleteMultipartUploadAfter: Duration.days(1) },
       ],
     });
@@ -149,6 +157,7 @@ export class TenantStack extends Stack {
     });
     grantTableItems(this.table, this.apiFunction);
     grantClaimObjects(this.bucket, this.apiFunction);
+    grantSegments(this.bucket, this.apiFunction, 'read');
     for (const queue of this.queues.values()) queue.grantProduce(this.apiFunction);
 
     this.httpApi = this.createHttpApi();
@@ -185,6 +194,7 @@ export class TenantStack extends Stack {
       timeout: Duration.seconds(60),
     });
     grantTableItems(this.table, fn);
+    grantSegments(this.bucket, fn, 'write');
     for (const queue of this.queues.values()) {
       // A queue with Lambda consumers is theirs (push): dispatch does not admit it.
       if (queue.config.consumers.length === 0) queue.subscribe(fn);
@@ -234,6 +244,7 @@ export class TenantStack extends Stack {
       reservedConcurrentExecutions: 1,
     });
     grantTableItems(this.table, fn);
+    grantSegments(this.bucket, fn, 'read');
     for (const queue of this.queues.values()) queue.grantProduce(fn);
     // A tick that cannot start (the previous sweep still running) or that fails is dropped, not
     // queued for later: the next tick is a minute away and would only find the concurrency taken.

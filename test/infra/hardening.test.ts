@@ -139,8 +139,13 @@ describe('cdk-nag AwsSolutions', () => {
     expect(byRule(`AwsSolutions-IAM5[Resource::<${bucket}.Arn>/claims/events/*]`)).toEqual([
       'Leaseq-acme/Consumer-events~log-eventsServiceRole/DefaultPolicy',
     ]);
-    // Nothing else: no IAM4 (no managed policies), no IAM5 but the two claim prefixes.
-    expect(acks).toHaveLength(4 + 2 + 2);
+    expect(byRule(`AwsSolutions-IAM5[Resource::<${bucket}.Arn>/segments/*]`).sort()).toEqual([
+      'Leaseq-acme/ApiServiceRole/DefaultPolicy',
+      'Leaseq-acme/DispatchServiceRole/DefaultPolicy',
+      'Leaseq-acme/SweepServiceRole/DefaultPolicy',
+    ]);
+    // Nothing else: no IAM4 (no managed policies), no IAM5 but the claim and segment prefixes.
+    expect(acks).toHaveLength(4 + 2 + 2 + 3);
   });
 
   it.each([
@@ -169,7 +174,7 @@ describe('cdk-nag AwsSolutions', () => {
     );
     expect(suppressed.filter((s) => s.includes('AwsSolutions-L1'))).toHaveLength(4);
     expect(suppressed.filter((s) => s.includes('AwsSolutions-APIG4'))).toHaveLength(2);
-    expect(suppressed.filter((s) => s.includes('AwsSolutions-IAM5'))).toHaveLength(2);
+    expect(suppressed.filter((s) => s.includes('AwsSolutions-IAM5'))).toHaveLength(5);
   });
 });
 
@@ -256,9 +261,11 @@ describe('tenant isolation (acme and globex in one app)', () => {
               expect(own.suffix).toBe('');
               break;
             case 's3':
-              // The claims bucket's claim prefixes only: never the bucket, never the logs bucket.
+              // The bucket's claim and segment prefixes only: never the bucket, never the logs bucket.
               expect(own.id).toBe(claimsBucket);
-              expect(['/claims/*', ...QUEUES.map((q) => `/claims/${q}/*`)]).toContain(own.suffix);
+              expect(['/claims/*', '/segments/*', ...QUEUES.map((q) => `/claims/${q}/*`)]).toContain(
+                own.suffix,
+              );
               break;
             case 'logs':
               expect(own.suffix).toBe('');

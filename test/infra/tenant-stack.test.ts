@@ -185,7 +185,7 @@ describe('TenantStack (tenants/local.json)', () => {
     });
   });
 
-  it('has a private, encrypted, TLS-only bucket that keeps claims as long as the DLQ', () => {
+  it('has a private, encrypted, TLS-only bucket that keeps claims as long as the DLQ, segments as the log', () => {
     template.hasResource('AWS::S3::Bucket', {
       DeletionPolicy: 'Retain',
       Properties: {
@@ -204,6 +204,8 @@ describe('TenantStack (tenants/local.json)', () => {
             // dlq_retention_hours defaults to 336: 14 days.
             { Id: 'claims-jobs', Prefix: 'claims/jobs/', ExpirationInDays: 14, Status: 'Enabled' },
             { Id: 'claims-ledger', Prefix: 'claims/ledger/', ExpirationInDays: 14, Status: 'Enabled' },
+            // The lease layer's queues (not ordered ledger): retention 96 h and a last lease of 1 h.
+            { Id: 'segments-jobs', Prefix: 'segments/jobs/', ExpirationInDays: 5, Status: 'Enabled' },
             {
               Id: 'abort-incomplete-uploads',
               AbortIncompleteMultipartUpload: { DaysAfterInitiation: 1 },
@@ -332,10 +334,13 @@ describe('TenantStack (tenants/local.json)', () => {
     expect(actionsOf(dynamo)).toEqual(TABLE_ITEM_ACTIONS);
     expect(resourcesOf(dynamo)).toEqual([tableArn, { 'Fn::Join': ['', [tableArn, '/index/gsi1']] }]);
 
-    // GetObject: receive restores claim-checked payloads.
+    // GetObject: receive restores claim-checked payloads and reads the lease layer's segments.
     const s3 = serviceStatements(statements, 's3:');
     expect(actionsOf(s3)).toEqual(new Set(['s3:PutObject', 's3:GetObject']));
-    expect(resourcesOf(s3)).toEqual([{ 'Fn::Join': ['', [bucketArn, '/claims/*']] }]);
+    expect(resourcesOf(s3)).toEqual([
+      { 'Fn::Join': ['', [bucketArn, '/claims/*']] },
+      { 'Fn::Join': ['', [bucketArn, '/segments/*']] },
+    ]);
 
     const kinesis = serviceStatements(statements, 'kinesis:');
     expect(actionsOf(kinesis)).toEqual(PRODUCE_ACTIONS);
@@ -372,7 +377,7 @@ describe('TenantStack (tenants/local.json)', () => {
     }
   });
 
-  it('grants dispatch table items and reads of its own streams, nothing to write to them', () => {
+  it('grants dispatch table items, reads of its own streams (nothing to write to them), and segment writes', () => {
     const streamArns = Object.values(streamIds(template)).map(arnOf);
     const dispatchId = functionId(template, 'leaseq-dispatch');
     const statements = functionStatements(template, dispatchId);
@@ -385,8 +390,13 @@ describe('TenantStack (tenants/local.json)', () => {
     expect(resourcesOf(kinesis)).toHaveLength(streamArns.length);
     expect(resourcesOf(kinesis)).toEqual(expect.arrayContaining(streamArns));
 
+    // PutObject: the lease layer's large segments, and nothing else of the bucket.
+    const s3 = serviceStatements(statements, 's3:');
+    expect(actionsOf(s3)).toEqual(new Set(['s3:PutObject']));
+    expect(resourcesOf(s3)).toEqual([{ 'Fn::Join': ['', [arnOf(logicalId(local.bucket)), '/segments/*']] }]);
+
     const logs = expectOwnLogs(template, dispatchId, statements);
-    expect(dynamo.length + kinesis.length + logs.length).toBe(statements.length);
+    expect(dynamo.length + kinesis.length + s3.length + logs.length).toBe(statements.length);
   });
 
   it('fires sweep every minute, one instance at a time, and drops a tick rather than queue it', () => {
@@ -410,7 +420,7 @@ describe('TenantStack (tenants/local.json)', () => {
     });
   });
 
-  it('grants sweep table items and appends to its own streams, no S3', () => {
+  it('grants sweep table items, appends to its own streams, and segment reads only of S3', () => {
     const streamArns = Object.values(streamIds(template)).map(arnOf);
     const sweepId = functionId(template, 'leaseq-sweep');
     const statements = functionStatements(template, sweepId);
@@ -423,9 +433,12 @@ describe('TenantStack (tenants/local.json)', () => {
     expect(resourcesOf(kinesis)).toHaveLength(streamArns.length);
     expect(resourcesOf(kinesis)).toEqual(expect.arrayContaining(streamArns));
 
-    expect(serviceStatements(statements, 's3:')).toEqual([]);
+    // GetObject of segments: an expired lease's message is read from its segment.
+    const s3 = serviceStatements(statements, 's3:');
+    expect(actionsOf(s3)).toEqual(new Set(['s3:GetObject']));
+    expect(resourcesOf(s3)).toEqual([{ 'Fn::Join': ['', [arnOf(logicalId(local.bucket)), '/segments/*']] }]);
     const logs = expectOwnLogs(template, sweepId, statements);
-    expect(dynamo.length + kinesis.length + logs.length).toBe(statements.length);
+    expect(dynamo.length + kinesis.length + s3.length + logs.length).toBe(statements.length);
   });
 
   it('scopes every data action of every policy to a resource, never "*"', () => {
