@@ -159,11 +159,3 @@ export const DEPLOYMENT = {
   sqsBatchSize: 10,
   sqsChunkBytes: 64 * 1024,
 } as const;
-
-/**
- * Not used by the bench any more: it measures index writes where DynamoDB reports them
- * (`--dynamodb-local`) and prints them as not reported on dynalite. This is today's layout counted
- * from functions/store/messages.ts (admit 1 gsi1 put, lease 2 = delete + put, ack 1 delete), and
- * test/dynamodb-local/index-units.test.ts still pins it; it goes with that test and that layout.
- */
-export const INDEX_WRITES_PER_DELIVERED_MESSAGE = 4;
