@@ -37,12 +37,12 @@ export function buildServices(config: RuntimeConfig, clients: AwsClients) {
   const shards = new ShardDirectory(clients.kinesis);
   const log = new StreamLog(clients.kinesis);
   const audit = new AuditTrail(clients.doc, table);
-  const requeue = new Requeue({ tenant: config.tenant, messages, log });
+  const segments = new SegmentStore(clients.doc, clients.s3, table, config.bucketName);
+  const requeue = new Requeue({ tenant: config.tenant, messages, segments, log });
   const keyOrder = new KeyOrder({ keys, messages, counters, requeue });
   const dedup = new DedupStore(clients.doc, table);
   const storage = new StorageMeter(clients.doc, table, buffered);
   const ranges = new RangeStore(clients.doc, table);
-  const segments = new SegmentStore(clients.doc, clients.s3, table, config.bucketName);
   return {
     tenant,
     messages,

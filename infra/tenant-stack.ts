@@ -123,13 +123,18 @@ export class TenantStack extends Stack {
           prefix: `claims/${queue}/`,
           expiration: Duration.days(Math.ceil(q.dlq_retention_hours / 24)),
         })),
-        // A segment is read until every entry of it is finished: within the retention and a last lease.
+        // A segment is read until every entry of it is finished and its retries re-appended: the
+        // retention, a last lease and the longest backoff.
         ...Object.entries(config.queues)
           .filter(([, q]) => usesRanges(q))
           .map(([queue, q]) => ({
             id: `segments-${queue}`,
             prefix: `segments/${queue}/`,
-            expiration: Duration.days(Math.ceil((q.retention_hours + q.max_lease_seconds / 3600) / 24)),
+            expiration: Duration.days(
+              Math.ceil(
+                (q.retention_hours * 3600 + q.max_lease_seconds + Math.max(...q.backoff_seconds)) / 86_400,
+              ),
+            ),
           })),
         { id: 'abort-incomplete-uploads', abortIncompleteMultipartUploadAfter: Duration.days(1) },
       ],

@@ -107,9 +107,21 @@ export class RangeAdmission {
       config.dedup_window_seconds,
     );
     const passedOver = new Set(producerIds.filter((_, i) => !claims[i]));
+    // A retry's entry: the sweep marked its message `ranged` where it landed, so a read tells
+    // whether this copy is it; only an entry whose mark is not there yet (a crash, or a read that
+    // lags) needs the conditional write.
+    const retries = records.filter((r) => r.envelope.entry > 1);
+    const items = await this.deps.messages.getMany(
+      queue,
+      retries.map((r) => r.envelope.message_id),
+    );
     const keep = await mapLimit(records, 16, async (r) => {
       if (passedOver.has(r)) return false;
       if (r.envelope.entry === 1) return true;
+      const item = items.get(r.envelope.message_id);
+      if (item?.state === 'ranged' && item.entry === r.envelope.entry && item.shard === shard)
+        return item.seq === r.sequence;
+      if (item && item.entry > r.envelope.entry) return false;
       return this.deps.messages.enterRange(shard, r.sequence, r.envelope);
     });
     return records.filter((_, i) => keep[i]);

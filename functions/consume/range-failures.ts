@@ -79,7 +79,12 @@ export class RangeFailures {
           },
           ttls.deadTtl,
         );
-    const item = await messages.failFromRange(e.range.shard, e.sequence, env, outcome, now, ttls);
+    const source = {
+      id: e.range.segment.id,
+      store: e.range.segment.store,
+      index: e.range.segment.offset + e.index,
+    };
+    const item = await messages.failFromRange(e.range.shard, e.sequence, env, outcome, now, ttls, source);
     if (!item) {
       const existing = await messages.get(e.queue, env.message_id);
       const sameLife = existing?.produced_at === Date.parse(env.produced_at);

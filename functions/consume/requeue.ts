@@ -1,20 +1,23 @@
 import { mapLimit } from '../core/async.js';
-import { namespaceParts, streamName, type TenantConfig } from '../core/config.js';
+import { namespaceParts, streamName, type TenantConfig, usesRanges } from '../core/config.js';
 import type { Envelope } from '../core/envelope.js';
 import type { StreamLog } from '../log/stream.js';
-import type { MessageStore, StateItem } from '../store/messages.js';
+import { type MessageStore, type StateItem, type StoredBody, storedBody } from '../store/messages.js';
+import type { SegmentStore } from '../store/segments.js';
 
 /**
  * Puts messages back into their queue's stream as their next entry: due retries (the sweep),
  * redriven dead letters (attempt 1 again), and on a Lambda consumer of an ordered queue,
  * messages held while their key was busy or parked. The new entry is appended first; the item
  * leaves its index partition only once the entry is in the log, so a crash in between leaves a
- * second copy, which admission takes once.
+ * second copy, which admission takes once. On the lease layer the item is marked `ranged` where
+ * the entry landed (a body there comes from its segment, `src`, when it has none of its own).
  */
 
 export interface RequeueDeps {
   tenant: TenantConfig;
   messages: MessageStore;
+  segments: SegmentStore;
   log: StreamLog;
 }
 
@@ -34,9 +37,12 @@ export class Requeue {
     if (!items.length) return [];
     const { queue, consumer } = namespaceParts(namespace);
     const ordered = this.deps.tenant.queues[queue]?.ordered ?? false;
-    const bodies = await this.deps.messages.bodies(items);
-    const envelopes: Envelope[] = items.map((item) => {
-      const body = bodies.get(item.pk);
+    const [bodies, fromSegments] = await Promise.all([
+      this.deps.messages.bodies(items),
+      mapLimit(items, 8, (item) => this.segmentBody(namespace, item)),
+    ]);
+    const envelopes: Envelope[] = items.map((item, i) => {
+      const body = fromSegments[i] ?? bodies.get(item.pk);
       if (!body) throw new Error(`the body of ${item.message_id} is missing`);
       return {
         v: 1,
@@ -58,9 +64,27 @@ export class Requeue {
       { preserveKeyOrder: ordered },
     );
     const landed = items.filter((_, i) => appended[i]?.ok);
-    await mapLimit(landed, 16, (item) =>
-      this.deps.messages.markRequeued(namespace, item.message_id, item.entry, from),
-    );
+    const config = this.deps.tenant.queues[queue];
+    const ranged = consumer === undefined && config !== undefined && usesRanges(config);
+    await mapLimit(items, 16, async (item, i) => {
+      const at = appended[i];
+      if (!at?.ok) return;
+      if (from !== 'held' && ranged) {
+        await this.deps.messages.markRanged(item, from, {
+          shard: at.shardId,
+          seq: at.sequenceNumber,
+          attempt: (envelopes[i] as Envelope).attempt,
+          enqueuedAt: now,
+        });
+      } else await this.deps.messages.markRequeued(namespace, item.message_id, item.entry, from);
+    });
     return landed;
+  }
+
+  /** A lease layer retry's body, from its entry's segment. */
+  private async segmentBody(queue: string, item: StateItem): Promise<StoredBody | undefined> {
+    if (!item.src) return undefined;
+    const entry = (await this.deps.segments.get(queue, item.shard, item.src))?.[item.src.index];
+    return entry ? storedBody(entry.envelope) : undefined;
   }
 }

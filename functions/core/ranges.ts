@@ -106,23 +106,28 @@ export interface Pick {
 }
 
 /**
- * What a receiver leases: up to `want` free entries, contiguous from a random starting point, so
- * receivers reading the same ranges at once mostly take different entries (a lease write fails
- * whole when one of its entries was taken). Grouped by range: one write each.
+ * What a receiver leases: up to `want` free entries, in as few ranges as it can (a lease write,
+ * and later its ack, costs a unit per range), starting at a random range with free entries so
+ * receivers reading the same ranges at once mostly take different ones (a lease write fails whole
+ * when one of its entries was taken). Grouped by range: one write each.
  */
 export function pickEntries(
   ranges: readonly Range[],
   want: number,
   random: () => number = Math.random,
 ): Pick[] {
-  const free = ranges.flatMap((range) => freeEntries(range).map((index) => ({ range, index })));
-  if (!free.length || want <= 0) return [];
-  const take = Math.min(want, free.length);
-  const from = Math.floor(random() * (free.length - take + 1));
-  const picks = new Map<Range, number[]>();
-  for (const { range, index } of free.slice(from, from + take))
-    picks.set(range, [...(picks.get(range) ?? []), index]);
-  return [...picks].map(([range, indexes]) => ({ range, indexes }));
+  const open = ranges.map((range) => ({ range, free: freeEntries(range) })).filter((r) => r.free.length > 0);
+  if (!open.length || want <= 0) return [];
+  const first = Math.floor(random() * open.length);
+  const picks: Pick[] = [];
+  let left = want;
+  for (let k = 0; k < open.length && left > 0; k++) {
+    const { range, free } = open[(first + k) % open.length] as { range: Range; free: number[] };
+    const indexes = free.slice(0, left);
+    picks.push({ range, indexes });
+    left -= indexes.length;
+  }
+  return picks;
 }
 
 /** The lowest range that still has a free entry, or past the last one read when none has. */

@@ -74,6 +74,18 @@ export interface StateItem {
   bytes?: number;
   /** Ready-index position of the message's first entry, kept across retries. */
   origin_sk?: string;
+  /**
+   * Lease layer: a retry waiting in the delay store reads its body from its entry's segment (on
+   * the item's shard), which outlives the wait: no body is copied for it.
+   */
+  src?: SegmentSource;
+}
+
+export interface SegmentSource {
+  id: string;
+  store: 'ddb' | 's3';
+  /** The entry's index in the segment. */
+  index: number;
 }
 
 /** What is stored once per message: the envelope less what changes per log entry. */
@@ -183,10 +195,18 @@ export class MessageStore {
               'dead_reason',
               TTL_ATTRIBUTE,
             ],
-            // `dead`: a redriven message re-enters as its next entry.
+            // `dead`: a redriven message re-enters as its next entry. `held`: a held message sent
+            // back through the log by its key's release is read back before the release marked it
+            // `requeued` (append first, then mark): its next entry is admitted all the same.
             condition:
-              'attribute_not_exists(#pk) OR (#state IN (:delayed, :requeued, :dead) AND #entry < :entry)',
-            values: { ':delayed': 'delayed', ':requeued': 'requeued', ':dead': 'dead', ':entry': env.entry },
+              'attribute_not_exists(#pk) OR (#state IN (:delayed, :requeued, :dead, :held) AND #entry < :entry)',
+            values: {
+              ':delayed': 'delayed',
+              ':requeued': 'requeued',
+              ':dead': 'dead',
+              ':held': 'held',
+              ':entry': env.entry,
+            },
           }),
         }),
       );
@@ -267,8 +287,10 @@ export class MessageStore {
     outcome: { kind: 'retry'; nextAttempt: number; dueAt: number } | { kind: 'dead'; reason: FailureReason },
     now: number,
     ttls: { bodyTtl: number; deadTtl: number },
+    source: SegmentSource,
   ): Promise<StateItem | undefined> {
-    const inlineBody = await this.putBody(env, ttls.bodyTtl);
+    // A dead letter outlives the log and its segments: it keeps a body of its own.
+    const inlineBody = outcome.kind === 'dead' ? await this.putBody(env, ttls.bodyTtl) : undefined;
     return this.updateState(env.queue, env.message_id, {
       set: {
         queue: env.queue,
@@ -285,6 +307,7 @@ export class MessageStore {
         ...(outcome.kind === 'retry'
           ? {
               state: 'delayed',
+              src: source,
               attempt: outcome.nextAttempt,
               due_at: outcome.dueAt,
               gsi1pk: gsi.delayed(env.queue, shard),
@@ -300,6 +323,7 @@ export class MessageStore {
               [TTL_ATTRIBUTE]: ttls.deadTtl,
             }),
       },
+      remove: outcome.kind === 'dead' ? ['src'] : [],
       // An item of an earlier life of the id (a producer's id sent again after its dedup window) is
       // replaced; otherwise only this entry's own `ranged` item moves.
       condition:
@@ -572,6 +596,31 @@ export class MessageStore {
     });
   }
 
+  /**
+   * The lease layer's form of markRequeued: the item moves straight to `ranged` at the position
+   * the new entry landed at, so admission only has to read it to know that copy is the entry
+   * (no write), and a second copy of the entry in the log is passed over.
+   */
+  async markRanged(
+    item: Pick<StateItem, 'queue' | 'message_id' | 'entry'>,
+    from: 'delayed' | 'dead',
+    landed: { shard: string; seq: string; attempt: number; enqueuedAt: number },
+  ): Promise<void> {
+    await this.updateState(item.queue, item.message_id, {
+      set: {
+        state: 'ranged',
+        entry: item.entry + 1,
+        shard: landed.shard,
+        seq: landed.seq,
+        attempt: landed.attempt,
+        enqueued_at: landed.enqueuedAt,
+      },
+      remove: ['gsi1pk', 'gsi1sk', 'due_at', TTL_ATTRIBUTE],
+      condition: '#state = :from AND #entry = :entry',
+      values: { ':from': from, ':entry': item.entry },
+    });
+  }
+
   /** State items by id; `consistent` where a decision rests on what is missing. */
   async getMany(
     queue: string,
@@ -685,13 +734,13 @@ export class MessageStore {
     }
   }
 
-  /** Bodies of state items, from the item itself or its `B` item. */
+  /** Bodies of state items, from the item itself or its `B` item (not those whose body is in a segment). */
   async bodies(items: readonly StateItem[]): Promise<Map<string, StoredBody>> {
     const out = new Map<string, StoredBody>();
     const missing: StateItem[] = [];
     for (const item of items) {
       if (item.body) out.set(item.pk, JSON.parse(item.body) as StoredBody);
-      else missing.push(item);
+      else if (!item.src) missing.push(item);
     }
     for (let i = 0; i < missing.length; i += 100) {
       const keys = missing.slice(i, i + 100).map((m) => ({ pk: m.pk, sk: BODY_SK }));

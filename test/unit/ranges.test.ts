@@ -96,15 +96,24 @@ describe('window and ranges', () => {
 });
 
 describe('picking entries to lease', () => {
-  it('takes up to `want` free entries, contiguous, grouped by range', () => {
+  it('takes up to `want` free entries from as few ranges as it can, from a random one on', () => {
     const a = range('1', { leases: new Map([[1, lease(9)]]) });
     const b = range('2');
-    const picks = pickEntries([a, b], 6, () => 0);
-    expect(picks.map((p) => [p.range.start, p.indexes])).toEqual([
+    const c = range('3', { count: 2 });
+    expect(pickEntries([a, b, c], 6, () => 0).map((p) => [p.range.start, p.indexes])).toEqual([
       ['1', [0, 2, 3, 4]],
       ['2', [0, 1]],
     ]);
-    expect(pickEntries([a, b], 100, () => 0.99).flatMap((p) => p.indexes)).toHaveLength(9);
+    // From the second range: it alone fills a receive of 5.
+    expect(pickEntries([a, b, c], 5, () => 0.4).map((p) => [p.range.start, p.indexes])).toEqual([
+      ['2', [0, 1, 2, 3, 4]],
+    ]);
+    // From the last, wrapping round.
+    expect(pickEntries([a, b, c], 4, () => 0.9).map((p) => [p.range.start, p.indexes])).toEqual([
+      ['3', [0, 1]],
+      ['1', [0, 2]],
+    ]);
+    expect(pickEntries([a, b, c], 100, () => 0.99).flatMap((p) => p.indexes)).toHaveLength(11);
     expect(pickEntries([], 5)).toEqual([]);
   });
 
