@@ -57,7 +57,7 @@ export function buildServices(config: RuntimeConfig, clients: AwsClients) {
     failures: new Failures({ messages, counters, keyOrder }),
     ranges,
     segments,
-    rangeFailures: new RangeFailures({ messages, ranges, counters }),
+    rangeFailures: new RangeFailures({ messages, ranges, segments, counters }),
     admission: new RangeAdmission({ ranges, segments, messages, dedup }),
     dedup,
     storage,

@@ -123,8 +123,8 @@ export class TenantStack extends Stack {
           prefix: `claims/${queue}/`,
           expiration: Duration.days(Math.ceil(q.dlq_retention_hours / 24)),
         })),
-        // A segment is read until every entry of it is finished and its retries re-appended: the
-        // retention, a last lease and the longest backoff.
+        // A segment is read until every entry of it is finished and its retries, which point at
+        // its payload, are done: the retention, then every attempt's last lease and longest backoff.
         ...Object.entries(config.queues)
           .filter(([, q]) => usesRanges(q))
           .map(([queue, q]) => ({
@@ -132,7 +132,9 @@ export class TenantStack extends Stack {
             prefix: `segments/${queue}/`,
             expiration: Duration.days(
               Math.ceil(
-                (q.retention_hours * 3600 + q.max_lease_seconds + Math.max(...q.backoff_seconds)) / 86_400,
+                (q.retention_hours * 3600 +
+                  q.max_attempts * (q.max_lease_seconds + Math.max(...q.backoff_seconds))) /
+                  86_400,
               ),
             ),
           })),

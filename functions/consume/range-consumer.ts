@@ -114,12 +114,18 @@ export class RangeConsumer {
     let budget = RECEIVE_MAX_BYTES;
     let first = true;
     const out: { pick: Pick; entries: Map<number, SegmentEntry> }[] = [];
+    // A retry's entry carries its payload by reference: read where it points (cached, immutable).
+    const resolved = await mapLimit(picks, 8, (pick, k) =>
+      mapLimit(pick.indexes, 8, async (index) => {
+        const entry = segments[k]?.[pick.range.segment.offset + index];
+        const envelope = entry && (await this.deps.segments.resolve(queue, entry.envelope));
+        return entry && envelope ? { ...entry, envelope } : undefined;
+      }),
+    );
     picks.forEach((pick, k) => {
-      const segment = segments[k];
-      if (!segment) return;
       const entries = new Map<number, SegmentEntry>();
-      for (const index of pick.indexes) {
-        const entry = segment[pick.range.segment.offset + index];
+      for (const [n, index] of pick.indexes.entries()) {
+        const entry = resolved[k]?.[n];
         if (!entry) continue;
         const bytes = payloadBytes(entry.envelope);
         if (!first && bytes > budget) break;

@@ -6,11 +6,13 @@ import { afterFailure, type FailureReason, type Outcome } from '../core/retry-po
 import type { Counters } from '../store/counters.js';
 import type { MessageStore } from '../store/messages.js';
 import type { RangeStore } from '../store/ranges.js';
+import type { SegmentStore } from '../store/segments.js';
 
 /**
  * A failed delivery of an entry of the lease layer (a nack, a release, or a lease the sweep found
  * expired). The message's own item is the exception path: the new place is written first (the
- * history, then the item in the delay store or the DLQ), then the entry is finished in its range.
+ * item in the delay store or the DLQ, the attempt's history in it), then the entry is finished in
+ * its range.
  * If the range says the entry was acked meanwhile, the item is taken back; if someone else
  * finished it as failed, what was written stays (the attempt did fail). A crash in between leaves
  * an item at this position, which the next try (the sweep's, at the latest) recognises and
@@ -20,6 +22,7 @@ import type { RangeStore } from '../store/ranges.js';
 export interface RangeFailuresDeps {
   messages: MessageStore;
   ranges: RangeStore;
+  segments: SegmentStore;
   counters: Counters;
 }
 
@@ -63,28 +66,37 @@ export class RangeFailures {
           now,
         });
     const ttls = retentionTtls(config, now);
-    const wroteHistory = f.release
-      ? false
-      : await messages.putHistory(
-          e.queue,
-          env.message_id,
-          {
-            generation: env.entry,
-            attempt: env.attempt,
-            ...(e.lease.consumerId !== undefined ? { consumer_id: e.lease.consumerId } : {}),
-            reason: f.reason,
-            ...(f.error !== undefined ? { error: f.error } : {}),
-            delivered_at: e.lease.deliveredAt,
-            failed_at: now,
-          },
-          ttls.deadTtl,
-        );
-    const source = {
+    const attempt = f.release
+      ? undefined
+      : {
+          generation: env.entry,
+          attempt: env.attempt,
+          ...(e.lease.consumerId !== undefined ? { consumer_id: e.lease.consumerId } : {}),
+          reason: f.reason,
+          ...(f.error !== undefined ? { error: f.error } : {}),
+          delivered_at: e.lease.deliveredAt,
+          failed_at: now,
+        };
+    // Where the payload is: this entry, or the entry a retry's entry points to (never a chain).
+    const source = env.ref ?? {
+      shard: e.range.shard,
       id: e.range.segment.id,
       store: e.range.segment.store,
       index: e.range.segment.offset + e.index,
     };
-    const item = await messages.failFromRange(e.range.shard, e.sequence, env, outcome, now, ttls, source);
+    // A dead letter keeps a copy of its body: a retry's entry has it from the entry it points to.
+    const stored = outcome.kind === 'dead' ? await this.deps.segments.resolve(e.queue, env) : env;
+    if (!stored) throw new Error(`the payload of ${env.message_id} is gone from its segment`);
+    const item = await messages.failFromRange(
+      e.range.shard,
+      e.sequence,
+      stored,
+      outcome,
+      now,
+      ttls,
+      source,
+      attempt,
+    );
     if (!item) {
       const existing = await messages.get(e.queue, env.message_id);
       const sameLife = existing?.produced_at === Date.parse(env.produced_at);
@@ -94,8 +106,10 @@ export class RangeFailures {
       const landed = here && existing?.state !== 'ranged';
       if (landed || (sameLife && (existing?.entry ?? 0) > env.entry))
         await ranges.fail(e.queue, e.range, e.index, 'any', now);
-      // Our own history says the failure that landed is this one.
-      if (!(landed && wroteHistory)) return undefined;
+      // The attempt the item recorded at this entry is this very one (its write landed, the SDK
+      // retried it and the retry found it done): the failure is ours.
+      const ours = existing?.hist?.some((h) => h.generation === env.entry && h.failed_at === now) === true;
+      if (!(landed && ours)) return undefined;
       return this.finished(e, outcome, f, now, ttls);
     }
     if (!(await ranges.fail(e.queue, e.range, e.index, f.lease, now))) {
@@ -104,8 +118,7 @@ export class RangeFailures {
       // A nack that lost the race with its own expiry still ended the delivery as a failure.
       const finishAnyway = status === 'expired' && (await ranges.fail(e.queue, e.range, e.index, 'any', now));
       if (!finishAnyway && status !== 'failed') {
-        await messages.undoFailFromRange(item, ttls.tombstoneTtl);
-        if (wroteHistory) await messages.deleteHistory(e.queue, env.message_id, env.entry);
+        await messages.undoFailFromRange(item, ttls.tombstoneTtl, attempt !== undefined);
         return undefined;
       }
     }

@@ -1,6 +1,6 @@
 import { mapLimit } from '../core/async.js';
 import { namespaceParts, streamName, type TenantConfig, usesRanges } from '../core/config.js';
-import type { Envelope } from '../core/envelope.js';
+import type { Envelope, PayloadRef } from '../core/envelope.js';
 import type { StreamLog } from '../log/stream.js';
 import { type MessageStore, type StateItem, type StoredBody, storedBody } from '../store/messages.js';
 import type { SegmentStore } from '../store/segments.js';
@@ -42,7 +42,7 @@ export class Requeue {
       mapLimit(items, 8, (item) => this.segmentBody(namespace, item)),
     ]);
     const envelopes: Envelope[] = items.map((item, i) => {
-      const body = fromSegments[i] ?? bodies.get(item.pk);
+      const body: (StoredBody & { ref?: PayloadRef }) | undefined = fromSegments[i] ?? bodies.get(item.pk);
       if (!body) throw new Error(`the body of ${item.message_id} is missing`);
       return {
         v: 1,
@@ -81,10 +81,18 @@ export class Requeue {
     return landed;
   }
 
-  /** A lease layer retry's body, from its entry's segment. */
-  private async segmentBody(queue: string, item: StateItem): Promise<StoredBody | undefined> {
+  /**
+   * A lease layer retry's body: its entry's envelope less the payload, which the new entry
+   * references instead of carrying it again (into the log and a segment).
+   */
+  private async segmentBody(
+    queue: string,
+    item: StateItem,
+  ): Promise<(StoredBody & { ref: PayloadRef }) | undefined> {
     if (!item.src) return undefined;
-    const entry = (await this.deps.segments.get(queue, item.shard, item.src))?.[item.src.index];
-    return entry ? storedBody(entry.envelope) : undefined;
+    const entry = (await this.deps.segments.get(queue, item.src.shard, item.src))?.[item.src.index];
+    if (!entry) return undefined;
+    const { payload: _payload, claim: _claim, ...rest } = storedBody(entry.envelope);
+    return { ...rest, ref: item.src };
   }
 }

@@ -44,10 +44,23 @@ export const envelopeSchema = z.object({
   for: z.string().optional(),
   payload: z.unknown().optional(),
   claim: claimRefSchema.optional(),
+  /**
+   * Lease layer: a retry's entry carries no payload of its own; it is the payload of this entry of
+   * a segment (the message's first entry's), which outlives the retry.
+   */
+  ref: z
+    .object({
+      shard: z.string(),
+      id: z.string(),
+      store: z.enum(['ddb', 's3']),
+      index: z.number().int().min(0),
+    })
+    .optional(),
 });
 
 export type Envelope = z.infer<typeof envelopeSchema>;
 export type ClaimRef = z.infer<typeof claimRefSchema>;
+export type PayloadRef = NonNullable<Envelope['ref']>;
 
 export function encodeEnvelope(envelope: Envelope): Uint8Array {
   return Buffer.from(JSON.stringify(envelope), 'utf8');

@@ -169,7 +169,7 @@ export class Operations {
     const bodies = await this.deps.messages.bodies(items);
     return mapLimit(items, 8, async (item) => {
       const body = bodies.get(item.pk);
-      const history = await this.deps.messages.history(queue, item.message_id);
+      const history = await this.deps.messages.history(queue, item.message_id, item);
       return {
         message_id: item.message_id,
         key: body?.key ?? null,

@@ -158,7 +158,9 @@ export class Redrives {
 
   private async matches(queue: string, item: StateItem, filter: RedriveFilterSpec): Promise<boolean> {
     const errors = needsHistory(filter)
-      ? (await this.deps.messages.history(queue, item.message_id)).flatMap((h) => (h.error ? [h.error] : []))
+      ? (await this.deps.messages.history(queue, item.message_id, item)).flatMap((h) =>
+          h.error ? [h.error] : [],
+        )
       : [];
     return matchesFilter({ message_id: item.message_id, dead_at: item.dead_at ?? 0, errors }, filter);
   }

@@ -6,7 +6,7 @@ import { type EntryStatus, entryStatus, type Range } from '../core/ranges.js';
 import type { LogLookup } from '../log/lookup.js';
 import type { ShardDirectory } from '../log/stream.js';
 import type { DedupStore } from '../store/dedup.js';
-import type { HistoryRecord, MessageStore, StateItem } from '../store/messages.js';
+import { type HistoryRecord, type MessageStore, mergeHistory, type StateItem } from '../store/messages.js';
 import type { RangeStore } from '../store/ranges.js';
 import type { SegmentStore } from '../store/segments.js';
 import { type AttemptView, attemptView, iso } from './views.js';
@@ -100,7 +100,10 @@ export class Tracer {
       this.deps.dedup.get(namespaceParts(queue).queue, messageId),
     ]);
     const state = items.find((i) => i.sk === 'S') as StateItem | undefined;
-    const history = items.filter((i) => String(i.sk).startsWith('H#')) as unknown as HistoryRecord[];
+    const history = mergeHistory(
+      items.filter((i) => String(i.sk).startsWith('H#')) as unknown as HistoryRecord[],
+      state,
+    );
     const marks = items.filter((i) => String(i.sk).startsWith('E#'));
     // Where its current entry is, when that is in the lease layer.
     const position =

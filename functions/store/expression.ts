@@ -52,7 +52,11 @@ export function buildUpdate(spec: UpdateSpec): BuiltExpression {
     values[`:add_${attr}`] = n;
     return `${name(attr)} :add_${attr}`;
   });
-  const removeParts = (spec.remove ?? []).map(name);
+  // A list element (`hist[2]`) is removed by its attribute's alias and its index.
+  const removeParts = (spec.remove ?? []).map((attr) => {
+    const element = /^([A-Za-z_][A-Za-z0-9_]*)\[(\d+)\]$/.exec(attr);
+    return element ? `${name(element[1] as string)}[${element[2]}]` : name(attr);
+  });
   const clauses = [
     setParts.length ? `SET ${setParts.join(', ')}` : '',
     addParts.length ? `ADD ${addParts.join(', ')}` : '',

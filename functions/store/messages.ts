@@ -75,13 +75,20 @@ export interface StateItem {
   /** Ready-index position of the message's first entry, kept across retries. */
   origin_sk?: string;
   /**
-   * Lease layer: a retry waiting in the delay store reads its body from its entry's segment (on
-   * the item's shard), which outlives the wait: no body is copied for it.
+   * Lease layer: a retry waiting in the delay store reads its body from a segment (its first
+   * entry's), which outlives the wait: no body is copied for it.
    */
   src?: SegmentSource;
+  /**
+   * Lease layer: the failed attempts, in the item itself: written by the same conditional write
+   * that moves the message to the delay store or the DLQ, so an attempt is recorded exactly when
+   * its failure lands, and costs no write of its own.
+   */
+  hist?: HistoryRecord[];
 }
 
 export interface SegmentSource {
+  shard: string;
   id: string;
   store: 'ddb' | 's3';
   /** The entry's index in the segment. */
@@ -288,11 +295,18 @@ export class MessageStore {
     now: number,
     ttls: { bodyTtl: number; deadTtl: number },
     source: SegmentSource,
+    attempt: HistoryRecord | undefined,
   ): Promise<StateItem | undefined> {
     // A dead letter outlives the log and its segments: it keeps a body of its own.
     const inlineBody = outcome.kind === 'dead' ? await this.putBody(env, ttls.bodyTtl) : undefined;
     return this.updateState(env.queue, env.message_id, {
       set: {
+        hist: attempt
+          ? new Raw('list_append(if_not_exists(#hist, :none), :attempt)', {
+              ':none': [],
+              ':attempt': [attempt],
+            })
+          : undefined,
         queue: env.queue,
         message_id: env.message_id,
         key: env.key,
@@ -337,11 +351,22 @@ export class MessageStore {
     });
   }
 
-  /** Takes back a failFromRange whose entry turned out acked: the item goes back to `ranged`. */
-  async undoFailFromRange(item: StateItem, tombstoneTtl: number): Promise<void> {
+  /**
+   * Takes back a failFromRange whose entry turned out acked: the item goes back to `ranged`, less
+   * the attempt that write recorded (the last one, when it recorded one).
+   */
+  async undoFailFromRange(item: StateItem, tombstoneTtl: number, recorded: boolean): Promise<void> {
+    const last = (item.hist?.length ?? 0) - 1;
     await this.updateState(item.queue, item.message_id, {
       set: { state: 'ranged', [TTL_ATTRIBUTE]: tombstoneTtl },
-      remove: ['gsi1pk', 'gsi1sk', 'due_at', 'dead_at', 'dead_reason'],
+      remove: [
+        'gsi1pk',
+        'gsi1sk',
+        'due_at',
+        'dead_at',
+        'dead_reason',
+        ...(recorded && last >= 0 ? [`hist[${last}]`] : []),
+      ],
       condition: '#state = :state AND #shard = :shard AND #seq = :seq',
       values: { ':state': item.state, ':shard': item.shard, ':seq': item.seq },
     });
@@ -792,7 +817,7 @@ export class MessageStore {
   }
 
   /** History of a message, oldest first. */
-  async history(queue: string, messageId: string): Promise<HistoryRecord[]> {
+  async history(queue: string, messageId: string, state?: StateItem): Promise<HistoryRecord[]> {
     const out = await this.doc.send(
       new QueryCommand({
         TableName: this.table,
@@ -803,8 +828,19 @@ export class MessageStore {
         ConsistentRead: true,
       }),
     );
-    return (out.Items ?? []) as HistoryRecord[];
+    return mergeHistory(
+      out.Items as HistoryRecord[] | undefined,
+      state ?? (await this.get(queue, messageId)),
+    );
   }
+}
+
+/** A message's failed attempts, oldest first: its `H#` items and those its state item holds. */
+export function mergeHistory(
+  items: readonly HistoryRecord[] | undefined,
+  state: StateItem | undefined,
+): HistoryRecord[] {
+  return [...(items ?? []), ...(state?.hist ?? [])].sort((a, b) => a.generation - b.generation);
 }
 
 function inlineBodyOf(env: Envelope): string | undefined {

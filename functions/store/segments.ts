@@ -104,6 +104,21 @@ export class SegmentStore {
     return entries;
   }
 
+  /**
+   * The envelope with its payload: a retry's entry (`ref`) takes it from the entry it points to.
+   * Undefined when that segment is gone.
+   */
+  async resolve(queue: string, env: Envelope): Promise<Envelope | undefined> {
+    if (!env.ref) return env;
+    const target = (await this.get(queue, env.ref.shard, env.ref))?.[env.ref.index]?.envelope;
+    if (!target) return undefined;
+    const { ref: _ref, ...rest } = env;
+    return {
+      ...rest,
+      ...(target.claim ? { claim: target.claim } : { payload: target.payload }),
+    };
+  }
+
   private remember(key: string, entries: SegmentEntry[], bytes: number): void {
     if (bytes > CACHE_BYTES / 4) return;
     const old = this.cache.get(key);
