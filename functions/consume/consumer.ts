@@ -207,7 +207,7 @@ export class Consumer {
     receipts: readonly string[],
   ): Promise<{ receipt: string; status: AckStatus }[]> {
     const signer = await this.deps.signer();
-    if (usesRanges(config)) return this.ackRanges(queue, receipts, signer);
+    if (usesRanges(config)) return this.ackRanges(queue, config, receipts, signer);
     const now = this.now();
     const { tombstoneTtl } = retentionTtls(config, now);
     const freed = new Map<string, number>();
@@ -245,12 +245,13 @@ export class Consumer {
 
   private async ackRanges(
     queue: string,
+    config: QueueConfig,
     receipts: readonly string[],
     signer: ReceiptSigner,
   ): Promise<{ receipt: string; status: AckStatus }[]> {
     const verified = receipts.map((receipt) => ({ receipt, d: signer.verify(receipt, queue) }));
     const valid = verified.filter((x): x is { receipt: string; d: Delivery } => x.d?.entry !== undefined);
-    const statuses = await this.deps.ranges.ack(queue, valid);
+    const statuses = await this.deps.ranges.ack(queue, config, valid);
     return receipts.map((receipt) => ({ receipt, status: statuses.get(receipt) ?? 'invalid_receipt' }));
   }
 

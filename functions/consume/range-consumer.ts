@@ -4,11 +4,20 @@ import { mapLimit } from '../core/async.js';
 import { type QueueConfig, streamName } from '../core/config.js';
 import { payloadBytes } from '../core/envelope.js';
 import { leaseExpiry } from '../core/lease.js';
-import { entryStatus, leaseFrontier, type Pick, pickEntries, type Range } from '../core/ranges.js';
+import {
+  entryStatus,
+  type Lease,
+  leaseFrontier,
+  type Pick,
+  pickEntries,
+  type Range,
+} from '../core/ranges.js';
 import type { Delivery, ReceiptSigner } from '../core/receipt.js';
+import { retentionTtls } from '../core/retention.js';
 import type { Outcome } from '../core/retry-policy.js';
 import type { ShardDirectory } from '../log/stream.js';
 import type { Counters } from '../store/counters.js';
+import type { MessageStore, StateItem } from '../store/messages.js';
 import type { RangeStore } from '../store/ranges.js';
 import type { SegmentEntry, SegmentStore } from '../store/segments.js';
 import type { StorageMeter } from '../store/storage.js';
@@ -23,6 +32,8 @@ import type { RangeFailures } from './range-failures.js';
 export interface RangeConsumerDeps {
   tenant: string;
   ranges: RangeStore;
+  /** Leases the gap cap moved out of their range live in the message's item. */
+  messages: MessageStore;
   segments: SegmentStore;
   claims: ClaimStore;
   shards: ShardDirectory;
@@ -169,8 +180,9 @@ export class RangeConsumer {
   }
 
   /** Acks grouped by range: one write per range, entry by entry only when one of them is stale. */
-  async ack(queue: string, deliveries: readonly { receipt: string; d: Delivery }[]) {
+  async ack(queue: string, config: QueueConfig, deliveries: readonly { receipt: string; d: Delivery }[]) {
     const now = this.now();
+    const tombstone = retentionTtls(config, now).tombstoneTtl;
     const byRange = new Map<string, { receipt: string; d: Delivery }[]>();
     for (const x of deliveries) {
       const at = `${x.d.shard}\u0000${x.d.entry?.range}`;
@@ -191,7 +203,16 @@ export class RangeConsumer {
           : await this.deps.ranges.get(queue, range.shard, range.start);
       for (const x of group) {
         const index = x.d.entry?.index as number;
-        const ok = newly.includes(index) || fresh?.acked.has(index) === true;
+        let ok = newly.includes(index) || fresh?.acked.has(index) === true;
+        // Finished in the range without an ack: its lease may have moved to the message's item.
+        if (!ok && fresh?.failed.has(index)) {
+          const outcome = await this.deps.messages.ack(queue, x.d.messageId, x.d.generation, now, tombstone);
+          ok = outcome.outcome !== 'stale';
+          if (outcome.outcome === 'acked') {
+            acked++;
+            bytes += x.d.entry?.bytes ?? 0;
+          }
+        }
         statuses.set(x.receipt, ok ? 'acked' : 'stale_receipt');
       }
       for (const index of newly) {
@@ -250,22 +271,48 @@ export class RangeConsumer {
 
   async extend(queue: string, d: Delivery, expiresAt: number): Promise<boolean> {
     const range = { shard: d.shard, start: d.entry?.range as string };
-    return (
-      (await this.deps.ranges.extend(queue, range, d.entry?.index as number, expiresAt, this.now())) !==
-      undefined
-    );
+    const now = this.now();
+    if ((await this.deps.ranges.extend(queue, range, d.entry?.index as number, expiresAt, now)) !== undefined)
+      return true;
+    // A lease the gap cap moved out of its range is extended in the message's item.
+    return this.deps.messages.extend(queue, d.messageId, d.generation, expiresAt, now);
   }
 
-  /** The entry of a live delivery, with its envelope. */
+  /** The entry of a live delivery, with its envelope: in its range, or evicted to the message's item. */
   private async live(queue: string, d: Delivery) {
+    const now = this.now();
     const range = await this.deps.ranges.get(queue, d.shard, d.entry?.range as string);
     const index = d.entry?.index as number;
-    const lease = range?.leases.get(index);
-    if (!range || !lease || entryStatus(range, index, this.now()) !== 'leased') return undefined;
+    if (!range) return undefined;
+    const status = entryStatus(range, index, now);
+    const evicted =
+      status === 'failed'
+        ? await this.deps.messages.get(queue, d.messageId).then((item) => evictedLease(item, d, now))
+        : undefined;
+    const lease = evicted ?? (status === 'leased' ? range.leases.get(index) : undefined);
+    if (!lease) return undefined;
     const entry = (await this.deps.segments.get(queue, range.shard, range.segment))?.[
       range.segment.offset + index
     ];
     if (!entry) return undefined;
-    return { range, index, sequence: entry.sequence, envelope: entry.envelope, lease };
+    return {
+      range,
+      index,
+      sequence: entry.sequence,
+      envelope: entry.envelope,
+      lease,
+      evicted: evicted !== undefined,
+    };
   }
+}
+
+/** The live lease of delivery `d` in the message's item, where the gap cap moved it. */
+function evictedLease(item: StateItem | undefined, d: Delivery, now: number): Lease | undefined {
+  if (item?.state !== 'leased' || item.shard !== d.shard || item.gen !== d.generation) return undefined;
+  if ((item.lease_expires_at ?? 0) <= now) return undefined;
+  return {
+    expiresAt: item.lease_expires_at as number,
+    deliveredAt: item.delivered_at ?? d.deliveredAt,
+    ...(item.consumer_id !== undefined ? { consumerId: item.consumer_id } : {}),
+  };
 }

@@ -4,7 +4,7 @@ import { entryStatus, type Lease, type Range } from '../core/ranges.js';
 import { retentionTtls } from '../core/retention.js';
 import { afterFailure, type FailureReason, type Outcome } from '../core/retry-policy.js';
 import type { Counters } from '../store/counters.js';
-import type { MessageStore } from '../store/messages.js';
+import type { MessageStore, SegmentSource } from '../store/messages.js';
 import type { RangeStore } from '../store/ranges.js';
 import type { SegmentStore } from '../store/segments.js';
 
@@ -33,6 +33,8 @@ export interface FailedEntry {
   sequence: string;
   envelope: Envelope;
   lease: Lease;
+  /** Its lease was moved out of the range (the gap cap): the message's item holds it. */
+  evicted?: boolean;
 }
 
 export interface EntryFailure {
@@ -77,30 +79,24 @@ export class RangeFailures {
           delivered_at: e.lease.deliveredAt,
           failed_at: now,
         };
-    // Where the payload is: this entry, or the entry a retry's entry points to (never a chain).
-    const source = env.ref ?? {
-      shard: e.range.shard,
-      id: e.range.segment.id,
-      store: e.range.segment.store,
-      index: e.range.segment.offset + e.index,
-    };
+    const source = sourceOf(e);
     // A dead letter keeps a copy of its body: a retry's entry has it from the entry it points to.
     const stored = outcome.kind === 'dead' ? await this.deps.segments.resolve(e.queue, env) : env;
     if (!stored) throw new Error(`the payload of ${env.message_id} is gone from its segment`);
-    const item = await messages.failFromRange(
-      e.range.shard,
-      e.sequence,
-      stored,
-      outcome,
-      now,
-      ttls,
+    const at = { shard: e.range.shard, seq: e.sequence };
+    const item = await messages.failFromRange(at, stored, outcome, now, ttls, {
       source,
-      attempt,
-    );
+      ...(attempt ? { attempt } : {}),
+      ...(e.evicted ? { evicted: f.lease } : {}),
+    });
+    // An evicted lease's range already counts the entry finished: its item alone decides.
+    if (e.evicted) return item ? this.finished(e, outcome, f, now, ttls) : undefined;
     if (!item) {
       const existing = await messages.get(e.queue, env.message_id);
       const sameLife = existing?.produced_at === Date.parse(env.produced_at);
       const here = sameLife && existing?.shard === e.range.shard && existing.seq === e.sequence;
+      // The gap cap moved this lease out of its range meanwhile: it fails from there.
+      if (here && existing?.state === 'leased') return this.fail(config, { ...e, evicted: true }, f, now);
       // This entry's failure landed (ours, its answer lost and the write retried, or another's), or
       // the message already moved on to a later entry: either way the entry is finished.
       const landed = here && existing?.state !== 'ranged';
@@ -123,6 +119,25 @@ export class RangeFailures {
       }
     }
     return this.finished(e, outcome, f, now, ttls);
+  }
+
+  /**
+   * The gap cap: moves a live lease out of its range into the message's item, then finishes the
+   * entry in the range so the commit point can pass it. Taken back if the lease was acked first.
+   */
+  async evict(config: QueueConfig, e: FailedEntry, now: number): Promise<boolean> {
+    const { messages, ranges } = this.deps;
+    const at = { shard: e.range.shard, seq: e.sequence };
+    const item = await messages.evictLease(at, e.envelope, e.lease, sourceOf(e));
+    if (!item) return false;
+    if (await ranges.fail(e.queue, e.range, e.index, 'live', now)) return true;
+    const fresh = await ranges.get(e.queue, e.range.shard, e.range.start);
+    const status = fresh ? entryStatus(fresh, e.index, now) : 'acked';
+    // Expired meanwhile: the item's lease expires too, and the sweep fails it from there.
+    if (status === 'expired' && (await ranges.fail(e.queue, e.range, e.index, 'any', now))) return true;
+    if (status !== 'failed')
+      await messages.undoFailFromRange(item, retentionTtls(config, now).tombstoneTtl, false);
+    return false;
   }
 
   /** What follows a failed attempt that landed: its counts, and a dead letter's event. */
@@ -151,4 +166,16 @@ export class RangeFailures {
     ]);
     return outcome;
   }
+}
+
+/** Where an entry's payload is: the entry itself, or the entry a retry's entry points to (never a chain). */
+function sourceOf(e: FailedEntry): SegmentSource {
+  return (
+    e.envelope.ref ?? {
+      shard: e.range.shard,
+      id: e.range.segment.id,
+      store: e.range.segment.store,
+      index: e.range.segment.offset + e.index,
+    }
+  );
 }

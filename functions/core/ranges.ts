@@ -93,6 +93,29 @@ export function windowSize(head: Range | undefined, lowestOpen: Range | undefine
   return admittedTotal(head) - lowestOpen.base;
 }
 
+/**
+ * The gap cap: a live lease further than this below its shard's head holds the commit point, and
+ * with it the window, for its whole lease; past it the lease moves out of its range (DESIGN §2a:
+ * "one slow message never stops a shard"). Half the window: the other half keeps flowing.
+ */
+export function gapCap(config: { window_size: number }): number {
+  return Math.max(1, Math.floor(config.window_size / 2));
+}
+
+/** Live leases of entries more than `cap` entries below the head of `ranges` (oldest first). */
+export function stuckEntries(
+  ranges: readonly Range[],
+  cap: number,
+  now: number,
+): { range: Range; index: number }[] {
+  const limit = admittedTotal(ranges.at(-1)) - cap;
+  return ranges.flatMap((range) =>
+    [...range.leases.keys()]
+      .filter((index) => range.base + index < limit && entryStatus(range, index, now) === 'leased')
+      .map((index) => ({ range, index })),
+  );
+}
+
 /** Sizes of the ranges a batch of `n` admitted entries is cut into. */
 export function rangeSizes(n: number, per = RANGE_ENTRIES): number[] {
   const sizes: number[] = [];

@@ -285,43 +285,34 @@ export class MessageStore {
 
   /**
    * A failed attempt of an entry of the lease layer: the message gets (or moves) its item into
-   * the delay store or the DLQ. Once per entry: the position names the delivery.
+   * the delay store or the DLQ. Once per entry: the position names the delivery. An entry whose
+   * lease was moved out of its range (evictLease) fails from that item, on its lease's expiry.
    */
   async failFromRange(
-    shard: string,
-    seq: string,
+    at: { shard: string; seq: string },
     env: Envelope,
     outcome: { kind: 'retry'; nextAttempt: number; dueAt: number } | { kind: 'dead'; reason: FailureReason },
     now: number,
     ttls: { bodyTtl: number; deadTtl: number },
-    source: SegmentSource,
-    attempt: HistoryRecord | undefined,
+    options: { source: SegmentSource; attempt?: HistoryRecord; evicted?: 'live' | 'expired' },
   ): Promise<StateItem | undefined> {
     // A dead letter outlives the log and its segments: it keeps a body of its own.
     const inlineBody = outcome.kind === 'dead' ? await this.putBody(env, ttls.bodyTtl) : undefined;
+    const { shard, seq } = at;
     return this.updateState(env.queue, env.message_id, {
       set: {
-        hist: attempt
+        hist: options.attempt
           ? new Raw('list_append(if_not_exists(#hist, :none), :attempt)', {
               ':none': [],
-              ':attempt': [attempt],
+              ':attempt': [options.attempt],
             })
           : undefined,
-        queue: env.queue,
-        message_id: env.message_id,
-        key: env.key,
-        shard,
-        seq,
-        entry: env.entry,
-        gen: env.entry,
-        produced_at: Date.parse(env.produced_at),
-        enqueued_at: Date.parse(env.enqueued_at),
+        ...this.entryFields(at, env),
         body: inlineBody,
-        bytes: payloadBytes(env),
         ...(outcome.kind === 'retry'
           ? {
               state: 'delayed',
-              src: source,
+              src: options.source,
               attempt: outcome.nextAttempt,
               due_at: outcome.dueAt,
               gsi1pk: gsi.delayed(env.queue, shard),
@@ -337,18 +328,69 @@ export class MessageStore {
               [TTL_ATTRIBUTE]: ttls.deadTtl,
             }),
       },
-      remove: outcome.kind === 'dead' ? ['src'] : [],
+      remove: [
+        ...(outcome.kind === 'dead' ? ['src'] : []),
+        ...(options.evicted ? ['consumer_id', 'delivered_at', 'lease_expires_at'] : []),
+      ],
       // An item of an earlier life of the id (a producer's id sent again after its dedup window) is
-      // replaced; otherwise only this entry's own `ranged` item moves.
+      // replaced; otherwise only this entry's own `ranged` item moves, or its evicted lease.
+      condition: options.evicted
+        ? `#state = :leased AND #shard = :shard AND #seq = :seq AND #lease_expires_at ${options.evicted === 'live' ? '>' : '<='} :now`
+        : 'attribute_not_exists(#pk) OR #produced_at < :produced_at OR (#state = :ranged AND #shard = :shard AND #seq = :seq)',
+      values: options.evicted
+        ? { ':leased': 'leased', ':shard': shard, ':seq': seq, ':now': now }
+        : { ':ranged': 'ranged', ':shard': shard, ':seq': seq, ':produced_at': Date.parse(env.produced_at) },
+    });
+  }
+
+  /**
+   * The gap cap: a live lease far below its shard's head moves out of its range into the
+   * message's own item (leased, in the index by expiry), so the range can finish and the commit
+   * point move on while the holder keeps its lease: its receipt then acks, extends or nacks there.
+   */
+  async evictLease(
+    at: { shard: string; seq: string },
+    env: Envelope,
+    lease: { expiresAt: number; deliveredAt: number; consumerId?: string },
+    source: SegmentSource,
+  ): Promise<StateItem | undefined> {
+    return this.updateState(env.queue, env.message_id, {
+      set: {
+        ...this.entryFields(at, env),
+        state: 'leased',
+        attempt: env.attempt,
+        src: source,
+        delivered_at: lease.deliveredAt,
+        lease_expires_at: lease.expiresAt,
+        consumer_id: lease.consumerId,
+        gsi1pk: gsi.leased(env.queue, at.shard),
+        gsi1sk: timeSortKey(lease.expiresAt, env.message_id),
+      },
       condition:
         'attribute_not_exists(#pk) OR #produced_at < :produced_at OR (#state = :ranged AND #shard = :shard AND #seq = :seq)',
       values: {
         ':ranged': 'ranged',
-        ':shard': shard,
-        ':seq': seq,
+        ':shard': at.shard,
+        ':seq': at.seq,
         ':produced_at': Date.parse(env.produced_at),
       },
     });
+  }
+
+  /** What an item of the lease layer says of its entry. */
+  private entryFields(at: { shard: string; seq: string }, env: Envelope) {
+    return {
+      queue: env.queue,
+      message_id: env.message_id,
+      key: env.key,
+      shard: at.shard,
+      seq: at.seq,
+      entry: env.entry,
+      gen: env.entry,
+      produced_at: Date.parse(env.produced_at),
+      enqueued_at: Date.parse(env.enqueued_at),
+      bytes: payloadBytes(env),
+    };
   }
 
   /**

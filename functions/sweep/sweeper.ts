@@ -2,7 +2,7 @@ import type { Logger } from '@aws-lambda-powertools/logger';
 import type { RangeAdmission } from '../admission/range-admission.js';
 import type { Failures } from '../consume/failures.js';
 import type { KeyOrder } from '../consume/key-order.js';
-import type { RangeFailures } from '../consume/range-failures.js';
+import type { FailedEntry, RangeFailures } from '../consume/range-failures.js';
 import type { Requeue } from '../consume/requeue.js';
 import { mapLimit } from '../core/async.js';
 import {
@@ -12,7 +12,7 @@ import {
   type TenantConfig,
   usesRanges,
 } from '../core/config.js';
-import { expiredEntries } from '../core/ranges.js';
+import { expiredEntries, gapCap, type Range, stuckEntries } from '../core/ranges.js';
 import type { ShardDirectory } from '../log/stream.js';
 import type { Redrives } from '../operations/redrive.js';
 import type { Counters } from '../store/counters.js';
@@ -88,24 +88,43 @@ export class Sweeper {
     return this.deps.now?.() ?? Date.now();
   }
 
+  /**
+   * One pass over every queue and consumer. A namespace whose pass fails (an AWS call that failed
+   * after its retries, or a bug) is logged and left for the next pass: it must not stop the others.
+   * The pass still fails at its end, so the scheduler sees it.
+   */
   async sweepOnce(): Promise<SweepReport> {
     const report: SweepReport = { requeued: 0, expired: 0, released: 0, redriven: 0 };
+    const failures: unknown[] = [];
     for (const ns of namespaces(this.deps.tenant)) {
-      report.redriven += await this.deps.redrives.runPass(ns.name, ns.config);
-      const shards = await this.deps.shards.shards(streamName(this.deps.tenant.tenant, ns.queue));
-      await Promise.all(
-        shards.map(async (shard) => {
-          report.expired +=
-            ns.consumer === undefined && usesRanges(ns.config)
-              ? await this.expireRanges(ns.name, ns.config, shard)
-              : await this.expireLeases(ns.name, ns.config, shard);
-          report.requeued += await this.requeueDue(ns, shard);
-          if (ns.config.ordered)
-            report.released += await this.deps.keyOrder.releaseStragglers(ns.name, shard);
-        }),
-      );
+      try {
+        await this.sweepNamespace(ns, report);
+      } catch (err) {
+        failures.push(err);
+        this.deps.logger.error('sweep of a queue failed', {
+          queue: ns.name,
+          error: String(err),
+          stack: (err as Error).stack,
+        });
+      }
     }
+    if (failures.length) throw failures[0];
     return report;
+  }
+
+  private async sweepNamespace(ns: Namespace, report: SweepReport): Promise<void> {
+    report.redriven += await this.deps.redrives.runPass(ns.name, ns.config);
+    const shards = await this.deps.shards.shards(streamName(this.deps.tenant.tenant, ns.queue));
+    await Promise.all(
+      shards.map(async (shard) => {
+        report.expired +=
+          ns.consumer === undefined && usesRanges(ns.config)
+            ? await this.expireRanges(ns.name, ns.config, shard)
+            : await this.expireLeases(ns.name, ns.config, shard);
+        report.requeued += await this.requeueDue(ns, shard);
+        if (ns.config.ordered) report.released += await this.deps.keyOrder.releaseStragglers(ns.name, shard);
+      }),
+    );
   }
 
   private async requeueDue(ns: Namespace, shard: string): Promise<number> {
@@ -124,28 +143,77 @@ export class Sweeper {
   }
 
   /**
-   * The lease layer: expired leases of the shard's unfinished ranges become failed attempts, and
-   * the commit point's hint moves up to the lowest unfinished range.
+   * The lease layer: expired leases of the shard's unfinished ranges (and of leases the gap cap
+   * moved out of them) become failed attempts; the gap cap moves live leases far below the head
+   * out of their ranges; the commit point's hint moves up to the lowest unfinished range.
    */
   private async expireRanges(queue: string, config: QueueConfig, shard: string): Promise<number> {
-    const { ranges, segments } = this.deps;
+    const { ranges } = this.deps;
     const now = this.now();
     const open = await ranges.from(queue, shard, await ranges.commitHint(queue, shard), RANGES_PER_PASS);
     const expired = open.flatMap((range) => expiredEntries(range, now).map((index) => ({ range, index })));
     const moved = await mapLimit(expired, 16, async ({ range, index }) => {
-      const entry = (await segments.get(queue, shard, range.segment))?.[range.segment.offset + index];
-      const lease = range.leases.get(index);
-      if (!entry || !lease) return false;
+      const target = await this.entryOf(queue, range, index);
+      if (!target) return false;
       const outcome = await this.deps.rangeFailures.fail(
         config,
-        { queue, range, index, sequence: entry.sequence, envelope: entry.envelope, lease },
+        target,
         { reason: 'lease_expired', lease: 'expired' },
         now,
       );
       return outcome !== undefined;
     });
+    const stuck = stuckEntries(open, gapCap(config), now);
+    await mapLimit(stuck, 16, async ({ range, index }) => {
+      const target = await this.entryOf(queue, range, index);
+      if (target) await this.deps.rangeFailures.evict(config, target, now);
+    });
+    const evictedExpired = await this.expireEvicted(queue, config, shard, now);
     await this.deps.admission.lowestOpen(queue, shard, open.at(-1));
+    return moved.filter(Boolean).length + evictedExpired;
+  }
+
+  /** Leases the gap cap moved out of their ranges, expired: failed from the message's item. */
+  private async expireEvicted(
+    queue: string,
+    config: QueueConfig,
+    shard: string,
+    now: number,
+  ): Promise<number> {
+    const items = await this.deps.messages.partition(gsi.leased(queue, shard), {
+      limit: PAGE,
+      below: timeSortKey(now + 1, ''),
+    });
+    const moved = await mapLimit(items, 16, async (item) => {
+      const range = await this.deps.ranges.containing(queue, shard, item.seq);
+      if (!range || (item.lease_expires_at ?? Number.POSITIVE_INFINITY) > now) return false;
+      const entries = (await this.deps.segments.get(queue, shard, range.segment)) ?? [];
+      const index = entries.slice(range.segment.offset).findIndex((e) => e.sequence === item.seq);
+      const entry = entries[range.segment.offset + index];
+      if (index < 0 || !entry) return false;
+      const lease = {
+        expiresAt: item.lease_expires_at as number,
+        deliveredAt: item.delivered_at ?? now,
+        ...(item.consumer_id !== undefined ? { consumerId: item.consumer_id } : {}),
+      };
+      const outcome = await this.deps.rangeFailures.fail(
+        config,
+        { queue, range, index, sequence: entry.sequence, envelope: entry.envelope, lease, evicted: true },
+        { reason: 'lease_expired', lease: 'expired' },
+        now,
+      );
+      return outcome !== undefined;
+    });
     return moved.filter(Boolean).length;
+  }
+
+  private async entryOf(queue: string, range: Range, index: number): Promise<FailedEntry | undefined> {
+    const entry = (await this.deps.segments.get(queue, range.shard, range.segment))?.[
+      range.segment.offset + index
+    ];
+    const lease = range.leases.get(index);
+    if (!entry || !lease) return undefined;
+    return { queue, range, index, sequence: entry.sequence, envelope: entry.envelope, lease };
   }
 
   private async expireLeases(queue: string, config: QueueConfig, shard: string): Promise<number> {

@@ -118,7 +118,7 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
         if (report.requeued || report.redriven) eventSource.nudge();
       },
       options.sweepIntervalMs ?? 1000,
-      (err) => log.warn('sweep failed', { error: String(err) }),
+      (err) => log.warn('sweep failed', { error: String(err), stack: (err as Error).stack }),
     );
     const api = createApiHandler(config, clients, logger(SERVICE.api));
     // Wake the shard pollers after a produce, so local delivery does not wait for the next poll.

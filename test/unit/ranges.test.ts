@@ -5,12 +5,14 @@ import {
   entryStatus,
   expiredEntries,
   freeEntries,
+  gapCap,
   isFinished,
   type Lease,
   leaseFrontier,
   pickEntries,
   type Range,
   rangeSizes,
+  stuckEntries,
   windowSize,
 } from '../../functions/core/ranges.js';
 
@@ -92,6 +94,34 @@ describe('window and ranges', () => {
     expect(leaseFrontier([taken, open])).toBe('2');
     expect(leaseFrontier([taken])).toBe('1');
     expect(leaseFrontier([])).toBeUndefined();
+  });
+});
+
+describe('the gap cap', () => {
+  it('is half the window, at least one entry', () => {
+    expect(gapCap({ window_size: 10_000 })).toBe(5000);
+    expect(gapCap({ window_size: 1 })).toBe(1);
+  });
+
+  it('finds live leases further than the cap below the head, not expired or finished ones', () => {
+    const low = range('1', {
+      base: 0,
+      count: 5,
+      leases: new Map([
+        [0, lease(2000)],
+        [1, lease(500)],
+        [2, lease(2000)],
+        [3, lease(2000)],
+      ]),
+      acked: new Set([2]),
+    });
+    const head = range('9', { base: 5, count: 10, leases: new Map([[0, lease(2000)]]) });
+    // Head at 15, cap 11: entries below 4 are stuck; 1 expired, 2 acked, 3 is at 3 < 4.
+    expect(stuckEntries([low, head], 11, 1000).map((s) => [s.range.start, s.index])).toEqual([
+      ['1', 0],
+      ['1', 3],
+    ]);
+    expect(stuckEntries([low, head], 15, 1000)).toEqual([]);
   });
 });
 
