@@ -60,7 +60,8 @@ async function ensureTable(clients: AwsClients, table: string, ttl: boolean): Pr
     );
 }
 
-async function createTable(clients: AwsClients, table: string): Promise<void> {
+/** The table as the stack defines it (tests create it as "someone else" too). */
+export async function createTable(clients: AwsClients, table: string): Promise<void> {
   await clients.dynamodb.send(
     new CreateTableCommand({
       TableName: table,

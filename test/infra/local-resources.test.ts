@@ -4,14 +4,14 @@ import { createRequire } from 'node:module';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { CreateTableCommand, DescribeTableCommand } from '@aws-sdk/client-dynamodb';
+import { DescribeTableCommand } from '@aws-sdk/client-dynamodb';
 import { CreateStreamCommand, DescribeStreamSummaryCommand, PutRecordCommand } from '@aws-sdk/client-kinesis';
 import { PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type AwsClients, createClients } from '../../functions/aws/clients.js';
 import { parseTenantConfig, streamName } from '../../functions/core/config.js';
 import { GSI1 } from '../../functions/store/keys.js';
-import { ensureResources } from '../../infra/local/resources.js';
+import { createTable, ensureResources } from '../../infra/local/resources.js';
 
 /**
  * The local runtime's start-up against emulators that, like AWS, answer CREATING for a while
@@ -107,7 +107,7 @@ describe('ensureResources', () => {
 
   it('waits for a table that exists but is still being created (a second start just after the first)', async () => {
     const tenant = tenantOf('racing');
-    await createTable('leaseq-racing');
+    await createTable(clients, 'leaseq-racing');
     await ensureResources(clients, tenant, {
       table: 'leaseq-racing',
       bucket: 'leaseq-racing-local',
@@ -119,7 +119,7 @@ describe('ensureResources', () => {
   it('waits for a stream that exists but is still being created', async () => {
     const tenant = tenantOf('streaming');
     const table = 'leaseq-streaming';
-    await createTable(table);
+    await createTable(clients, table);
     for (;;) {
       const out = await clients.dynamodb.send(new DescribeTableCommand({ TableName: table }));
       if (out.Table?.TableStatus === 'ACTIVE') break;
@@ -131,33 +131,3 @@ describe('ensureResources', () => {
     await useAtOnce(table, stream);
   });
 });
-
-/** The table as the runtime creates it, created by someone else (answers while it is CREATING). */
-async function createTable(table: string): Promise<void> {
-  await clients.dynamodb.send(
-    new CreateTableCommand({
-      TableName: table,
-      BillingMode: 'PAY_PER_REQUEST',
-      AttributeDefinitions: [
-        { AttributeName: 'pk', AttributeType: 'S' },
-        { AttributeName: 'sk', AttributeType: 'S' },
-        { AttributeName: 'gsi1pk', AttributeType: 'S' },
-        { AttributeName: 'gsi1sk', AttributeType: 'S' },
-      ],
-      KeySchema: [
-        { AttributeName: 'pk', KeyType: 'HASH' },
-        { AttributeName: 'sk', KeyType: 'RANGE' },
-      ],
-      GlobalSecondaryIndexes: [
-        {
-          IndexName: GSI1,
-          KeySchema: [
-            { AttributeName: 'gsi1pk', KeyType: 'HASH' },
-            { AttributeName: 'gsi1sk', KeyType: 'RANGE' },
-          ],
-          Projection: { ProjectionType: 'ALL' },
-        },
-      ],
-    }),
-  );
-}
