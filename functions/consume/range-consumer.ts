@@ -195,12 +195,10 @@ export class RangeConsumer {
       const first = group[0]?.d as Delivery;
       const range = { shard: first.shard, start: first.entry?.range as string };
       const indexes = [...new Set(group.map((x) => x.d.entry?.index as number))];
-      let newly = (await this.deps.ranges.ack(queue, range, indexes, now)) ? indexes : [];
-      if (!newly.length) newly = await this.ackOneByOne(queue, range, indexes, now);
-      const fresh =
-        newly.length === indexes.length
-          ? undefined
-          : await this.deps.ranges.get(queue, range.shard, range.start);
+      // The range as read before acking one by one: it tells the rest (acked before, or failed).
+      const { newly, fresh } = (await this.deps.ranges.ack(queue, range, indexes, now))
+        ? { newly: indexes, fresh: undefined }
+        : await this.ackOneByOne(queue, range, indexes, now);
       for (const x of group) {
         const index = x.d.entry?.index as number;
         let ok = newly.includes(index) || fresh?.acked.has(index) === true;
@@ -228,21 +226,22 @@ export class RangeConsumer {
     return statuses;
   }
 
-  /** After a grouped ack failed: what of it is still live, each on its own. */
+  /** After a grouped ack failed: what of it is still live, each on its own, and the range read to know. */
   private async ackOneByOne(
     queue: string,
     range: { shard: string; start: string },
     indexes: number[],
     now: number,
-  ): Promise<number[]> {
+  ): Promise<{ newly: number[]; fresh: Range | undefined }> {
     const fresh = await this.deps.ranges.get(queue, range.shard, range.start);
-    if (!fresh) return [];
+    if (!fresh) return { newly: [], fresh };
     const live = indexes.filter((i) => entryStatus(fresh, i, now) === 'leased');
-    if (live.length > 1 && (await this.deps.ranges.ack(queue, range, live, now))) return live;
+    if (live.length > 1 && (await this.deps.ranges.ack(queue, range, live, now)))
+      return { newly: live, fresh };
     const one = await mapLimit(live, 8, async (i) =>
       (await this.deps.ranges.ack(queue, range, [i], now)) ? [i] : [],
     );
-    return one.flat();
+    return { newly: one.flat(), fresh };
   }
 
   /** The failed attempt of a live delivery; undefined when the receipt is stale. */

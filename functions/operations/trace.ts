@@ -70,10 +70,6 @@ interface RangedEntry {
 export class Tracer {
   constructor(private readonly deps: TracerDeps) {}
 
-  private get messages(): MessageStore {
-    return this.deps.messages;
-  }
-
   /** A server-assigned id (a ULID) has no dedup record: its time says where in the log to look. */
   private async findInLog(queue: string, messageId: string) {
     if (!isValid(messageId)) return undefined;
@@ -96,7 +92,7 @@ export class Tracer {
   /** `queue` may be a Lambda consumer's namespace: the producer's acceptance is its queue's. */
   async trace(queue: string, messageId: string): Promise<Trace> {
     const [items, accepted] = await Promise.all([
-      this.messages.story(queue, messageId),
+      this.deps.messages.story(queue, messageId),
       this.deps.dedup.get(namespaceParts(queue).queue, messageId),
     ]);
     const state = items.find((i) => i.sk === 'S') as StateItem | undefined;
