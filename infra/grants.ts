@@ -48,9 +48,13 @@ export function grantClaimReads(bucket: s3.IBucket, grantee: iam.IGrantable, que
 export function grantSegments(
   bucket: s3.IBucket,
   grantee: iam.IGrantable,
-  access: 'write' | 'read',
+  access: 'write' | 'read' | 'read-write',
 ): iam.Grant {
-  const actions = access === 'write' ? ['s3:PutObject'] : ['s3:GetObject'];
+  const actions = {
+    write: ['s3:PutObject'],
+    read: ['s3:GetObject'],
+    'read-write': ['s3:GetObject', 's3:PutObject'],
+  }[access];
   return grantObjects(bucket, grantee, actions, 'segments/*', SEGMENT_KEYS_REASON);
 }
 

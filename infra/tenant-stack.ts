@@ -211,8 +211,8 @@ export class TenantStack extends Stack {
 
   /**
    * Each declared Lambda consumer: its entry bundled like leaseq's own functions, fed by its
-   * queue's stream. It writes its own message state and reads claim-checked payloads; it needs no
-   * PutRecords, since the sweep puts its retries back into the stream.
+   * queue's stream. It writes its own message state and segments and reads claim-checked payloads;
+   * it needs no PutRecords, since the sweep puts its retries back into the stream.
    */
   private createConsumers(): Map<string, nodejs.NodejsFunction> {
     const fns = new Map<string, nodejs.NodejsFunction>();
@@ -229,6 +229,8 @@ export class TenantStack extends Stack {
         });
         grantTableItems(this.table, fn);
         grantClaimReads(this.bucket, fn, queue.name);
+        // An unordered queue's consumer admits its batches into the lease layer: it writes their segments.
+        grantSegments(this.bucket, fn, 'read-write');
         queue.subscribe(fn, {
           batchSize: c.batch_size,
           maxBatchingWindow: Duration.seconds(c.max_batching_window_seconds),

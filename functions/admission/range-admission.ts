@@ -1,5 +1,5 @@
 import { mapLimit, sleep } from '../core/async.js';
-import type { QueueConfig } from '../core/config.js';
+import { namespaceParts, type QueueConfig } from '../core/config.js';
 import type { Envelope } from '../core/envelope.js';
 import {
   admittedTotal,
@@ -23,6 +23,9 @@ import type { SegmentEntry, SegmentStore } from '../store/segments.js';
  * Which copies are admitted: a server-assigned id was appended once, so its entry is admitted as
  * it is; a producer's id at the position its dedup record names; a retry's next entry once per
  * entry number (its message item says so).
+ * `queue` is a queue or a Lambda consumer's namespace (push-consumer.ts admits its batches here):
+ * the message state is the namespace's, the producer's dedup record its queue's, so every reader
+ * of a queue admits the same copy of a producer's id.
  */
 
 export interface RangeAdmissionDeps {
@@ -59,8 +62,10 @@ export class RangeAdmission {
     queue: string,
     config: QueueConfig,
     shard: string,
-    records: readonly LogRecord[],
+    offered: readonly LogRecord[],
   ): Promise<number> {
+    // A record belongs to the queue; its state here to the namespace.
+    const records = offered.map((r) => ({ ...r, envelope: { ...r.envelope, queue } }));
     const head = await this.deps.ranges.head(queue, shard);
     const fresh = records.filter((r) => !head || compareSequence(r.sequence, head.last) > 0);
     const skipped = records.length - fresh.length;
@@ -99,7 +104,7 @@ export class RangeAdmission {
   ): Promise<LogRecord[]> {
     const producerIds = records.filter((r) => r.envelope.entry === 1 && !r.envelope.server_id);
     const claims = await this.deps.dedup.claimPositions(
-      queue,
+      namespaceParts(queue).queue,
       producerIds.map((r) => ({
         messageId: r.envelope.message_id,
         record: { shard, sequence: r.sequence, acceptedAt: now },

@@ -41,8 +41,11 @@ export interface EntryFailure {
   reason: FailureReason;
   error?: string;
   retryAfterSeconds?: number;
-  /** A nack ends a live lease; the sweep ends an expired one. */
-  lease: 'live' | 'expired';
+  /**
+   * A nack ends a live lease; the sweep ends an expired one; a Lambda consumer ends the lease an
+   * invocation before it left (it crashed: the event source retries only once it is over), live or not.
+   */
+  lease: 'live' | 'expired' | 'abandoned';
   /** Give the entry back without a failed attempt (same attempt number, no history). */
   release?: boolean;
 }
@@ -87,7 +90,7 @@ export class RangeFailures {
     const item = await messages.failFromRange(at, stored, outcome, now, ttls, {
       source,
       ...(attempt ? { attempt } : {}),
-      ...(e.evicted ? { evicted: f.lease } : {}),
+      ...(e.evicted ? { evicted: f.lease === 'live' ? 'live' : 'expired' } : {}),
     });
     // An evicted lease's range already counts the entry finished: its item alone decides.
     if (e.evicted) return item ? this.finished(e, outcome, f, now, ttls) : undefined;
@@ -108,7 +111,7 @@ export class RangeFailures {
       if (!(landed && ours)) return undefined;
       return this.finished(e, outcome, f, now, ttls);
     }
-    if (!(await ranges.fail(e.queue, e.range, e.index, f.lease, now))) {
+    if (!(await ranges.fail(e.queue, e.range, e.index, f.lease === 'abandoned' ? 'any' : f.lease, now))) {
       const fresh = await ranges.get(e.queue, e.range.shard, e.range.start);
       const status = fresh ? entryStatus(fresh, e.index, now) : 'acked';
       // A nack that lost the race with its own expiry still ended the delivery as a failure.

@@ -65,7 +65,7 @@ export class Requeue {
     );
     const landed = items.filter((_, i) => appended[i]?.ok);
     const config = this.deps.tenant.queues[queue];
-    const ranged = consumer === undefined && config !== undefined && usesRanges(config);
+    const ranged = config !== undefined && usesRanges(config);
     await mapLimit(items, 16, async (item, i) => {
       const at = appended[i];
       if (!at?.ok) return;

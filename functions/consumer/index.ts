@@ -2,4 +2,4 @@
 
 export { NonRetryableError } from './errors.js';
 export { type ConsumerLambda, type LeaseqConsumerOptions, leaseqConsumer } from './middleware.js';
-export type { LeaseqMessage, MessageHandler } from './push-consumer.js';
+export type { LeaseqMessage, MessageHandler } from './records.js';

@@ -5,11 +5,13 @@ import middy from '@middy/core';
 import type { Context, KinesisStreamBatchResponse, KinesisStreamEvent } from 'aws-lambda';
 import { z } from 'zod';
 import { type AwsClients, createClients } from '../aws/clients.js';
-import { QUEUE_NAME } from '../core/config.js';
+import { QUEUE_NAME, usesRanges } from '../core/config.js';
 import { ENV, type RuntimeConfig, runtimeConfigFromEnv } from '../core/runtime-config.js';
 import { flushMetrics, metricsOptions, SERVICE } from '../observability/metrics.js';
 import { buildServices } from '../services.js';
-import { type MessageHandler, PushConsumer } from './push-consumer.js';
+import { PushConsumer } from './push-consumer.js';
+import { RangePushConsumer } from './range-push-consumer.js';
+import type { MessageHandler } from './records.js';
 
 /**
  * `leaseqConsumer(handler, options)`: the Lambda handler of a push consumer, for the queue's
@@ -123,7 +125,7 @@ function instantiate(
   }
   const logger = (env.logger ?? new Logger()).createChild({ persistentKeys: { queue, consumer } });
   const metrics = env.metrics ?? new Metrics(metricsOptions(SERVICE.consumer, env.config.tenant.tenant));
-  const push = new PushConsumer({
+  const deps = {
     ...buildServices(env.config, env.clients),
     queue,
     consumer,
@@ -133,7 +135,8 @@ function instantiate(
     handler: definition.handler,
     concurrency,
     timeoutMarginMs,
-  });
+  };
+  const push = usesRanges(config) ? new RangePushConsumer(deps) : new PushConsumer(deps);
   return middy<KinesisStreamEvent, KinesisStreamBatchResponse>()
     .use(injectLambdaContext(logger))
     .use(flushMetrics(metrics))

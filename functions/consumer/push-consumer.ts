@@ -11,14 +11,21 @@ import type { Failures } from '../consume/failures.js';
 import type { KeyOrder } from '../consume/key-order.js';
 import { mapLimit } from '../core/async.js';
 import { consumerNamespace, type QueueConfig, streamName } from '../core/config.js';
-import { decodeEnvelope, type Envelope } from '../core/envelope.js';
+import type { Envelope } from '../core/envelope.js';
 import { retentionTtls } from '../core/retention.js';
 import type { Outcome } from '../core/retry-policy.js';
 import { type CounterName, countFor } from '../observability/metrics.js';
 import type { Counters } from '../store/counters.js';
 import type { KeyState, KeyStates } from '../store/key-states.js';
 import type { MessageStore, NewLease, StateItem } from '../store/messages.js';
-import { isNonRetryable } from './errors.js';
+import {
+  assertStream,
+  type ConsumerRecord,
+  consumerRecords,
+  handlerFailure,
+  type MessageHandler,
+  messageOf,
+} from './records.js';
 
 /**
  * One Lambda consumer of a queue (DESIGN §2 "consumer middleware"): each record of a batch is
@@ -33,19 +40,6 @@ import { isNonRetryable } from './errors.js';
  * Not Powertools' BatchProcessor: it reports every record whose handler throws as a batch item
  * failure, has no cap on records in flight, and cannot stop before the deadline.
  */
-
-export interface LeaseqMessage<T = unknown> {
-  message_id: string;
-  key: string | null;
-  payload: T;
-  headers: Record<string, string>;
-  /** 1 on the first delivery. */
-  attempt: number;
-  /** When the producer's request accepted the message. */
-  enqueued_at: string;
-}
-
-export type MessageHandler<T = unknown> = (message: LeaseqMessage<T>, context: Context) => unknown;
 
 export interface PushConsumerDeps {
   tenant: string;
@@ -70,14 +64,7 @@ export interface PushConsumerDeps {
   timeoutMarginMs: number;
 }
 
-/** History items stay small; a pull nack's error has the same bound. */
-const MAX_ERROR_CHARS = 4096;
-
-/** A record of the batch that is this consumer's to handle. */
-interface Entry {
-  record: KinesisStreamRecord;
-  envelope: Envelope;
-}
+type Entry = ConsumerRecord;
 
 /** What one invocation knows of a key of an ordered queue while it runs the key's records. */
 interface KeyRun {
@@ -100,11 +87,7 @@ export class PushConsumer {
   }
 
   async handle(event: KinesisStreamEvent, context: Context): Promise<KinesisStreamBatchResponse> {
-    const arn = event.Records[0]?.eventSourceARN;
-    // A mapping on the wrong stream would fill this consumer's state with another queue's messages.
-    if (arn !== undefined && !arn.endsWith(`/${this.stream}`)) {
-      throw new Error(`the consumer of ${this.stream} received records of ${arn}`);
-    }
+    assertStream(event, this.stream);
     const entries = this.entries(event.Records);
     const ordered = this.deps.config.ordered;
     // On an ordered queue a key's records run one after another in log order; keys run side by side.
@@ -164,10 +147,7 @@ export class PushConsumer {
   /** The batch's envelopes for this consumer; a second copy of one entry (a producer's crash-retry) once. */
   private entries(records: readonly KinesisStreamRecord[]): Entry[] {
     const seen = new Set<string>();
-    return records.flatMap((record) => {
-      const envelope = this.decode(record);
-      if (!envelope) return [];
-      if (envelope.for !== undefined && envelope.for !== this.deps.consumer) return [];
+    return consumerRecords(records, this.deps.consumer, this.deps.logger).flatMap(({ record, envelope }) => {
       const copy = `${envelope.message_id}#${envelope.entry}`;
       if (seen.has(copy)) return [];
       seen.add(copy);
@@ -247,15 +227,8 @@ export class PushConsumer {
     run: KeyRun | undefined,
     count: (name: CounterName) => void,
   ): Promise<void> {
-    const message: LeaseqMessage = {
-      message_id: envelope.message_id,
-      key: envelope.key ?? null,
-      // Outside the handler's try: a failed S3 read is the infrastructure's, not the message's.
-      payload: await this.deps.claims.payloadOf(envelope),
-      headers: envelope.headers ?? {},
-      attempt: item.attempt,
-      enqueued_at: envelope.produced_at,
-    };
+    // Outside the handler's try: a failed S3 read is the infrastructure's, not the message's.
+    const message = messageOf(envelope, await this.deps.claims.payloadOf(envelope), item.attempt);
     count('received');
     if (item.attempt > 1) count('redelivered');
     try {
@@ -292,8 +265,7 @@ export class PushConsumer {
   /** Exactly a pull nack: history, then the delay tier or the DLQ. */
   /** The outcome, or undefined when the lease had already ended (stale). */
   private async fail(item: StateItem, err: unknown): Promise<Outcome | undefined> {
-    const error = (err instanceof Error ? err.message : String(err)).slice(0, MAX_ERROR_CHARS);
-    const reason = isNonRetryable(err) ? 'non_retryable' : 'nack';
+    const { reason, error } = handlerFailure(err);
     const outcome = await this.deps.failures.fail(
       this.namespace,
       this.deps.config,
@@ -309,19 +281,6 @@ export class PushConsumer {
       outcome: outcome?.kind ?? 'stale',
     });
     return outcome;
-  }
-
-  /** A record that is not an envelope can never be delivered: it is logged and passed over. */
-  private decode(record: KinesisStreamRecord): Envelope | undefined {
-    try {
-      return decodeEnvelope(Buffer.from(record.kinesis.data, 'base64'));
-    } catch (err) {
-      this.deps.logger.error('skipping a record that is not a leaseq envelope', {
-        sequenceNumber: record.kinesis.sequenceNumber,
-        error: (err as Error).message,
-      });
-      return undefined;
-    }
   }
 }
 

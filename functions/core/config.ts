@@ -226,9 +226,10 @@ export function storageQuotaBytes(q: QueueConfig): number {
 }
 
 /**
- * Unordered pull queues run on the lease layer over the log (core/ranges.ts). Ordered queues and
- * queues with Lambda consumers keep a state item per message until they move onto it too.
+ * Unordered queues run on the lease layer over the log (core/ranges.ts): their pull consumers and
+ * each Lambda consumer's namespace. Ordered queues keep a state item per message until they move
+ * onto it too.
  */
-export function usesRanges(q: Pick<QueueConfig, 'ordered' | 'consumers'>): boolean {
-  return !q.ordered && q.consumers.length === 0;
+export function usesRanges(q: Pick<QueueConfig, 'ordered'>): boolean {
+  return !q.ordered;
 }

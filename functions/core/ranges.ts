@@ -5,8 +5,9 @@ import { createHash } from 'node:crypto';
  * admitted log entries are cut into ranges of contiguous entries. A range knows, per entry, its
  * lease (expiry, delivery time, consumer) and whether it finished (acked, or failed onto the retry
  * path). Every entry is leased at most once in its range: a retry re-enters the log as a new
- * entry, so the position of an entry names one delivery, and nothing ever turns an entry back
- * from leased to free. Two consequences the code relies on:
+ * entry, so the position of an entry names one delivery, and nothing turns an entry back from
+ * leased to free (but a Lambda consumer giving back leases it never started: its namespace has no
+ * pull receivers, which are what rely on this). Two consequences the code relies on:
  * - below the lowest range with a free entry (the lease frontier) nothing is leasable, ever;
  * - below the lowest unfinished range (the commit point) everything is finished, for good.
  */

@@ -257,14 +257,17 @@ export class Operations {
    * mapping has not read yet (Lambda's IteratorAge), which no item here knows; nor does it have
    * a window, receipts or acked and produced totals (the push path does not count them).
    */
-  async consumerStats(namespace: string) {
+  async consumerStats(namespace: string, config: QueueConfig) {
     const now = this.now();
     const shards = await this.shardsOf(namespace);
     const m = this.deps.messages;
     const perShard = await Promise.all(
-      shards.map((shard) =>
-        Promise.all([m.count(gsi.leased(namespace, shard)), m.count(gsi.delayed(namespace, shard))]),
-      ),
+      shards.map(async (shard) => {
+        if (!usesRanges(config))
+          return Promise.all([m.count(gsi.leased(namespace, shard)), m.count(gsi.delayed(namespace, shard))]);
+        const s = await this.rangeShardStats(namespace, shard, now);
+        return [s.inFlight, s.delayed] as const;
+      }),
     );
     const [dead, totals] = await Promise.all([
       this.deadStats(namespace, now),

@@ -165,7 +165,7 @@ export class RangeStore {
     indexes: readonly number[],
     lease: NewLease,
   ): Promise<Range | undefined> {
-    const tag = lease.consumerId === undefined ? '' : consumerTag(lease.consumerId);
+    const tag = leaseTag(lease);
     const names: Record<string, string> = { '#E': 'E', '#O': 'O', '#C': 'C', '#tag': tag || '-' };
     const set: string[] = [];
     const cond: string[] = ['attribute_exists(pk)'];
@@ -182,9 +182,37 @@ export class RangeStore {
       ExpressionAttributeNames: names,
       ExpressionAttributeValues: {
         ':e': lease.expiresAt,
-        ':o': `${lease.deliveredAt.toString(36)}.${tag}`,
+        ':o': leaseStamp(lease),
         ...(lease.consumerId !== undefined ? { ':c': lease.consumerId } : {}),
       },
+    });
+  }
+
+  /**
+   * Gives back leases that were never handed to anyone (a Lambda consumer's invocation that ran out
+   * of time or met an AWS failure first): each entry is free again for the event source's retry of
+   * the batch. Only where the lease is still the one written with `lease`; all or none.
+   */
+  release(
+    queue: string,
+    range: Pick<Range, 'shard' | 'start'>,
+    indexes: readonly number[],
+    lease: NewLease,
+  ): Promise<Range | undefined> {
+    const names: Record<string, string> = { '#E': 'E', '#O': 'O', '#A': 'A', '#F': 'F' };
+    const values: Record<string, unknown> = { ':o': leaseStamp(lease) };
+    const remove: string[] = [];
+    const cond = indexes.map((index, k) => {
+      names[`#k${k}`] = String(index);
+      values[`:v${k}`] = index;
+      remove.push(`#E.#k${k}`, `#O.#k${k}`);
+      return `#O.#k${k} = :o AND ${unfinishedCondition(k)}`;
+    });
+    return this.update(queue, range, {
+      UpdateExpression: `REMOVE ${remove.join(', ')}`,
+      ConditionExpression: cond.join(' AND '),
+      ExpressionAttributeNames: names,
+      ExpressionAttributeValues: values,
     });
   }
 
@@ -283,6 +311,15 @@ export class RangeStore {
       throw err;
     }
   }
+}
+
+function leaseTag(lease: NewLease): string {
+  return lease.consumerId === undefined ? '' : consumerTag(lease.consumerId);
+}
+
+/** What a lease writes to `O`: its delivery time and its consumer's tag. */
+function leaseStamp(lease: NewLease): string {
+  return `${lease.deliveredAt.toString(36)}.${leaseTag(lease)}`;
 }
 
 function liveCondition(k: number): string {

@@ -117,10 +117,9 @@ export class Sweeper {
     const shards = await this.deps.shards.shards(streamName(this.deps.tenant.tenant, ns.queue));
     await Promise.all(
       shards.map(async (shard) => {
-        report.expired +=
-          ns.consumer === undefined && usesRanges(ns.config)
-            ? await this.expireRanges(ns.name, ns.config, shard)
-            : await this.expireLeases(ns.name, ns.config, shard);
+        report.expired += usesRanges(ns.config)
+          ? await this.expireRanges(ns, shard)
+          : await this.expireLeases(ns.name, ns.config, shard);
         report.requeued += await this.requeueDue(ns, shard);
         if (ns.config.ordered) report.released += await this.deps.keyOrder.releaseStragglers(ns.name, shard);
       }),
@@ -147,8 +146,9 @@ export class Sweeper {
    * moved out of them) become failed attempts; the gap cap moves live leases far below the head
    * out of their ranges; the commit point's hint moves up to the lowest unfinished range.
    */
-  private async expireRanges(queue: string, config: QueueConfig, shard: string): Promise<number> {
+  private async expireRanges(ns: Namespace, shard: string): Promise<number> {
     const { ranges } = this.deps;
+    const { name: queue, config } = ns;
     const now = this.now();
     const open = await ranges.from(queue, shard, await ranges.commitHint(queue, shard), RANGES_PER_PASS);
     const expired = open.flatMap((range) => expiredEntries(range, now).map((index) => ({ range, index })));
@@ -163,7 +163,8 @@ export class Sweeper {
       );
       return outcome !== undefined;
     });
-    const stuck = stuckEntries(open, gapCap(config), now);
+    // A Lambda consumer's lease ends with its invocation: none outlives the gap cap's reason.
+    const stuck = ns.consumer === undefined ? stuckEntries(open, gapCap(config), now) : [];
     await mapLimit(stuck, 16, async ({ range, index }) => {
       const target = await this.entryOf(queue, range, index);
       if (target) await this.deps.rangeFailures.evict(config, target, now);

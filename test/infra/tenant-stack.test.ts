@@ -554,14 +554,20 @@ describe('TenantStack with a Lambda consumer', () => {
     expect(dispatch.map((m) => m.EventSourceArn)).toEqual([arnOf(streams()['leaseq-push-jobs'] as string)]);
   });
 
-  it('grants it table items, claim reads of its queue and reads of its stream: no PutRecords', () => {
+  it('grants it table items, claim reads of its queue, its segments and reads of its stream: no PutRecords', () => {
     const statements = functionStatements(pushTemplate, consumerId());
     const dynamo = serviceStatements(statements, 'dynamodb:');
     expect(actionsOf(dynamo)).toEqual(TABLE_ITEM_ACTIONS);
     const s3 = serviceStatements(statements, 's3:');
-    expect(actionsOf(s3)).toEqual(new Set(['s3:GetObject']));
+    expect(actionsOf(s3)).toEqual(new Set(['s3:GetObject', 's3:PutObject']));
     const bucketArn = arnOf(logicalId(push.bucket));
-    expect(resourcesOf(s3)).toEqual([{ 'Fn::Join': ['', [bucketArn, '/claims/events/*']] }]);
+    expect(resourcesOf(s3)).toEqual([
+      { 'Fn::Join': ['', [bucketArn, '/claims/events/*']] },
+      { 'Fn::Join': ['', [bucketArn, '/segments/*']] },
+    ]);
+    // Writes only where segments go: claim-checked payloads stay read-only for a consumer.
+    const writes = s3.filter((st) => actionsOf([st]).has('s3:PutObject'));
+    expect(resourcesOf(writes)).toEqual([{ 'Fn::Join': ['', [bucketArn, '/segments/*']] }]);
     const kinesis = serviceStatements(statements, 'kinesis:');
     expect(actionsOf(kinesis)).toEqual(CONSUME_ACTIONS);
     expect(resourcesOf(kinesis)).toEqual([arnOf(streams()['leaseq-push-events'] as string)]);
