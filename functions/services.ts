@@ -15,6 +15,7 @@ import { AuditTrail } from './store/audit.js';
 import { BufferedAdds } from './store/buffered-adds.js';
 import { Counters } from './store/counters.js';
 import { DedupStore } from './store/dedup.js';
+import { KeyHolds } from './store/key-holds.js';
 import { KeyStates } from './store/key-states.js';
 import { MessageStore } from './store/messages.js';
 import { RangeStore } from './store/ranges.js';
@@ -33,13 +34,14 @@ export function buildServices(config: RuntimeConfig, clients: AwsClients) {
   const buffered = new BufferedAdds(clients.doc, table);
   const counters = new Counters(clients.doc, table, buffered);
   const keys = new KeyStates(clients.doc, table);
+  const holds = new KeyHolds(clients.doc, table);
   const claims = new ClaimStore(clients.s3, config.bucketName);
   const shards = new ShardDirectory(clients.kinesis);
   const log = new StreamLog(clients.kinesis);
   const audit = new AuditTrail(clients.doc, table);
   const segments = new SegmentStore(clients.doc, clients.s3, table, config.bucketName);
   const requeue = new Requeue({ tenant: config.tenant, messages, segments, log });
-  const keyOrder = new KeyOrder({ keys, messages, counters, requeue });
+  const keyOrder = new KeyOrder({ keys, holds, messages, counters, requeue });
   const dedup = new DedupStore(clients.doc, table);
   const storage = new StorageMeter(clients.doc, table, buffered);
   const ranges = new RangeStore(clients.doc, table);
@@ -48,6 +50,7 @@ export function buildServices(config: RuntimeConfig, clients: AwsClients) {
     messages,
     counters,
     keys,
+    holds,
     claims,
     shards,
     log,
@@ -69,6 +72,7 @@ export function buildServices(config: RuntimeConfig, clients: AwsClients) {
       dedup,
       ranges,
       segments,
+      holds,
     }),
     operations: new Operations({
       tenant,

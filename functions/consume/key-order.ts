@@ -8,20 +8,23 @@ import {
   predecessorAllows,
 } from '../core/ordering.js';
 import type { Counters } from '../store/counters.js';
+import type { KeyHolds } from '../store/key-holds.js';
 import type { KeyState, KeyStates } from '../store/key-states.js';
 import { gsi } from '../store/keys.js';
-import type { Candidate, MessageStore, StateItem } from '../store/messages.js';
+import type { MessageStore, StateItem } from '../store/messages.js';
 import type { Requeue } from './requeue.js';
 
 /**
  * Ordering on an ordered queue, over the key states and the messages: who may be leased,
  * what happens to a key when its holder is acked or dead-lettered, and how held messages come
- * back: to the ready index for pull consumers, through the log for a Lambda consumer's
- * namespace (nothing reads its ready index).
+ * back: to the ready index for pull consumers; for a Lambda consumer's namespace (whose held
+ * messages are in its keys' hold areas: consumer/keyed-delivery.ts) by a wake record through the
+ * log, which the consumer answers by delivering them.
  */
 
 export interface KeyOrderDeps {
   keys: KeyStates;
+  holds: KeyHolds;
   messages: MessageStore;
   counters: Counters;
   requeue: Requeue;
@@ -89,21 +92,9 @@ export class KeyOrder {
       : this.deps.keys.claim(queue, item.key, item.message_id);
   }
 
-  /** The holder is done: the key is free, and what was held while it was busy goes back. */
+  /** The holder is done: the key is free. */
   async finished(queue: string, key: string, messageId: string): Promise<boolean> {
-    const before = await this.deps.keys.release(queue, key, messageId);
-    if (before?.waiting_on !== undefined) await this.releaseHeld(queue, before.waiting_on, key);
-    return before !== undefined;
-  }
-
-  /**
-   * A Lambda consumer's message that may not go yet: held, and its key marked, so that the
-   * holder's release (`finished`) sends it back through the log. The mark comes first: a
-   * release in between finds it and the sweep's straggler pass returns what it missed.
-   */
-  async hold(queue: string, item: Candidate): Promise<boolean> {
-    await this.deps.keys.markWaiting(queue, item.key as string, item.shard);
-    return this.deps.messages.hold(item);
+    return (await this.deps.keys.release(queue, key, messageId)) !== undefined;
   }
 
   async died(queue: string, item: Pick<StateItem, 'key' | 'message_id' | 'shard'>): Promise<void> {
@@ -122,12 +113,15 @@ export class KeyOrder {
   }
 
   async releaseHeld(queue: string, shard: string, key: string): Promise<number> {
+    if (isNamespace(queue)) {
+      const held = await this.deps.holds.count(queue, key);
+      if (held) await this.deps.requeue.wake(queue, key, this.now());
+      return held;
+    }
     let released = 0;
     for (;;) {
       const held = await this.deps.messages.heldOf(queue, shard, key, HELD_PAGE);
-      const moved = isNamespace(queue)
-        ? (await this.deps.requeue.reappend(queue, held, 'held', this.now())).length
-        : await this.toReady(queue, shard, held);
+      const moved = await this.toReady(queue, shard, held);
       released += moved;
       if (held.length < HELD_PAGE || moved === 0) return released;
     }
@@ -143,10 +137,9 @@ export class KeyOrder {
   }
 
   /**
-   * Held messages that nothing will release: dispatch read the key as parked just before it was
-   * released; on a Lambda consumer's namespace, a release that crashed before sending them back;
-   * a redrive that stopped between putting the dead message back and unparking its key. The
-   * sweep returns them.
+   * Held messages of a pull queue that nothing will release: dispatch read the key as parked just
+   * before it was released; a redrive that stopped between putting the dead message back and
+   * unparking its key. The sweep returns them.
    */
   async releaseStragglers(queue: string, shard: string): Promise<number> {
     const held = await this.deps.messages.partition(gsi.held(queue, shard), { limit: HELD_PAGE });
@@ -158,10 +151,7 @@ export class KeyOrder {
     const isParked = (h: StateItem) => keys.get(h.key as string)?.parked_at !== undefined;
     let released = await this.finishRedrives(queue, held.filter(isParked), keys);
     const unparked = held.filter((h) => !isParked(h));
-    // A namespace's held messages also wait for a busy key or a predecessor: only the keys whose
-    // first held message may go now are sent back, or they would only come back held again.
-    const free = isNamespace(queue) ? await this.leasable(queue, firstOfEachKey(unparked)) : unparked;
-    for (const key of new Set(free.map((h) => h.key as string))) {
+    for (const key of new Set(unparked.map((h) => h.key as string))) {
       released += await this.releaseHeld(queue, shard, key);
     }
     return released;
@@ -197,6 +187,12 @@ export class KeyOrder {
     return released;
   }
 
+  /** How many messages wait behind the key: in a Lambda consumer's hold area, or a pull queue's held partition. */
+  heldCount(queue: string, state: KeyState): Promise<number> {
+    if (isNamespace(queue)) return this.deps.holds.count(queue, state.key);
+    return state.shard ? this.deps.messages.countHeld(queue, state.shard, state.key) : Promise.resolve(0);
+  }
+
   parkedKeys(queue: string): Promise<KeyState[]> {
     return this.deps.keys.parked(queue);
   }
@@ -204,10 +200,4 @@ export class KeyOrder {
   private now(): number {
     return this.deps.now?.() ?? Date.now();
   }
-}
-
-/** The held partition is sorted by key, then log order. */
-function firstOfEachKey(held: readonly StateItem[]): StateItem[] {
-  const seen = new Set<string>();
-  return held.filter((h) => !seen.has(h.key as string) && seen.add(h.key as string));
 }

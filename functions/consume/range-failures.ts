@@ -125,6 +125,41 @@ export class RangeFailures {
   }
 
   /**
+   * A failed delivery of a message from a key's hold area (an ordered queue's Lambda consumer): the
+   * message item with the attempt, its body inline (no segment entry to point at). Answers the
+   * outcome, also when an earlier try of this very failure landed (it crashed before the hold item
+   * went); undefined when the item says otherwise.
+   */
+  async failHeld(
+    config: QueueConfig,
+    held: { queue: string; shard: string; sequence: string; envelope: Envelope; lease: Lease },
+    f: Pick<EntryFailure, 'reason' | 'error' | 'lease'>,
+    now: number,
+  ): Promise<Outcome | undefined> {
+    const env = held.envelope;
+    const outcome = afterFailure(config, { attempt: env.attempt, reason: f.reason, now });
+    const ttls = retentionTtls(config, now);
+    const attempt = {
+      generation: env.entry,
+      attempt: env.attempt,
+      ...(held.lease.consumerId !== undefined ? { consumer_id: held.lease.consumerId } : {}),
+      reason: f.reason,
+      ...(f.error !== undefined ? { error: f.error } : {}),
+      delivered_at: held.lease.deliveredAt,
+      failed_at: now,
+    };
+    const at = { shard: held.shard, seq: held.sequence };
+    const item = await this.deps.messages.failFromRange(at, env, outcome, now, ttls, { attempt });
+    const failed = { queue: held.queue, envelope: env };
+    if (item) return this.finished(failed, outcome, f, now, ttls);
+    const existing = await this.deps.messages.get(held.queue, env.message_id);
+    const landed =
+      existing?.shard === held.shard && existing.seq === held.sequence && existing.state !== 'ranged';
+    if (!landed) return undefined;
+    return existing.state === 'dead' ? { kind: 'dead', reason: f.reason } : outcome;
+  }
+
+  /**
    * The gap cap: moves a live lease out of its range into the message's item, then finishes the
    * entry in the range so the commit point can pass it. Taken back if the lease was acked first.
    */
@@ -145,9 +180,9 @@ export class RangeFailures {
 
   /** What follows a failed attempt that landed: its counts, and a dead letter's event. */
   private async finished(
-    e: FailedEntry,
+    e: Pick<FailedEntry, 'queue' | 'envelope'>,
     outcome: Outcome,
-    f: EntryFailure,
+    f: Pick<EntryFailure, 'lease' | 'release'>,
     now: number,
     ttls: { deadTtl: number },
   ): Promise<Outcome> {

@@ -6,9 +6,9 @@ import { type MessageStore, type StateItem, type StoredBody, storedBody } from '
 import type { SegmentStore } from '../store/segments.js';
 
 /**
- * Puts messages back into their queue's stream as their next entry: due retries (the sweep),
- * redriven dead letters (attempt 1 again), and on a Lambda consumer of an ordered queue,
- * messages held while their key was busy or parked. The new entry is appended first; the item
+ * Puts messages back into their queue's stream as their next entry: due retries (the sweep) and
+ * redriven dead letters (attempt 1 again); and wake records for a Lambda consumer's keys with held
+ * messages. The new entry is appended first; the item
  * leaves its index partition only once the entry is in the log, so a crash in between leaves a
  * second copy, which admission takes once. On the lease layer the item is marked `ranged` where
  * the entry landed (a body there comes from its segment, `src`, when it has none of its own).
@@ -31,7 +31,7 @@ export class Requeue {
   async reappend(
     namespace: string,
     items: readonly StateItem[],
-    from: 'delayed' | 'held' | 'dead',
+    from: 'delayed' | 'dead',
     now: number,
   ): Promise<StateItem[]> {
     if (!items.length) return [];
@@ -65,11 +65,11 @@ export class Requeue {
     );
     const landed = items.filter((_, i) => appended[i]?.ok);
     const config = this.deps.tenant.queues[queue];
-    const ranged = config !== undefined && usesRanges(config);
+    const ranged = config !== undefined && usesRanges(config, consumer);
     await mapLimit(items, 16, async (item, i) => {
       const at = appended[i];
       if (!at?.ok) return;
-      if (from !== 'held' && ranged) {
+      if (ranged) {
         await this.deps.messages.markRanged(item, from, {
           shard: at.shardId,
           seq: at.sequenceNumber,
@@ -79,6 +79,31 @@ export class Requeue {
       } else await this.deps.messages.markRequeued(namespace, item.message_id, item.entry, from);
     });
     return landed;
+  }
+
+  /**
+   * A wake record for `key` (envelope.ts `wake`): the Lambda consumer of `namespace` delivers the
+   * key's held messages when it reaches it. In the key's shard, as every message of the key.
+   */
+  async wake(namespace: string, key: string, now: number): Promise<boolean> {
+    const { queue, consumer } = namespaceParts(namespace);
+    const at = new Date(now).toISOString();
+    const envelope: Envelope = {
+      v: 1,
+      message_id: `wake.${now}`,
+      queue,
+      key,
+      produced_at: at,
+      enqueued_at: at,
+      attempt: 1,
+      entry: 1,
+      wake: true,
+      ...(consumer !== undefined ? { for: consumer } : {}),
+    };
+    const [appended] = await this.deps.log.append(streamName(this.deps.tenant.tenant, queue), [
+      { partitionKey: key, data: Buffer.from(JSON.stringify(envelope)) },
+    ]);
+    return appended?.ok === true;
   }
 
   /**

@@ -5,11 +5,10 @@ import middy from '@middy/core';
 import type { Context, KinesisStreamBatchResponse, KinesisStreamEvent } from 'aws-lambda';
 import { z } from 'zod';
 import { type AwsClients, createClients } from '../aws/clients.js';
-import { QUEUE_NAME, usesRanges } from '../core/config.js';
+import { QUEUE_NAME } from '../core/config.js';
 import { ENV, type RuntimeConfig, runtimeConfigFromEnv } from '../core/runtime-config.js';
 import { flushMetrics, metricsOptions, SERVICE } from '../observability/metrics.js';
 import { buildServices } from '../services.js';
-import { PushConsumer } from './push-consumer.js';
 import { RangePushConsumer } from './range-push-consumer.js';
 import type { MessageHandler } from './records.js';
 
@@ -136,7 +135,7 @@ function instantiate(
     concurrency,
     timeoutMarginMs,
   };
-  const push = usesRanges(config) ? new RangePushConsumer(deps) : new PushConsumer(deps);
+  const push = new RangePushConsumer(deps);
   return middy<KinesisStreamEvent, KinesisStreamBatchResponse>()
     .use(injectLambdaContext(logger))
     .use(flushMetrics(metrics))

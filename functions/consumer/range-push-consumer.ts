@@ -6,23 +6,25 @@ import type { ClaimStore } from '../claims/claims.js';
 import type { RangeFailures } from '../consume/range-failures.js';
 import { mapLimit } from '../core/async.js';
 import { consumerNamespace, type QueueConfig, streamName } from '../core/config.js';
-import type { Envelope } from '../core/envelope.js';
-import { compareSequence, entryStatus, type Lease, type Range } from '../core/ranges.js';
-import { type CounterName, countFor } from '../observability/metrics.js';
+import { compareSequence, entryStatus, type Lease } from '../core/ranges.js';
+import { countFor } from '../observability/metrics.js';
 import type { Counters } from '../store/counters.js';
-import type { NewLease, RangeStore } from '../store/ranges.js';
+import type { KeyHolds } from '../store/key-holds.js';
+import type { KeyState, KeyStates } from '../store/key-states.js';
+import type { RangeStore } from '../store/ranges.js';
 import type { SegmentStore } from '../store/segments.js';
+import { Invocation, type Located } from './invocation.js';
+import { KeyedDelivery } from './keyed-delivery.js';
 import {
   assertStream,
   type ConsumerRecord,
   consumerRecords,
-  handlerFailure,
+  type handlerFailure,
   type MessageHandler,
-  messageOf,
 } from './records.js';
 
 /**
- * A Lambda consumer of an unordered queue on the lease layer (DESIGN §2a): each batch is admitted
+ * A Lambda consumer on the lease layer (DESIGN §2a): each batch is admitted
  * into the consumer's own namespace like dispatch admits a queue's (one segment, a few ranges),
  * leased one write per range as the invocation reaches it, handed to the user's handler, and
  * acked one write per range. A failing message takes the pull path's exception path (delay tier,
@@ -34,6 +36,7 @@ import {
  * crashed or timed out: it counts as that delivery's failed attempt (as the sweep would count it
  * at its expiry), and the message comes back through its delay tier. A message that kills every
  * invocation that handles it therefore reaches the DLQ instead of stalling its shard.
+ * On an ordered queue, keyed-delivery.ts keeps each key's order.
  */
 
 export interface RangePushConsumerDeps {
@@ -46,6 +49,8 @@ export interface RangePushConsumerDeps {
   segments: SegmentStore;
   rangeFailures: RangeFailures;
   claims: ClaimStore;
+  keys: KeyStates;
+  holds: KeyHolds;
   /** Its totals are written at the end of each invocation: the instance may be frozen after it. */
   counters: Pick<Counters, 'flush'>;
   logger: Logger;
@@ -57,48 +62,6 @@ export interface RangePushConsumerDeps {
   concurrency: number;
   /** Below this much time left, no new record is started. */
   timeoutMarginMs: number;
-}
-
-/** A record of the batch at its entry in the namespace's ranges. */
-interface Located {
-  sequence: string;
-  envelope: Envelope;
-  range: Range;
-  index: number;
-}
-
-/** One range's entries as this invocation leases, runs and acks them. */
-class RangeRun {
-  private leasing?: Promise<ReadonlySet<number>>;
-  private readonly done: number[] = [];
-  private outstanding: number;
-  /** Handed to the handler: never given back, whatever happens after. */
-  readonly started = new Set<number>();
-
-  constructor(
-    readonly range: Range,
-    readonly indexes: readonly number[],
-  ) {
-    this.outstanding = indexes.length;
-  }
-
-  /** The indexes this invocation holds, leased on first need with one write for all of them. */
-  held(lease: (range: Range, indexes: readonly number[]) => Promise<ReadonlySet<number>>) {
-    this.leasing ??= lease(this.range, this.indexes);
-    return this.leasing;
-  }
-
-  /** Marks one entry settled; answers the entries to ack once none is outstanding. */
-  settle(index: number, handled: boolean): number[] | undefined {
-    if (handled) this.done.push(index);
-    this.outstanding--;
-    return this.outstanding === 0 ? this.rest() : undefined;
-  }
-
-  /** Handled entries not acked yet (the run stopped before its last entry). */
-  rest(): number[] {
-    return this.done.splice(0);
-  }
 }
 
 export class RangePushConsumer {
@@ -113,78 +76,148 @@ export class RangePushConsumer {
   async handle(event: KinesisStreamEvent, context: Context): Promise<KinesisStreamBatchResponse> {
     assertStream(event, this.stream);
     const records = consumerRecords(event.Records, this.deps.consumer, this.deps.logger);
+    const offered = records
+      .filter((r) => !r.envelope.wake)
+      .map(({ record, envelope }: ConsumerRecord) => ({ sequence: record.kinesis.sequenceNumber, envelope }));
     const report = (left: readonly { sequence: string }[]) => ({
       batchItemFailures: left.map((l) => ({ itemIdentifier: l.sequence })),
     });
-    const offered = records.map(({ record, envelope }: ConsumerRecord) => ({
-      sequence: record.kinesis.sequenceNumber,
-      envelope,
-    }));
     // Nothing is admitted or leased when no record could start: the retry finds the batch untouched.
-    if (!offered.length || context.getRemainingTimeInMillis() < this.deps.timeoutMarginMs)
+    if (!records.length || context.getRemainingTimeInMillis() < this.deps.timeoutMarginMs)
       return report(offered);
     const shard = (event.Records[0] as (typeof event.Records)[number]).eventID.split(':')[0] as string;
-    const taken = await this.deps.admission.admit(this.namespace, this.deps.config, shard, offered);
+    const taken = offered.length
+      ? await this.deps.admission.admit(this.namespace, this.deps.config, shard, offered)
+      : 0;
     const located = await this.locate(shard, offered.slice(0, taken));
-
     const now = Date.now();
-    const lease: NewLease = {
-      deliveredAt: now,
-      // The invocation's own end: past it, the sweep counts a failed attempt.
-      expiresAt: now + context.getRemainingTimeInMillis(),
-      consumerId: `${this.deps.consumer}/${context.awsRequestId}`,
-    };
-    const counts: Partial<Record<CounterName, number>> = {};
-    const count = (name: CounterName, n = 1) => {
-      if (n) counts[name] = (counts[name] ?? 0) + n;
-    };
-    const abandoned = located.filter((l) => {
+    const left = located.filter((l) => {
       const status = entryStatus(l.range, l.index, now);
       return status === 'leased' || status === 'expired';
     });
-    await mapLimit(abandoned, 8, (l) => this.abandoned(l, now));
-    const todo = located.filter((l) => entryStatus(l.range, l.index, now) === 'free');
-    const runs = runsOf(todo);
+    const { abandoned, taken: takenOver } = this.deps.config.ordered
+      ? await this.takeOver(left)
+      : { abandoned: left, taken: [] };
+    const todo = located.filter(
+      (l) => takenOver.includes(l) || entryStatus(l.range, l.index, now) === 'free',
+    );
+    const inv = new Invocation(
+      { ...this.deps, namespace: this.namespace },
+      context,
+      this.deps.consumer,
+      todo,
+    );
 
-    let halted = false;
-    const unfinished: Located[] = [];
-    await mapLimit(todo, this.deps.concurrency, async (l) => {
-      const run = runs.get(l.range.start) as RangeRun;
-      if (halted || context.getRemainingTimeInMillis() < this.deps.timeoutMarginMs) {
-        unfinished.push(l);
-        return;
-      }
-      try {
-        const held = await run.held((range, indexes) => this.lease(range, indexes, lease));
-        // Another invocation's (the event source's retry never overlaps one): left to the event source.
-        if (!held.has(l.index)) return void unfinished.push(l);
-        run.started.add(l.index);
-        const handled = await this.deliver(l, lease, context, count);
-        const toAck = run.settle(l.index, handled);
-        if (toAck?.length) count('acked', await this.ack(run.range, toAck));
-      } catch (err) {
-        halted = true;
-        unfinished.push(l);
-        this.deps.logger.error('AWS call failed: the event source retries from this record', {
-          sequenceNumber: l.sequence,
-          error: (err as Error).message,
-        });
-      }
-    });
-    await mapLimit([...runs.values()], 8, async (run) => {
-      const rest = run.rest();
-      if (!rest.length) return;
-      try {
-        count('acked', await this.ack(run.range, rest));
-      } catch (err) {
-        // Unacked, they expire with this invocation's leases: delivered again, never lost.
-        this.deps.logger.warn('could not ack handled messages', { error: (err as Error).message });
-      }
-    });
-    await this.giveBack(unfinished, runs, lease);
-    countFor(this.deps.metrics, this.namespace, counts);
+    if (this.deps.config.ordered) {
+      const wakes = records.flatMap((r) =>
+        r.envelope.wake && r.envelope.key !== undefined ? [r.envelope.key] : [],
+      );
+      await this.runOrdered(inv, shard, abandoned, todo, wakes, now);
+    } else {
+      await mapLimit(abandoned, 8, (l) => this.failAbandoned(l, now));
+      await mapLimit(todo, this.deps.concurrency, (l) =>
+        inv.run(l, () => inv.deliver(l.envelope, (f) => this.failLive(inv, l, f))),
+      );
+    }
+    await inv.finish();
+    countFor(this.deps.metrics, this.namespace, inv.counts);
     await this.deps.counters.flush();
-    return report([...unfinished, ...offered.slice(taken)]);
+    return report([...inv.unfinished, ...offered.slice(taken)]);
+  }
+
+  /**
+   * An ordered queue: the keys' records one after another, keys side by side; a key with only a
+   * wake record drains its hold area. An abandoned entry is the failed attempt of its key first.
+   */
+  private async runOrdered(
+    inv: Invocation,
+    shard: string,
+    abandoned: readonly Located[],
+    todo: readonly Located[],
+    wakes: readonly string[],
+    now: number,
+  ): Promise<void> {
+    const keyOf = (l: Located) => l.envelope.key;
+    const keyNames = [...new Set([...[...abandoned, ...todo].flatMap((l) => keyOf(l) ?? []), ...wakes])];
+    const states = await this.deps.keys.getMany(this.namespace, keyNames);
+    const stateOf = (key: string): KeyState => {
+      const state = states.get(key) ?? { key };
+      states.set(key, state);
+      return state;
+    };
+    const keyed = new KeyedDelivery(
+      { ...this.deps, namespace: this.namespace, failures: this.deps.rangeFailures },
+      inv,
+      shard,
+    );
+    await mapLimit(abandoned, 8, async (l) => {
+      const key = keyOf(l);
+      if (key === undefined) return this.failAbandoned(l, now);
+      // Moved to the hold area by the invocation that crashed, just before it finished the entry.
+      if (await this.deps.holds.has(this.namespace, key, l.sequence))
+        return void (await this.deps.ranges.fail(this.namespace, l.range, l.index, 'any', now));
+      await keyed.fail(stateOf(key), l.envelope, { reason: 'lease_expired' }, () =>
+        this.failAbandoned(l, now),
+      );
+    });
+    const groups = new Map<string, Located[]>();
+    const keyless: Located[] = [];
+    for (const l of todo) {
+      const key = keyOf(l);
+      if (key === undefined) keyless.push(l);
+      else groups.set(key, [...(groups.get(key) ?? []), l]);
+    }
+    for (const key of wakes) if (!groups.has(key)) groups.set(key, []);
+    await Promise.all([
+      mapLimit([...groups], this.deps.concurrency, ([key, entries]) => keyed.runKey(entries, stateOf(key))),
+      mapLimit(keyless, this.deps.concurrency, (l) =>
+        inv.run(l, () => inv.deliver(l.envelope, (f) => this.failLive(inv, l, f))),
+      ),
+    ]);
+  }
+
+  /**
+   * Entries an earlier invocation leased and did not finish. On an ordered queue only a key's first
+   * one was in the handler (a key's records run one after another): it is the failed attempt; the
+   * key's later ones never started, and are taken over (given back from that lease, then run here).
+   */
+  private async takeOver(left: readonly Located[]): Promise<{ abandoned: Located[]; taken: Located[] }> {
+    const seen = new Set<string>();
+    const abandoned: Located[] = [];
+    const later: Located[] = [];
+    for (const l of left) {
+      const key = l.envelope.key;
+      if (key === undefined || !seen.has(key)) abandoned.push(l);
+      else later.push(l);
+      if (key !== undefined) seen.add(key);
+    }
+    const released = await mapLimit(later, 8, (l) => {
+      const lease = l.range.leases.get(l.index) as Lease;
+      return this.deps.ranges.release(this.namespace, l.range, [l.index], lease);
+    });
+    return { abandoned, taken: later.filter((_, i) => released[i] !== undefined) };
+  }
+
+  /** A throw of the handler on a leased entry: the pull nack's path. */
+  private failLive(inv: Invocation, l: Located, f: ReturnType<typeof handlerFailure>) {
+    return this.deps.rangeFailures.fail(
+      this.deps.config,
+      { queue: this.namespace, ...l, lease: inv.leaseView() },
+      { ...f, lease: 'live' },
+      Date.now(),
+    );
+  }
+
+  /** An earlier invocation's lease, left when it crashed or timed out: that delivery's failed attempt. */
+  private async failAbandoned(l: Located, now: number) {
+    const lease = l.range.leases.get(l.index);
+    if (!lease) return undefined;
+    return this.deps.rangeFailures.fail(
+      this.deps.config,
+      { queue: this.namespace, ...l, lease },
+      { reason: 'lease_expired', lease: 'abandoned' },
+      now,
+    );
   }
 
   /**
@@ -213,122 +246,4 @@ export class RangePushConsumer {
     });
     return perRange.flat();
   }
-
-  /** Leases the run's entries in one write; after a lost race, what a fresh read shows free. */
-  private async lease(
-    range: Range,
-    indexes: readonly number[],
-    lease: NewLease,
-  ): Promise<ReadonlySet<number>> {
-    const { ranges } = this.deps;
-    if (await ranges.lease(this.namespace, range, indexes, lease)) return new Set(indexes);
-    const fresh = await ranges.get(this.namespace, range.shard, range.start);
-    const free = fresh ? indexes.filter((i) => entryStatus(fresh, i, lease.deliveredAt) === 'free') : [];
-    return free.length && (await ranges.lease(this.namespace, range, free, lease))
-      ? new Set(free)
-      : new Set();
-  }
-
-  /** Hands one leased entry to the handler; true when it returned (the entry is to be acked). */
-  private async deliver(
-    l: Located,
-    lease: NewLease,
-    context: Context,
-    count: (name: CounterName) => void,
-  ): Promise<boolean> {
-    // Outside the handler's try: a failed read is the infrastructure's, not the message's.
-    const envelope = await this.deps.segments.resolve(this.namespace, l.envelope);
-    if (!envelope) throw new Error(`the payload of ${l.envelope.message_id} is gone from its segment`);
-    const message = messageOf(envelope, await this.deps.claims.payloadOf(envelope), envelope.attempt);
-    count('received');
-    if (envelope.attempt > 1) count('redelivered');
-    try {
-      await this.deps.handler(message, context);
-      return true;
-    } catch (err) {
-      const { reason, error } = handlerFailure(err);
-      const outcome = await this.deps.rangeFailures.fail(
-        this.deps.config,
-        { queue: this.namespace, ...l, lease: leaseOf(lease) },
-        { reason, error, lease: 'live' },
-        Date.now(),
-      );
-      if (outcome) count('nacked');
-      if (outcome?.kind === 'dead') count('dead_lettered');
-      this.deps.logger.warn('the handler failed', {
-        message_id: envelope.message_id,
-        attempt: envelope.attempt,
-        reason,
-        error,
-        outcome: outcome?.kind ?? 'stale',
-      });
-      return false;
-    }
-  }
-
-  /** One write for the run's handled entries; entry by entry when one of them is no longer ours. */
-  private async ack(range: Range, indexes: number[]): Promise<number> {
-    const { ranges } = this.deps;
-    if (await ranges.ack(this.namespace, range, indexes, Date.now())) return indexes.length;
-    const one = await mapLimit(indexes, 8, (i) => ranges.ack(this.namespace, range, [i], Date.now()));
-    const stale = indexes.filter((_, k) => !one[k]);
-    if (stale.length)
-      this.deps.logger.warn('the lease ended before the ack: those messages will be delivered again', {
-        range: range.start,
-        entries: stale,
-      });
-    return indexes.length - stale.length;
-  }
-
-  /** An earlier invocation's lease, left when it crashed or timed out: that delivery's failed attempt. */
-  private async abandoned(l: Located, now: number): Promise<void> {
-    const lease = l.range.leases.get(l.index);
-    if (!lease) return;
-    await this.deps.rangeFailures.fail(
-      this.deps.config,
-      { queue: this.namespace, ...l, lease },
-      { reason: 'lease_expired', lease: 'abandoned' },
-      now,
-    );
-  }
-
-  /** Leases written but never handed to the handler go back, so the retry takes no attempt for them. */
-  private async giveBack(unfinished: Located[], runs: Map<string, RangeRun>, lease: NewLease): Promise<void> {
-    const byRange = new Map<string, number[]>();
-    for (const l of unfinished) byRange.set(l.range.start, [...(byRange.get(l.range.start) ?? []), l.index]);
-    await mapLimit([...byRange], 8, async ([start, indexes]) => {
-      const run = runs.get(start) as RangeRun;
-      const held = await run.held(async () => new Set());
-      const mine = indexes.filter((i) => held.has(i) && !run.started.has(i));
-      if (!mine.length) return;
-      try {
-        await this.deps.ranges.release(this.namespace, run.range, mine, lease);
-      } catch (err) {
-        // Left leased, the retry counts them as attempts: more redelivery, never a lost message.
-        this.deps.logger.warn('could not give back unstarted leases', { error: (err as Error).message });
-      }
-    });
-  }
-}
-
-function runsOf(todo: readonly Located[]): Map<string, RangeRun> {
-  const byRange = new Map<string, Located[]>();
-  for (const l of todo) byRange.set(l.range.start, [...(byRange.get(l.range.start) ?? []), l]);
-  return new Map(
-    [...byRange].map(([start, ls]) => [
-      start,
-      new RangeRun(
-        ls[0]?.range as Range,
-        ls.map((l) => l.index),
-      ),
-    ]),
-  );
-}
-
-function leaseOf(lease: NewLease): Lease {
-  return {
-    expiresAt: lease.expiresAt,
-    deliveredAt: lease.deliveredAt,
-    ...(lease.consumerId !== undefined ? { consumerId: lease.consumerId } : {}),
-  };
 }

@@ -226,10 +226,19 @@ export function storageQuotaBytes(q: QueueConfig): number {
 }
 
 /**
- * Unordered queues run on the lease layer over the log (core/ranges.ts): their pull consumers and
- * each Lambda consumer's namespace. Ordered queues keep a state item per message until they move
- * onto it too.
+ * Whether a namespace runs on the lease layer over the log (core/ranges.ts): every Lambda
+ * consumer's (`consumer` given), and an unordered queue's own. Ordered pull queues keep a state
+ * item per message until they move onto it too.
  */
-export function usesRanges(q: Pick<QueueConfig, 'ordered'>): boolean {
-  return !q.ordered;
+export function usesRanges(q: Pick<QueueConfig, 'ordered'>, consumer?: string): boolean {
+  return consumer !== undefined || !q.ordered;
+}
+
+/**
+ * Whether every reader of a queue is on the lease layer: its Lambda consumers when it has any
+ * (dispatch does not admit such a queue), else its pull consumers. Then a server-assigned id
+ * needs no dedup record.
+ */
+export function readersUseRanges(q: Pick<QueueConfig, 'ordered' | 'consumers'>): boolean {
+  return q.consumers.length > 0 || usesRanges(q);
 }

@@ -42,6 +42,11 @@ export const envelopeSchema = z.object({
    * the queue's stream, which every consumer of the queue reads). Other consumers pass it over.
    */
   for: z.string().optional(),
+  /**
+   * Not a message: a nudge for the Lambda consumer `for` of an ordered queue to deliver the held
+   * messages of `key` (appended by the sweep, or a skip, when nothing else would come for the key).
+   */
+  wake: z.literal(true).optional(),
   payload: z.unknown().optional(),
   claim: claimRefSchema.optional(),
   /**

@@ -76,3 +76,23 @@ export function holdersToCheck(
 export function predecessorAllows(prevState: string | undefined): boolean {
   return holderFate(prevState) !== 'live';
 }
+
+/** What a Lambda consumer on the lease layer does with a message of a key when it reaches it. */
+export type KeyedStep = 'deliver' | 'hold' | 'redriven';
+
+export interface PushKeyView extends KeyView {
+  dead_message_id?: string;
+  /** Messages of the key wait in its hold area: they go before any newer one. */
+  holding?: boolean;
+}
+
+/**
+ * A key holds back only its own later messages (DESIGN §2a): a parked key everything but its
+ * redriven dead message (which then goes first), a key busy with a retry everything but that
+ * retry, a key with held messages every newer one (they join the hold area behind them).
+ */
+export function keyedStep(state: PushKeyView | undefined, messageId: string): KeyedStep {
+  if (state?.parked_at !== undefined) return state.dead_message_id === messageId ? 'redriven' : 'hold';
+  if (state?.busy_with !== undefined) return state.busy_with === messageId ? 'deliver' : 'hold';
+  return state?.holding ? 'hold' : 'deliver';
+}

@@ -127,7 +127,7 @@ export class Operations {
       key: k.key,
       parked_at: iso(k.parked_at),
       dead_message_id: k.dead_message_id ?? '',
-      held: k.shard ? await this.deps.messages.countHeld(queue, k.shard, k.key) : 0,
+      held: await this.deps.keyOrder.heldCount(queue, k),
     }));
   }
 
@@ -257,26 +257,18 @@ export class Operations {
    * mapping has not read yet (Lambda's IteratorAge), which no item here knows; nor does it have
    * a window, receipts or acked and produced totals (the push path does not count them).
    */
-  async consumerStats(namespace: string, config: QueueConfig) {
+  async consumerStats(namespace: string) {
     const now = this.now();
     const shards = await this.shardsOf(namespace);
-    const m = this.deps.messages;
-    const perShard = await Promise.all(
-      shards.map(async (shard) => {
-        if (!usesRanges(config))
-          return Promise.all([m.count(gsi.leased(namespace, shard)), m.count(gsi.delayed(namespace, shard))]);
-        const s = await this.rangeShardStats(namespace, shard, now);
-        return [s.inFlight, s.delayed] as const;
-      }),
-    );
+    const perShard = await Promise.all(shards.map((shard) => this.rangeShardStats(namespace, shard, now)));
     const [dead, totals] = await Promise.all([
       this.deadStats(namespace, now),
       this.deps.counters.stats(namespace),
     ]);
     return {
       consumer: namespaceParts(namespace).consumer,
-      in_flight: perShard.reduce((a, [leased]) => a + leased, 0),
-      delayed: perShard.reduce((a, [, delayed]) => a + delayed, 0),
+      in_flight: perShard.reduce((a, s) => a + s.inFlight, 0),
+      delayed: perShard.reduce((a, s) => a + s.delayed, 0),
       ...dead,
       nacked_total: totals.nacked ?? 0,
       dead_lettered_total: totals.dead_lettered ?? 0,

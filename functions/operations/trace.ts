@@ -6,6 +6,7 @@ import { type EntryStatus, entryStatus, type Range } from '../core/ranges.js';
 import type { LogLookup } from '../log/lookup.js';
 import type { ShardDirectory } from '../log/stream.js';
 import type { DedupStore } from '../store/dedup.js';
+import type { KeyHolds } from '../store/key-holds.js';
 import { type HistoryRecord, type MessageStore, mergeHistory, type StateItem } from '../store/messages.js';
 import type { RangeStore } from '../store/ranges.js';
 import type { SegmentStore } from '../store/segments.js';
@@ -58,6 +59,7 @@ export interface TracerDeps {
   dedup: DedupStore;
   ranges: RangeStore;
   segments: SegmentStore;
+  holds: KeyHolds;
 }
 
 /** A message's entry in the lease layer, as trace shows it. */
@@ -165,8 +167,15 @@ export class Tracer {
           consumer_id: lease.consumerId ?? null,
         });
       if (status === 'acked') add(range.ackedAt, 'acked');
-      // A failed entry's message has an item of its own, which says where it went.
+      // A failed entry's message has an item of its own, which says where it went, unless the
+      // entry went into its key's hold area (an ordered queue's Lambda consumer).
       if (status !== 'failed') rangedState = ENTRY_STATE[status];
+      else if (
+        envelope.key !== undefined &&
+        (!state || state.state === 'ranged') &&
+        (await this.deps.holds.has(queue, envelope.key, position.sequence))
+      )
+        rangedState = 'held';
     }
     for (const m of marks)
       add(Date.parse(String(m.at)), String(m.event), (m.detail as Record<string, unknown>) ?? {});

@@ -23,10 +23,10 @@ export interface KeyState {
   dead_message_id?: string;
   shard?: string;
   /**
-   * Lambda consumers: a message of the key was held on this shard while the key was busy; the
-   * holder's release sends the held messages back through the log.
+   * Lambda consumers on the lease layer: the key has messages in its hold area (store/key-holds.ts),
+   * which go before any newer message of the key.
    */
-  waiting_on?: string;
+  holding?: boolean;
 }
 
 export class KeyStates {
@@ -86,20 +86,25 @@ export class KeyStates {
 
   /**
    * The holder is done (acked): the key is free for the next message. Answers the key's state
-   * before the release (its `waiting_on`), or undefined when the message did not hold the key.
+   * before the release, or undefined when the message did not hold the key.
    */
   async release(queue: string, key: string, messageId: string): Promise<KeyState | undefined> {
     return this.write(
       queue,
       key,
-      { remove: ['busy_with', 'waiting_on'], condition: '#busy_with = :m', values: { ':m': messageId } },
+      { remove: ['busy_with'], condition: '#busy_with = :m', values: { ':m': messageId } },
       'ALL_OLD',
     );
   }
 
-  /** A message of the key is being held on `shard` until the key's holder is done. */
-  markWaiting(queue: string, key: string, shard: string): Promise<boolean> {
-    return this.update(queue, key, { set: { key, waiting_on: shard } });
+  /** Set before the key's first held message is written, so no reader of the key misses the hold area. */
+  setHolding(queue: string, key: string): Promise<boolean> {
+    return this.update(queue, key, { set: { key, holding: true } });
+  }
+
+  /** The hold area was found empty. */
+  clearHolding(queue: string, key: string): Promise<boolean> {
+    return this.update(queue, key, { remove: ['holding'] });
   }
 
   /** The holder was dead-lettered: its key is parked until a redrive or a skip. */

@@ -127,3 +127,21 @@ export function segmentKey(queue: string, shard: string, id: string): ItemKey {
 export function segmentObjectKey(queue: string, shard: string, id: string): string {
   return `segments/${queue}/${shard}/${seqSortKey(id)}.json`;
 }
+
+/** An ordered queue's Lambda consumer: a key's held messages, by log position (store/key-holds.ts). */
+export function keyHoldPk(queue: string, key: string): string {
+  return `Q#${queue}#KH#${encodeKey(key)}`;
+}
+
+export function keyHoldKey(queue: string, key: string, sequenceNumber: string): ItemKey {
+  return { pk: keyHoldPk(queue, key), sk: seqSortKey(sequenceNumber) };
+}
+
+/** Per shard, one marker per key with held messages: what the sweep wakes. */
+export function keyHoldsMarkerPk(queue: string, shard: string): string {
+  return `Q#${queue}#KHS#${shard}`;
+}
+
+export function keyHoldsMarkerKey(queue: string, shard: string, key: string): ItemKey {
+  return { pk: keyHoldsMarkerPk(queue, shard), sk: encodeKey(key) };
+}

@@ -294,10 +294,12 @@ export class MessageStore {
     outcome: { kind: 'retry'; nextAttempt: number; dueAt: number } | { kind: 'dead'; reason: FailureReason },
     now: number,
     ttls: { bodyTtl: number; deadTtl: number },
-    options: { source: SegmentSource; attempt?: HistoryRecord; evicted?: 'live' | 'expired' },
+    options: { source?: SegmentSource; attempt?: HistoryRecord; evicted?: 'live' | 'expired' },
   ): Promise<StateItem | undefined> {
-    // A dead letter outlives the log and its segments: it keeps a body of its own.
-    const inlineBody = outcome.kind === 'dead' ? await this.putBody(env, ttls.bodyTtl) : undefined;
+    // A dead letter outlives the log and its segments: it keeps a body of its own; so does a
+    // message with no segment entry to point at (one from a key's hold area).
+    const inlineBody =
+      outcome.kind === 'dead' || !options.source ? await this.putBody(env, ttls.bodyTtl) : undefined;
     const { shard, seq } = at;
     return this.updateState(env.queue, env.message_id, {
       set: {
@@ -481,19 +483,6 @@ export class MessageStore {
   /** Leases a ready message: one conditional write; undefined when another consumer won it. */
   lease(item: LeaseTarget, lease: NewLease): Promise<StateItem | undefined> {
     return this.leaseIf(item, lease, '#state = :ready AND #entry = :entry', { ':ready': 'ready' });
-  }
-
-  /**
-   * Takes over the lease `generation` that its holder left without an ack or a nack: a push
-   * consumer's invocation that crashed or could not write its outcome. The event source
-   * redelivers those records only once that invocation is over, so the holder is gone; the new
-   * generation makes anything it might still send stale.
-   */
-  relet(item: LeaseTarget, generation: number, lease: NewLease): Promise<StateItem | undefined> {
-    return this.leaseIf(item, lease, '#state = :leased AND #gen = :gen AND #entry = :entry', {
-      ':leased': 'leased',
-      ':gen': generation,
-    });
   }
 
   private leaseIf(
@@ -741,18 +730,6 @@ export class MessageStore {
       state: 'ready',
       gsi1pk: gsi.ready(item.queue, item.shard),
       gsi1sk: item.origin_sk ?? seqSortKey(item.seq),
-    });
-  }
-
-  /**
-   * A Lambda consumer's message of an ordered queue that may not go yet (its key is busy or
-   * parked, or its predecessor is not done): out of the ready index until its key is released.
-   */
-  async hold(item: Candidate): Promise<boolean> {
-    return this.transition(item, 'ready', {
-      state: 'held',
-      gsi1pk: gsi.held(item.queue, item.shard),
-      gsi1sk: heldSortKey(item.key as string, item.seq),
     });
   }
 

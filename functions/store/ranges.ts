@@ -221,6 +221,19 @@ export class RangeStore {
     return this.finish(queue, range, indexes, 'A', 'live', now);
   }
 
+  /**
+   * Acks an entry finished into its key's hold area, once the held message was handled from there
+   * (an ordered queue's Lambda consumer): trace then reads it as acked where it was admitted.
+   */
+  ackHeld(queue: string, range: Pick<Range, 'shard' | 'start'>, index: number, now: number) {
+    return this.update(queue, range, {
+      UpdateExpression: 'ADD #A :set SET #at = :now',
+      ConditionExpression: 'contains(#F, :v) AND NOT contains(#A, :v)',
+      ExpressionAttributeNames: { '#A': 'A', '#F': 'F', '#at': 'at' },
+      ExpressionAttributeValues: { ':set': new Set([index]), ':v': index, ':now': now },
+    });
+  }
+
   /** Marks an entry as finished onto the retry path: its lease was live (a nack) or expired (the sweep). */
   fail(
     queue: string,

@@ -52,7 +52,7 @@ export function createSweepHandler(
       });
       for (const consumer of queueConfig.consumers) {
         const namespace = consumerNamespace(queue, consumer.name);
-        const c = await services.operations.consumerStats(namespace, queueConfig);
+        const c = await services.operations.consumerStats(namespace);
         publishGauges(metrics, namespace, {
           in_flight: c.in_flight,
           delayed: c.delayed,

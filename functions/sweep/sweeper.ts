@@ -16,6 +16,8 @@ import { expiredEntries, gapCap, type Range, stuckEntries } from '../core/ranges
 import type { ShardDirectory } from '../log/stream.js';
 import type { Redrives } from '../operations/redrive.js';
 import type { Counters } from '../store/counters.js';
+import type { KeyHolds } from '../store/key-holds.js';
+import type { KeyStates } from '../store/key-states.js';
 import { gsi, timeSortKey } from '../store/keys.js';
 import type { MessageStore, StateItem } from '../store/messages.js';
 import type { RangeStore } from '../store/ranges.js';
@@ -32,6 +34,8 @@ export interface SweeperDeps {
   counters: Counters;
   shards: ShardDirectory;
   keyOrder: KeyOrder;
+  keys: KeyStates;
+  holds: KeyHolds;
   failures: Failures;
   ranges: RangeStore;
   segments: SegmentStore;
@@ -46,7 +50,7 @@ export interface SweeperDeps {
 export interface SweepReport {
   requeued: number;
   expired: number;
-  /** Held messages returned to the window after their key was released. */
+  /** Held messages returned to the window after their key was released; keys woken for a Lambda consumer. */
   released: number;
   /** Dead letters moved back by redrive jobs. */
   redriven: number;
@@ -56,6 +60,8 @@ export interface SweepReport {
 const PAGE = 100;
 /** Ranges a pass reads per shard: a full default window (10,000 entries) is 500 of them. */
 const RANGES_PER_PASS = 1000;
+/** A key with held messages is woken again after this long if its hold area is still there. */
+const WAKE_EVERY_MS = 5000;
 
 /** Message state the sweep serves: a queue's own, or one of its Lambda consumers'. */
 interface Namespace {
@@ -117,13 +123,44 @@ export class Sweeper {
     const shards = await this.deps.shards.shards(streamName(this.deps.tenant.tenant, ns.queue));
     await Promise.all(
       shards.map(async (shard) => {
-        report.expired += usesRanges(ns.config)
+        report.expired += usesRanges(ns.config, ns.consumer)
           ? await this.expireRanges(ns, shard)
           : await this.expireLeases(ns.name, ns.config, shard);
         report.requeued += await this.requeueDue(ns, shard);
-        if (ns.config.ordered) report.released += await this.deps.keyOrder.releaseStragglers(ns.name, shard);
+        if (ns.config.ordered)
+          report.released +=
+            ns.consumer === undefined
+              ? await this.deps.keyOrder.releaseStragglers(ns.name, shard)
+              : await this.wakeHeld(ns.name, shard);
       }),
     );
+  }
+
+  /**
+   * An ordered queue's Lambda consumer: keys with held messages and nothing of theirs in flight
+   * (the invocation draining them crashed or ran out of time, a skip or a redrive finished) get a
+   * wake record, which the consumer answers by delivering them. At most once per WAKE_EVERY_MS a
+   * key: a wake that finds the hold area empty, or the key busy again, does nothing.
+   */
+  private async wakeHeld(namespace: string, shard: string): Promise<number> {
+    const markers = await this.deps.holds.marked(namespace, shard);
+    if (!markers.length) return 0;
+    const states = await this.deps.keys.getMany(
+      namespace,
+      markers.map((m) => m.key),
+    );
+    const now = this.now();
+    const due = markers.filter((m) => {
+      const state = states.get(m.key);
+      const free = state?.busy_with === undefined && state?.parked_at === undefined;
+      return free && now - (m.wokenAt ?? 0) >= WAKE_EVERY_MS;
+    });
+    const woken = await mapLimit(due, 8, async (m) => {
+      if (!(await this.deps.requeue.wake(namespace, m.key, now))) return false;
+      await this.deps.holds.woke(namespace, shard, m.key, now);
+      return true;
+    });
+    return woken.filter(Boolean).length;
   }
 
   private async requeueDue(ns: Namespace, shard: string): Promise<number> {

@@ -49,9 +49,18 @@ async function until(check: () => Promise<boolean> | boolean, timeoutMs = 30_000
   }
 }
 
+/** What trace says of each message in the consumer's namespace; undefined before it was admitted. */
 async function statesOf(ids: string[]): Promise<Record<string, string | undefined>> {
-  const items = await services().messages.getMany(NS, ids, true);
-  return Object.fromEntries(ids.map((id) => [id, items.get(id)?.state]));
+  const tracer = services().tracer;
+  const states = await Promise.all(
+    ids.map((id) =>
+      tracer.trace(NS, id).then(
+        (t) => t.state,
+        () => undefined,
+      ),
+    ),
+  );
+  return Object.fromEntries(ids.map((id, i) => [id, states[i]]));
 }
 
 const allIn = async (ids: string[], state: string) =>

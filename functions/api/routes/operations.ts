@@ -70,6 +70,6 @@ export const statsRoute = operationsRoute('GET', '/queues/{queue}/stats', async 
     200,
     req.consumer === undefined
       ? await req.services.operations.stats(req.state, req.queue.config)
-      : await req.services.operations.consumerStats(req.state, req.queue.config),
+      : await req.services.operations.consumerStats(req.state),
   ),
 );

@@ -1,0 +1,245 @@
+import type { Logger } from '@aws-lambda-powertools/logger';
+import type { Context } from 'aws-lambda';
+import type { ClaimStore } from '../claims/claims.js';
+import { mapLimit } from '../core/async.js';
+import type { Envelope } from '../core/envelope.js';
+import { entryStatus, type Lease, type Range } from '../core/ranges.js';
+import type { CounterName } from '../observability/metrics.js';
+import type { NewLease, RangeStore } from '../store/ranges.js';
+import type { SegmentStore } from '../store/segments.js';
+import { handlerFailure, type MessageHandler, messageOf } from './records.js';
+
+/**
+ * What one invocation of a Lambda consumer on the lease layer holds while it runs a batch: its
+ * lease (until its own deadline), the entries it leased range by range, what it handled, what it
+ * must leave to the event source's retry, and its counts. The delivery rules (in which order, for
+ * which key) are the caller's; here is how an entry is leased, handed over, acked or given back.
+ */
+
+/** A record of the batch at its entry in the namespace's ranges. */
+export interface Located {
+  sequence: string;
+  envelope: Envelope;
+  range: Range;
+  index: number;
+}
+
+export interface InvocationDeps {
+  namespace: string;
+  ranges: RangeStore;
+  segments: SegmentStore;
+  claims: ClaimStore;
+  logger: Logger;
+  // biome-ignore lint/suspicious/noExplicitAny: the payload type is the user's; the envelope carries unknown.
+  handler: MessageHandler<any>;
+  timeoutMarginMs: number;
+}
+
+/** How a handler's throw was recorded; undefined when the lease was no longer this delivery's. */
+export type FailureHook = (
+  failure: ReturnType<typeof handlerFailure>,
+) => Promise<{ kind: 'retry' | 'dead' } | undefined>;
+
+/** One range's entries as this invocation leases, runs and acks them. */
+class RangeRun {
+  private leasing?: Promise<ReadonlySet<number>>;
+  private readonly done: number[] = [];
+  private outstanding: number;
+  /** Handed to the handler (or finished here): never given back, whatever happens after. */
+  readonly started = new Set<number>();
+
+  constructor(
+    readonly range: Range,
+    readonly indexes: readonly number[],
+  ) {
+    this.outstanding = indexes.length;
+  }
+
+  /** The indexes this invocation holds, leased on first need with one write for all of them. */
+  held(lease: (range: Range, indexes: readonly number[]) => Promise<ReadonlySet<number>>) {
+    this.leasing ??= lease(this.range, this.indexes);
+    return this.leasing;
+  }
+
+  /** Marks one entry settled; answers the entries to ack once none is outstanding. */
+  settle(index: number, handled: boolean): number[] | undefined {
+    if (handled) this.done.push(index);
+    this.outstanding--;
+    return this.outstanding === 0 ? this.rest() : undefined;
+  }
+
+  /** Handled entries not acked yet (the run stopped before its last entry). */
+  rest(): number[] {
+    return this.done.splice(0);
+  }
+}
+
+export class Invocation {
+  readonly lease: NewLease;
+  readonly counts: Partial<Record<CounterName, number>> = {};
+  /** Records left to the event source's retry. */
+  readonly unfinished: Located[] = [];
+  /** An AWS call failed after its retries: nothing more is started. */
+  halted = false;
+  private readonly runs = new Map<string, RangeRun>();
+
+  constructor(
+    private readonly deps: InvocationDeps,
+    readonly context: Context,
+    consumer: string,
+    todo: readonly Located[],
+  ) {
+    const now = Date.now();
+    this.lease = {
+      deliveredAt: now,
+      // The invocation's own end: past it, the sweep counts a failed attempt.
+      expiresAt: now + context.getRemainingTimeInMillis(),
+      consumerId: `${consumer}/${context.awsRequestId}`,
+    };
+    const byRange = new Map<string, Located[]>();
+    for (const l of todo) byRange.set(l.range.start, [...(byRange.get(l.range.start) ?? []), l]);
+    for (const [start, ls] of byRange)
+      this.runs.set(
+        start,
+        new RangeRun(
+          ls[0]?.range as Range,
+          ls.map((l) => l.index),
+        ),
+      );
+  }
+
+  count(name: CounterName, n = 1): void {
+    if (n) this.counts[name] = (this.counts[name] ?? 0) + n;
+  }
+
+  /** Whether another record may start: not after an AWS failure, nor within the timeout margin. */
+  mayStart(): boolean {
+    return !this.halted && this.context.getRemainingTimeInMillis() >= this.deps.timeoutMarginMs;
+  }
+
+  /** This invocation's lease as a range reports it. */
+  leaseView(): Lease {
+    const { expiresAt, deliveredAt, consumerId } = this.lease;
+    return { expiresAt, deliveredAt, ...(consumerId !== undefined ? { consumerId } : {}) };
+  }
+
+  /**
+   * Runs `work` on a leased entry, or leaves the record to the retry (not started: the margin,
+   * an earlier AWS failure, or another invocation's lease). An AWS failure in `work` halts the
+   * invocation and leaves the record too. `work` answers whether the entry is to be acked.
+   */
+  async run(l: Located, work: () => Promise<boolean>): Promise<void> {
+    if (!this.mayStart()) return void this.unfinished.push(l);
+    const run = this.runs.get(l.range.start) as RangeRun;
+    try {
+      const held = await run.held((range, indexes) => this.leaseRange(range, indexes));
+      // Another invocation's (the event source's retry never overlaps one): left to the event source.
+      if (!held.has(l.index)) return void this.unfinished.push(l);
+      run.started.add(l.index);
+      const toAck = run.settle(l.index, await work());
+      if (toAck?.length) this.count('acked', await this.ack(run.range, toAck));
+    } catch (err) {
+      this.halted = true;
+      this.unfinished.push(l);
+      this.deps.logger.error('AWS call failed: the event source retries from this record', {
+        sequenceNumber: l.sequence,
+        error: (err as Error).message,
+      });
+    }
+  }
+
+  /**
+   * Hands a message to the handler; true when it returned. A throw goes to `onFailure`. Reading the
+   * payload is outside the handler's try: a failed read is the infrastructure's, not the message's.
+   */
+  async deliver(envelope: Envelope, onFailure: FailureHook): Promise<boolean> {
+    const { deps } = this;
+    const resolved = await this.resolve(envelope);
+    const message = messageOf(resolved, await deps.claims.payloadOf(resolved), resolved.attempt);
+    this.count('received');
+    if (resolved.attempt > 1) this.count('redelivered');
+    try {
+      await deps.handler(message, this.context);
+      return true;
+    } catch (err) {
+      const failure = handlerFailure(err);
+      const outcome = await onFailure(failure);
+      if (outcome) this.count('nacked');
+      if (outcome?.kind === 'dead') this.count('dead_lettered');
+      deps.logger.warn('the handler failed', {
+        message_id: resolved.message_id,
+        attempt: resolved.attempt,
+        ...failure,
+        outcome: outcome?.kind ?? 'stale',
+      });
+      return false;
+    }
+  }
+
+  /** The envelope with its payload: a retry's entry points at its first entry's. */
+  async resolve(envelope: Envelope): Promise<Envelope> {
+    const resolved = await this.deps.segments.resolve(this.deps.namespace, envelope);
+    if (!resolved) throw new Error(`the payload of ${envelope.message_id} is gone from its segment`);
+    return resolved;
+  }
+
+  /** The end of the batch: what was handled and not acked yet is acked; what never started, given back. */
+  async finish(): Promise<void> {
+    await mapLimit([...this.runs.values()], 8, async (run) => {
+      const rest = run.rest();
+      if (!rest.length) return;
+      try {
+        this.count('acked', await this.ack(run.range, rest));
+      } catch (err) {
+        // Unacked, they expire with this invocation's leases: delivered again, never lost.
+        this.deps.logger.warn('could not ack handled messages', { error: (err as Error).message });
+      }
+    });
+    await this.giveBack();
+  }
+
+  /** Leases a run's entries in one write; after a lost race, what a fresh read shows free. */
+  private async leaseRange(range: Range, indexes: readonly number[]): Promise<ReadonlySet<number>> {
+    const { ranges, namespace } = this.deps;
+    if (await ranges.lease(namespace, range, indexes, this.lease)) return new Set(indexes);
+    const fresh = await ranges.get(namespace, range.shard, range.start);
+    const free = fresh ? indexes.filter((i) => entryStatus(fresh, i, this.lease.deliveredAt) === 'free') : [];
+    return free.length && (await ranges.lease(namespace, range, free, this.lease))
+      ? new Set(free)
+      : new Set();
+  }
+
+  /** One write for a run's handled entries; entry by entry when one of them is no longer ours. */
+  private async ack(range: Range, indexes: number[]): Promise<number> {
+    const { ranges, namespace } = this.deps;
+    if (await ranges.ack(namespace, range, indexes, Date.now())) return indexes.length;
+    const one = await mapLimit(indexes, 8, (i) => ranges.ack(namespace, range, [i], Date.now()));
+    const stale = indexes.filter((_, k) => !one[k]);
+    if (stale.length)
+      this.deps.logger.warn('the lease ended before the ack: those messages will be delivered again', {
+        range: range.start,
+        entries: stale,
+      });
+    return indexes.length - stale.length;
+  }
+
+  /** Leases written but never started go back, so the retry takes no attempt for them. */
+  private async giveBack(): Promise<void> {
+    const byRange = new Map<string, number[]>();
+    for (const l of this.unfinished)
+      byRange.set(l.range.start, [...(byRange.get(l.range.start) ?? []), l.index]);
+    await mapLimit([...byRange], 8, async ([start, indexes]) => {
+      const run = this.runs.get(start);
+      if (!run) return;
+      const held = await run.held(async () => new Set());
+      const mine = indexes.filter((i) => held.has(i) && !run.started.has(i));
+      if (!mine.length) return;
+      try {
+        await this.deps.ranges.release(this.deps.namespace, run.range, mine, this.lease);
+      } catch (err) {
+        // Left leased, the retry counts them as attempts: more redelivery, never a lost message.
+        this.deps.logger.warn('could not give back unstarted leases', { error: (err as Error).message });
+      }
+    });
+  }
+}

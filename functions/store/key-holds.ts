@@ -1,0 +1,207 @@
+import {
+  DeleteCommand,
+  type DynamoDBDocumentClient,
+  PutCommand,
+  QueryCommand,
+  UpdateCommand,
+} from '@aws-sdk/lib-dynamodb';
+import type { Envelope } from '../core/envelope.js';
+import { keyHoldKey, keyHoldPk, keyHoldsMarkerKey, keyHoldsMarkerPk, TTL_ATTRIBUTE } from './keys.js';
+import { isConditionFailed } from './util.js';
+
+/**
+ * The hold area of an ordered queue's Lambda consumer (DESIGN §2a "a per-key hold area"): the
+ * messages of a key that arrived while the key was busy with a retry or parked, in log order,
+ * each with its envelope (a held message can wait longer than the log and its segments keep it).
+ * Per shard, a marker per key with held messages, so the sweep finds the keys to wake without a
+ * scan. Only the exception path writes here.
+ */
+
+export interface HeldMessage {
+  key: string;
+  shard: string;
+  /** Where the message's entry was in the log: its place in the key's order. */
+  sequence: string;
+  /** Its entry in the lease layer (range start, index), acked there once the message is handled. */
+  range: string;
+  index: number;
+  envelope: Envelope;
+  /** Deliveries begun from the hold area: more than one means an earlier one never finished. */
+  deliveries: number;
+}
+
+export interface HoldMarker {
+  key: string;
+  /** When the sweep last appended a wake record for the key. */
+  wokenAt?: number;
+}
+
+type Item = Record<string, unknown>;
+
+export class KeyHolds {
+  constructor(
+    private readonly doc: DynamoDBDocumentClient,
+    private readonly table: string,
+  ) {}
+
+  /** Holds a message: its shard's marker first (the sweep must find every key with holds), then the item. */
+  async put(queue: string, held: Omit<HeldMessage, 'deliveries'>, ttl: number): Promise<void> {
+    await this.doc.send(
+      new UpdateCommand({
+        TableName: this.table,
+        Key: keyHoldsMarkerKey(queue, held.shard, held.key),
+        UpdateExpression: 'SET #k = :k',
+        ExpressionAttributeNames: { '#k': 'key' },
+        ExpressionAttributeValues: { ':k': held.key },
+      }),
+    );
+    try {
+      await this.doc.send(
+        new PutCommand({
+          TableName: this.table,
+          Item: {
+            ...keyHoldKey(queue, held.key, held.sequence),
+            key: held.key,
+            shard: held.shard,
+            seq: held.sequence,
+            r: held.range,
+            i: held.index,
+            env: JSON.stringify(held.envelope),
+            n: 0,
+            [TTL_ATTRIBUTE]: ttl,
+          },
+          // Held already (a batch offered again): its delivery count stays.
+          ConditionExpression: 'attribute_not_exists(pk)',
+        }),
+      );
+    } catch (err) {
+      if (!isConditionFailed(err)) throw err;
+    }
+  }
+
+  /** The key's first held messages, in log order. */
+  async first(queue: string, key: string, limit: number): Promise<HeldMessage[]> {
+    const out = await this.doc.send(
+      new QueryCommand({
+        TableName: this.table,
+        KeyConditionExpression: 'pk = :pk',
+        ExpressionAttributeValues: { ':pk': keyHoldPk(queue, key) },
+        ConsistentRead: true,
+        Limit: limit,
+      }),
+    );
+    return (out.Items ?? []).map(toHeld);
+  }
+
+  async has(queue: string, key: string, sequence: string): Promise<boolean> {
+    const out = await this.doc.send(
+      new QueryCommand({
+        TableName: this.table,
+        KeyConditionExpression: 'pk = :pk AND sk = :sk',
+        ExpressionAttributeValues: {
+          ':pk': keyHoldPk(queue, key),
+          ':sk': keyHoldKey(queue, key, sequence).sk,
+        },
+        ConsistentRead: true,
+        Select: 'COUNT',
+      }),
+    );
+    return (out.Count ?? 0) > 0;
+  }
+
+  async count(queue: string, key: string): Promise<number> {
+    let total = 0;
+    let start: Record<string, unknown> | undefined;
+    do {
+      const out = await this.doc.send(
+        new QueryCommand({
+          TableName: this.table,
+          KeyConditionExpression: 'pk = :pk',
+          ExpressionAttributeValues: { ':pk': keyHoldPk(queue, key) },
+          Select: 'COUNT',
+          ExclusiveStartKey: start,
+        }),
+      );
+      total += out.Count ?? 0;
+      start = out.LastEvaluatedKey;
+    } while (start);
+    return total;
+  }
+
+  /** Counts a delivery begun; answers the count, or undefined when the message is no longer held. */
+  async begin(queue: string, key: string, sequence: string): Promise<number | undefined> {
+    try {
+      const out = await this.doc.send(
+        new UpdateCommand({
+          TableName: this.table,
+          Key: keyHoldKey(queue, key, sequence),
+          UpdateExpression: 'ADD n :one',
+          ConditionExpression: 'attribute_exists(pk)',
+          ExpressionAttributeValues: { ':one': 1 },
+          ReturnValues: 'UPDATED_NEW',
+        }),
+      );
+      return Number(out.Attributes?.n);
+    } catch (err) {
+      if (isConditionFailed(err)) return undefined;
+      throw err;
+    }
+  }
+
+  async remove(queue: string, key: string, sequence: string): Promise<void> {
+    await this.doc.send(new DeleteCommand({ TableName: this.table, Key: keyHoldKey(queue, key, sequence) }));
+  }
+
+  /** Keys with held messages on a shard (their markers). */
+  async marked(queue: string, shard: string): Promise<HoldMarker[]> {
+    const markers: HoldMarker[] = [];
+    let start: Record<string, unknown> | undefined;
+    do {
+      const out = await this.doc.send(
+        new QueryCommand({
+          TableName: this.table,
+          KeyConditionExpression: 'pk = :pk',
+          ExpressionAttributeValues: { ':pk': keyHoldsMarkerPk(queue, shard) },
+          ExclusiveStartKey: start,
+        }),
+      );
+      for (const item of out.Items ?? [])
+        markers.push({
+          key: String(item.key),
+          ...(typeof item.w === 'number' ? { wokenAt: item.w } : {}),
+        });
+      start = out.LastEvaluatedKey;
+    } while (start);
+    return markers;
+  }
+
+  async woke(queue: string, shard: string, key: string, now: number): Promise<void> {
+    await this.doc.send(
+      new UpdateCommand({
+        TableName: this.table,
+        Key: keyHoldsMarkerKey(queue, shard, key),
+        UpdateExpression: 'SET w = :w',
+        ExpressionAttributeValues: { ':w': now },
+      }),
+    );
+  }
+
+  /** The key's hold area was found empty: its marker goes. */
+  async unmark(queue: string, shard: string, key: string): Promise<void> {
+    await this.doc.send(
+      new DeleteCommand({ TableName: this.table, Key: keyHoldsMarkerKey(queue, shard, key) }),
+    );
+  }
+}
+
+function toHeld(item: Item): HeldMessage {
+  return {
+    key: String(item.key),
+    shard: String(item.shard),
+    sequence: String(item.seq),
+    range: String(item.r),
+    index: Number(item.i),
+    envelope: JSON.parse(String(item.env)) as Envelope,
+    deliveries: Number(item.n ?? 0),
+  };
+}
