@@ -4,7 +4,7 @@ import { entryStatus, type Lease, type Range } from '../core/ranges.js';
 import { retentionTtls } from '../core/retention.js';
 import { afterFailure, type FailureReason, type Outcome } from '../core/retry-policy.js';
 import type { Counters } from '../store/counters.js';
-import type { MessageStore, SegmentSource } from '../store/messages.js';
+import type { HistoryRecord, MessageStore, SegmentSource } from '../store/messages.js';
 import type { RangeStore } from '../store/ranges.js';
 import type { SegmentStore } from '../store/segments.js';
 
@@ -41,11 +41,8 @@ export interface EntryFailure {
   reason: FailureReason;
   error?: string;
   retryAfterSeconds?: number;
-  /**
-   * A nack ends a live lease; the sweep ends an expired one; a Lambda consumer ends the lease an
-   * invocation before it left (it crashed: the event source retries only once it is over), live or not.
-   */
-  lease: 'live' | 'expired' | 'abandoned';
+  /** A nack ends a live lease; the sweep ends an expired one. */
+  lease: 'live' | 'expired';
   /** Give the entry back without a failed attempt (same attempt number, no history). */
   release?: boolean;
 }
@@ -71,17 +68,7 @@ export class RangeFailures {
           now,
         });
     const ttls = retentionTtls(config, now);
-    const attempt = f.release
-      ? undefined
-      : {
-          generation: env.entry,
-          attempt: env.attempt,
-          ...(e.lease.consumerId !== undefined ? { consumer_id: e.lease.consumerId } : {}),
-          reason: f.reason,
-          ...(f.error !== undefined ? { error: f.error } : {}),
-          delivered_at: e.lease.deliveredAt,
-          failed_at: now,
-        };
+    const attempt = f.release ? undefined : attemptRecord(env, e.lease, f, now);
     const source = sourceOf(e);
     // A dead letter keeps a copy of its body: a retry's entry has it from the entry it points to.
     const stored = outcome.kind === 'dead' ? await this.deps.segments.resolve(e.queue, env) : env;
@@ -90,7 +77,7 @@ export class RangeFailures {
     const item = await messages.failFromRange(at, stored, outcome, now, ttls, {
       source,
       ...(attempt ? { attempt } : {}),
-      ...(e.evicted ? { evicted: f.lease === 'live' ? 'live' : 'expired' } : {}),
+      ...(e.evicted ? { evicted: f.lease } : {}),
     });
     // An evicted lease's range already counts the entry finished: its item alone decides.
     if (e.evicted) return item ? this.finished(e, outcome, f, now, ttls) : undefined;
@@ -111,7 +98,7 @@ export class RangeFailures {
       if (!(landed && ours)) return undefined;
       return this.finished(e, outcome, f, now, ttls);
     }
-    if (!(await ranges.fail(e.queue, e.range, e.index, f.lease === 'abandoned' ? 'any' : f.lease, now))) {
+    if (!(await ranges.fail(e.queue, e.range, e.index, f.lease, now))) {
       const fresh = await ranges.get(e.queue, e.range.shard, e.range.start);
       const status = fresh ? entryStatus(fresh, e.index, now) : 'acked';
       // A nack that lost the race with its own expiry still ended the delivery as a failure.
@@ -139,15 +126,7 @@ export class RangeFailures {
     const env = held.envelope;
     const outcome = afterFailure(config, { attempt: env.attempt, reason: f.reason, now });
     const ttls = retentionTtls(config, now);
-    const attempt = {
-      generation: env.entry,
-      attempt: env.attempt,
-      ...(held.lease.consumerId !== undefined ? { consumer_id: held.lease.consumerId } : {}),
-      reason: f.reason,
-      ...(f.error !== undefined ? { error: f.error } : {}),
-      delivered_at: held.lease.deliveredAt,
-      failed_at: now,
-    };
+    const attempt = attemptRecord(env, held.lease, f, now);
     const at = { shard: held.shard, seq: held.sequence };
     const item = await this.deps.messages.failFromRange(at, env, outcome, now, ttls, { attempt });
     const failed = { queue: held.queue, envelope: env };
@@ -204,6 +183,24 @@ export class RangeFailures {
     ]);
     return outcome;
   }
+}
+
+/** The failed attempt as the message's history keeps it. */
+function attemptRecord(
+  env: Envelope,
+  lease: Lease,
+  f: Pick<EntryFailure, 'reason' | 'error'>,
+  now: number,
+): HistoryRecord {
+  return {
+    generation: env.entry,
+    attempt: env.attempt,
+    ...(lease.consumerId !== undefined ? { consumer_id: lease.consumerId } : {}),
+    reason: f.reason,
+    ...(f.error !== undefined ? { error: f.error } : {}),
+    delivered_at: lease.deliveredAt,
+    failed_at: now,
+  };
 }
 
 /** Where an entry's payload is: the entry itself, or the entry a retry's entry points to (never a chain). */

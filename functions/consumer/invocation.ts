@@ -43,6 +43,8 @@ export type FailureHook = (
 /** One range's entries as this invocation leases, runs and acks them. */
 class RangeRun {
   private leasing?: Promise<ReadonlySet<number>>;
+  /** Taken over from an invocation that crashed: this invocation's already. */
+  private readonly owned = new Set<number>();
   private readonly done: number[] = [];
   private outstanding: number;
   /** Handed to the handler (or finished here): never given back, whatever happens after. */
@@ -55,9 +57,17 @@ class RangeRun {
     this.outstanding = indexes.length;
   }
 
-  /** The indexes this invocation holds, leased on first need with one write for all of them. */
+  own(indexes: readonly number[]): void {
+    for (const i of indexes) this.owned.add(i);
+  }
+
+  /** The indexes this invocation holds, the free ones leased on first need with one write for all. */
   held(lease: (range: Range, indexes: readonly number[]) => Promise<ReadonlySet<number>>) {
-    this.leasing ??= lease(this.range, this.indexes);
+    this.leasing ??= (async () => {
+      const free = this.indexes.filter((i) => !this.owned.has(i));
+      const won = free.length ? await lease(this.range, free) : new Set<number>();
+      return new Set([...won, ...this.owned]);
+    })();
     return this.leasing;
   }
 
@@ -106,6 +116,49 @@ export class Invocation {
           ls.map((l) => l.index),
         ),
       );
+  }
+
+  /**
+   * Takes over the entries an earlier invocation left leased (it crashed or timed out): one write
+   * per range. Answers each taken entry's takeover count; an entry lost to a race is left out (and
+   * to the event source's retry).
+   */
+  async takeOver(left: readonly Located[]): Promise<Map<Located, number>> {
+    const byRange = new Map<string, Located[]>();
+    for (const l of left) byRange.set(l.range.start, [...(byRange.get(l.range.start) ?? []), l]);
+    const taken = new Map<Located, number>();
+    const { ranges, namespace } = this.deps;
+    await mapLimit([...byRange.values()], 8, async (ls) => {
+      let range = (ls[0] as Located).range;
+      let mine = ls;
+      if (
+        !(await ranges.takeOver(
+          namespace,
+          range,
+          mine.map((l) => l.index),
+          this.lease,
+        ))
+      ) {
+        // One of them finished meanwhile (the sweep expired it): once more with what is still leased.
+        const fresh = await ranges.get(namespace, range.shard, range.start);
+        if (!fresh) return;
+        range = fresh;
+        mine = ls.filter((l) => ['leased', 'expired'].includes(entryStatus(fresh, l.index, Date.now())));
+        if (
+          !mine.length ||
+          !(await ranges.takeOver(
+            namespace,
+            range,
+            mine.map((l) => l.index),
+            this.lease,
+          ))
+        )
+          return;
+      }
+      this.runs.get(range.start)?.own(mine.map((l) => l.index));
+      for (const l of mine) taken.set(l, (range.leases.get(l.index)?.takeovers ?? 0) + 1);
+    });
+    return taken;
   }
 
   count(name: CounterName, n = 1): void {
@@ -181,6 +234,11 @@ export class Invocation {
     const resolved = await this.deps.segments.resolve(this.deps.namespace, envelope);
     if (!resolved) throw new Error(`the payload of ${envelope.message_id} is gone from its segment`);
     return resolved;
+  }
+
+  /** Acks one entry now, not with its range's others (it must be acked before what follows it). */
+  async ackOne(l: Located): Promise<void> {
+    this.count('acked', await this.ack(l.range, [l.index]));
   }
 
   /** The end of the batch: what was handled and not acked yet is acked; what never started, given back. */

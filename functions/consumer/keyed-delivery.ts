@@ -3,6 +3,7 @@ import type { RangeFailures } from '../consume/range-failures.js';
 import type { QueueConfig } from '../core/config.js';
 import type { Envelope } from '../core/envelope.js';
 import { keyedStep } from '../core/ordering.js';
+import { takenOverTooOften } from '../core/ranges.js';
 import { retentionTtls } from '../core/retention.js';
 import { afterFailure, type FailureReason, type Outcome } from '../core/retry-policy.js';
 import type { HeldMessage, KeyHolds } from '../store/key-holds.js';
@@ -40,6 +41,8 @@ export class KeyedDelivery {
     private readonly deps: KeyedDeliveryDeps,
     private readonly inv: Invocation,
     private readonly shard: string,
+    /** Taken over from crashed invocations too often: failed instead of delivered (core/ranges.ts). */
+    private readonly tooOften: (l: Located) => boolean,
   ) {}
 
   /**
@@ -75,18 +78,26 @@ export class KeyedDelivery {
       await this.deps.keys.unpark(this.deps.namespace, state.key, state.dead_message_id as string, id);
       Object.assign(state, { busy_with: id, parked_at: undefined, dead_message_id: undefined });
     }
-    const handled = await this.inv.deliver(l.envelope, (f) =>
+    const failLive = (f: { reason: FailureReason; error?: string }) =>
       this.fail(state, l.envelope, f, () =>
         this.deps.failures.fail(
           this.deps.config,
           { queue: this.deps.namespace, ...l, lease: this.inv.leaseView() },
-          { reason: f.reason, error: f.error, lease: 'live' },
+          { ...f, lease: 'live' },
           Date.now(),
         ),
-      ),
-    );
-    if (handled) await this.released(state, id);
-    return handled;
+      );
+    if (this.tooOften(l)) {
+      await failLive({ reason: 'lease_expired' });
+      return false;
+    }
+    const handled = await this.inv.deliver(l.envelope, failLive);
+    if (!handled || state.busy_with !== id) return handled;
+    // The key's holder: acked before the key is released, so a crash after the release never
+    // leaves it to be delivered again behind the messages the key then lets go.
+    await this.inv.ackOne(l);
+    await this.released(state, id);
+    return false;
   }
 
   /** Into the hold area behind what is there: the key first, then the message, then its entry finished. */
@@ -139,7 +150,7 @@ export class KeyedDelivery {
     const { holds, namespace } = this.deps;
     const deliveries = await holds.begin(namespace, h.key, h.sequence);
     if (deliveries === undefined) return;
-    const failHeld = (reason: FailureReason, error: string | undefined, lease: 'live' | 'abandoned') =>
+    const failHeld = (reason: FailureReason, error: string | undefined, lease: 'live' | 'expired') =>
       this.fail(state, h.envelope, { reason, error }, async () => {
         const outcome = await this.deps.failures.failHeld(
           this.deps.config,
@@ -156,9 +167,9 @@ export class KeyedDelivery {
         if (outcome) await holds.remove(namespace, h.key, h.sequence);
         return outcome;
       });
-    // Begun before and never finished: the invocation that delivered it crashed or timed out.
-    if (deliveries > 1) {
-      await failHeld('lease_expired', undefined, 'abandoned');
+    // Begun before and never finished, too often: the invocations that delivered it crashed or timed out.
+    if (takenOverTooOften({ takeovers: deliveries - 1 })) {
+      await failHeld('lease_expired', undefined, 'expired');
       return;
     }
     const handled = await this.inv.deliver(h.envelope, (f) => failHeld(f.reason, f.error, 'live'));
@@ -193,9 +204,8 @@ export class KeyedDelivery {
     return write();
   }
 
-  /** The holder was acked: the key is free (one write, only when a retry had taken it). */
+  /** The holder was acked: the key is free. */
   private async released(state: KeyState, id: string): Promise<void> {
-    if (state.busy_with !== id) return;
     await this.deps.keys.release(this.deps.namespace, state.key, id);
     state.busy_with = undefined;
   }

@@ -6,22 +6,17 @@ import type { ClaimStore } from '../claims/claims.js';
 import type { RangeFailures } from '../consume/range-failures.js';
 import { mapLimit } from '../core/async.js';
 import { consumerNamespace, type QueueConfig, streamName } from '../core/config.js';
-import { compareSequence, entryStatus, type Lease } from '../core/ranges.js';
+import { compareSequence, entryStatus, takenOverTooOften } from '../core/ranges.js';
+import type { FailureReason } from '../core/retry-policy.js';
 import { countFor } from '../observability/metrics.js';
 import type { Counters } from '../store/counters.js';
 import type { KeyHolds } from '../store/key-holds.js';
-import type { KeyState, KeyStates } from '../store/key-states.js';
+import type { KeyStates } from '../store/key-states.js';
 import type { RangeStore } from '../store/ranges.js';
 import type { SegmentStore } from '../store/segments.js';
 import { Invocation, type Located } from './invocation.js';
 import { KeyedDelivery } from './keyed-delivery.js';
-import {
-  assertStream,
-  type ConsumerRecord,
-  consumerRecords,
-  type handlerFailure,
-  type MessageHandler,
-} from './records.js';
+import { assertStream, type ConsumerRecord, consumerRecords, type MessageHandler } from './records.js';
 
 /**
  * A Lambda consumer on the lease layer (DESIGN §2a): each batch is admitted
@@ -95,29 +90,23 @@ export class RangePushConsumer {
       const status = entryStatus(l.range, l.index, now);
       return status === 'leased' || status === 'expired';
     });
-    const { abandoned, taken: takenOver } = this.deps.config.ordered
-      ? await this.takeOver(left)
-      : { abandoned: left, taken: [] };
-    const todo = located.filter(
-      (l) => takenOver.includes(l) || entryStatus(l.range, l.index, now) === 'free',
-    );
+    const todo = located.filter((l) => left.includes(l) || entryStatus(l.range, l.index, now) === 'free');
     const inv = new Invocation(
       { ...this.deps, namespace: this.namespace },
       context,
       this.deps.consumer,
       todo,
     );
+    const takeovers = await inv.takeOver(left);
+    const tooOften = (l: Located) => takenOverTooOften({ takeovers: takeovers.get(l) ?? 0 });
 
     if (this.deps.config.ordered) {
       const wakes = records.flatMap((r) =>
         r.envelope.wake && r.envelope.key !== undefined ? [r.envelope.key] : [],
       );
-      await this.runOrdered(inv, shard, abandoned, todo, wakes, now);
+      await this.runOrdered(inv, shard, todo, wakes, tooOften);
     } else {
-      await mapLimit(abandoned, 8, (l) => this.failAbandoned(l, now));
-      await mapLimit(todo, this.deps.concurrency, (l) =>
-        inv.run(l, () => inv.deliver(l.envelope, (f) => this.failLive(inv, l, f))),
-      );
+      await mapLimit(todo, this.deps.concurrency, (l) => this.runOne(inv, l, tooOften(l)));
     }
     await inv.finish();
     countFor(this.deps.metrics, this.namespace, inv.counts);
@@ -125,98 +114,53 @@ export class RangePushConsumer {
     return report([...inv.unfinished, ...offered.slice(taken)]);
   }
 
-  /**
-   * An ordered queue: the keys' records one after another, keys side by side; a key with only a
-   * wake record drains its hold area. An abandoned entry is the failed attempt of its key first.
-   */
+  /** An ordered queue: the keys' records one after another, keys side by side; a key with only a wake record drains its hold area. */
   private async runOrdered(
     inv: Invocation,
     shard: string,
-    abandoned: readonly Located[],
     todo: readonly Located[],
     wakes: readonly string[],
-    now: number,
+    tooOften: (l: Located) => boolean,
   ): Promise<void> {
-    const keyOf = (l: Located) => l.envelope.key;
-    const keyNames = [...new Set([...[...abandoned, ...todo].flatMap((l) => keyOf(l) ?? []), ...wakes])];
-    const states = await this.deps.keys.getMany(this.namespace, keyNames);
-    const stateOf = (key: string): KeyState => {
-      const state = states.get(key) ?? { key };
-      states.set(key, state);
-      return state;
-    };
-    const keyed = new KeyedDelivery(
-      { ...this.deps, namespace: this.namespace, failures: this.deps.rangeFailures },
-      inv,
-      shard,
-    );
-    await mapLimit(abandoned, 8, async (l) => {
-      const key = keyOf(l);
-      if (key === undefined) return this.failAbandoned(l, now);
-      // Moved to the hold area by the invocation that crashed, just before it finished the entry.
-      if (await this.deps.holds.has(this.namespace, key, l.sequence))
-        return void (await this.deps.ranges.fail(this.namespace, l.range, l.index, 'any', now));
-      await keyed.fail(stateOf(key), l.envelope, { reason: 'lease_expired' }, () =>
-        this.failAbandoned(l, now),
-      );
-    });
     const groups = new Map<string, Located[]>();
     const keyless: Located[] = [];
     for (const l of todo) {
-      const key = keyOf(l);
+      const key = l.envelope.key;
       if (key === undefined) keyless.push(l);
       else groups.set(key, [...(groups.get(key) ?? []), l]);
     }
     for (const key of wakes) if (!groups.has(key)) groups.set(key, []);
+    const states = await this.deps.keys.getMany(this.namespace, [...groups.keys()]);
+    const keyed = new KeyedDelivery(
+      { ...this.deps, namespace: this.namespace, failures: this.deps.rangeFailures },
+      inv,
+      shard,
+      tooOften,
+    );
     await Promise.all([
-      mapLimit([...groups], this.deps.concurrency, ([key, entries]) => keyed.runKey(entries, stateOf(key))),
-      mapLimit(keyless, this.deps.concurrency, (l) =>
-        inv.run(l, () => inv.deliver(l.envelope, (f) => this.failLive(inv, l, f))),
+      mapLimit([...groups], this.deps.concurrency, ([key, entries]) =>
+        keyed.runKey(entries, states.get(key) ?? { key }),
       ),
+      mapLimit(keyless, this.deps.concurrency, (l) => this.runOne(inv, l, tooOften(l))),
     ]);
   }
 
-  /**
-   * Entries an earlier invocation leased and did not finish. On an ordered queue only a key's first
-   * one was in the handler (a key's records run one after another): it is the failed attempt; the
-   * key's later ones never started, and are taken over (given back from that lease, then run here).
-   */
-  private async takeOver(left: readonly Located[]): Promise<{ abandoned: Located[]; taken: Located[] }> {
-    const seen = new Set<string>();
-    const abandoned: Located[] = [];
-    const later: Located[] = [];
-    for (const l of left) {
-      const key = l.envelope.key;
-      if (key === undefined || !seen.has(key)) abandoned.push(l);
-      else later.push(l);
-      if (key !== undefined) seen.add(key);
-    }
-    const released = await mapLimit(later, 8, (l) => {
-      const lease = l.range.leases.get(l.index) as Lease;
-      return this.deps.ranges.release(this.namespace, l.range, [l.index], lease);
-    });
-    return { abandoned, taken: later.filter((_, i) => released[i] !== undefined) };
+  /** An entry with no key to keep in order: delivered, or failed when taken over too often. */
+  private runOne(inv: Invocation, l: Located, tooOften: boolean): Promise<void> {
+    return inv.run(l, () =>
+      tooOften
+        ? this.failLive(inv, l, { reason: 'lease_expired' }).then(() => false)
+        : inv.deliver(l.envelope, (f) => this.failLive(inv, l, f)),
+    );
   }
 
-  /** A throw of the handler on a leased entry: the pull nack's path. */
-  private failLive(inv: Invocation, l: Located, f: ReturnType<typeof handlerFailure>) {
+  /** A failed attempt of an entry this invocation holds: the pull nack's path. */
+  private failLive(inv: Invocation, l: Located, f: { reason: FailureReason; error?: string }) {
     return this.deps.rangeFailures.fail(
       this.deps.config,
       { queue: this.namespace, ...l, lease: inv.leaseView() },
       { ...f, lease: 'live' },
       Date.now(),
-    );
-  }
-
-  /** An earlier invocation's lease, left when it crashed or timed out: that delivery's failed attempt. */
-  private async failAbandoned(l: Located, now: number) {
-    const lease = l.range.leases.get(l.index);
-    if (!lease) return undefined;
-    return this.deps.rangeFailures.fail(
-      this.deps.config,
-      { queue: this.namespace, ...l, lease },
-      { reason: 'lease_expired', lease: 'abandoned' },
-      now,
     );
   }
 

@@ -19,6 +19,20 @@ export interface Lease {
   expiresAt: number;
   deliveredAt: number;
   consumerId?: string;
+  /** A Lambda consumer's lease: how often an invocation took it over from one that crashed with it. */
+  takeovers?: number;
+}
+
+/**
+ * A Lambda consumer's invocation that crashes or times out leaves its leases to the event source's
+ * retry of the batch, which takes them over and delivers them again as the same attempt: most of
+ * them never reached the handler. An entry taken over more often than this counts a failed attempt
+ * instead, so a message that kills every invocation still reaches the DLQ.
+ */
+export const TAKEOVERS_PER_ATTEMPT = 2;
+
+export function takenOverTooOften(lease: { takeovers?: number } | undefined): boolean {
+  return (lease?.takeovers ?? 0) > TAKEOVERS_PER_ATTEMPT;
 }
 
 /** Where a range's envelopes are: an immutable segment written once per admitted batch. */

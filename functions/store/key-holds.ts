@@ -2,12 +2,13 @@ import {
   DeleteCommand,
   type DynamoDBDocumentClient,
   PutCommand,
+  paginateQuery,
   QueryCommand,
   UpdateCommand,
 } from '@aws-sdk/lib-dynamodb';
 import type { Envelope } from '../core/envelope.js';
 import { keyHoldKey, keyHoldPk, keyHoldsMarkerKey, keyHoldsMarkerPk, TTL_ATTRIBUTE } from './keys.js';
-import { isConditionFailed } from './util.js';
+import { countAll, isConditionFailed } from './util.js';
 
 /**
  * The hold area of an ordered queue's Lambda consumer (DESIGN §2a "a per-key hold area"): the
@@ -109,23 +110,12 @@ export class KeyHolds {
     return (out.Count ?? 0) > 0;
   }
 
-  async count(queue: string, key: string): Promise<number> {
-    let total = 0;
-    let start: Record<string, unknown> | undefined;
-    do {
-      const out = await this.doc.send(
-        new QueryCommand({
-          TableName: this.table,
-          KeyConditionExpression: 'pk = :pk',
-          ExpressionAttributeValues: { ':pk': keyHoldPk(queue, key) },
-          Select: 'COUNT',
-          ExclusiveStartKey: start,
-        }),
-      );
-      total += out.Count ?? 0;
-      start = out.LastEvaluatedKey;
-    } while (start);
-    return total;
+  count(queue: string, key: string): Promise<number> {
+    return countAll(this.doc, {
+      TableName: this.table,
+      KeyConditionExpression: 'pk = :pk',
+      ExpressionAttributeValues: { ':pk': keyHoldPk(queue, key) },
+    });
   }
 
   /** Counts a delivery begun; answers the count, or undefined when the message is no longer held. */
@@ -155,23 +145,17 @@ export class KeyHolds {
   /** Keys with held messages on a shard (their markers). */
   async marked(queue: string, shard: string): Promise<HoldMarker[]> {
     const markers: HoldMarker[] = [];
-    let start: Record<string, unknown> | undefined;
-    do {
-      const out = await this.doc.send(
-        new QueryCommand({
-          TableName: this.table,
-          KeyConditionExpression: 'pk = :pk',
-          ExpressionAttributeValues: { ':pk': keyHoldsMarkerPk(queue, shard) },
-          ExclusiveStartKey: start,
-        }),
-      );
-      for (const item of out.Items ?? [])
-        markers.push({
-          key: String(item.key),
-          ...(typeof item.w === 'number' ? { wokenAt: item.w } : {}),
-        });
-      start = out.LastEvaluatedKey;
-    } while (start);
+    const pages = paginateQuery(
+      { client: this.doc },
+      {
+        TableName: this.table,
+        KeyConditionExpression: 'pk = :pk',
+        ExpressionAttributeValues: { ':pk': keyHoldsMarkerPk(queue, shard) },
+      },
+    );
+    for await (const page of pages)
+      for (const item of page.Items ?? [])
+        markers.push({ key: String(item.key), ...(typeof item.w === 'number' ? { wokenAt: item.w } : {}) });
     return markers;
   }
 

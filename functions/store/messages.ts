@@ -23,7 +23,7 @@ import {
   TTL_ATTRIBUTE,
   timeSortKey,
 } from './keys.js';
-import { isConditionFailed, retryUnprocessed } from './util.js';
+import { countAll, isConditionFailed, retryUnprocessed } from './util.js';
 
 /**
  * A message's mutable state (one small item), its immutable body and its history, each a
@@ -462,22 +462,11 @@ export class MessageStore {
 
   /** Counts what a key condition on the index matches, paging through it. */
   private async countIndex(condition: string, values: Record<string, unknown>): Promise<number> {
-    let total = 0;
-    let start: Record<string, unknown> | undefined;
-    do {
-      const out = await this.doc.send(
-        new QueryCommand({
-          TableName: this.table,
-          IndexName: GSI1,
-          ...buildKeyCondition(condition, values),
-          Select: 'COUNT',
-          ExclusiveStartKey: start,
-        }),
-      );
-      total += out.Count ?? 0;
-      start = out.LastEvaluatedKey;
-    } while (start);
-    return total;
+    return countAll(this.doc, {
+      TableName: this.table,
+      IndexName: GSI1,
+      ...buildKeyCondition(condition, values),
+    });
   }
 
   /** Leases a ready message: one conditional write; undefined when another consumer won it. */

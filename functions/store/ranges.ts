@@ -165,33 +165,79 @@ export class RangeStore {
     indexes: readonly number[],
     lease: NewLease,
   ): Promise<Range | undefined> {
+    return this.writeLeases(queue, range, indexes, lease, {
+      condition: (k) => `attribute_not_exists(#E.#k${k})`,
+      stamp: () => leaseStamp(lease),
+    });
+  }
+
+  /**
+   * Takes over leases an earlier invocation of a Lambda consumer left (the event source retries a
+   * batch only once the invocation before is over, so that one crashed or timed out), each where
+   * it is still the lease read in `range`, counting the takeover in its stamp. All or none.
+   */
+  takeOver(
+    queue: string,
+    range: Range,
+    indexes: readonly number[],
+    lease: NewLease,
+  ): Promise<Range | undefined> {
+    const old = (index: number) => range.leases.get(index);
+    const values: Record<string, unknown> = {};
+    indexes.forEach((index, k) => {
+      values[`:p${k}`] = leaseStamp(old(index) ?? { deliveredAt: 0, expiresAt: 0 });
+      values[`:v${k}`] = index;
+    });
+    return this.writeLeases(queue, range, indexes, lease, {
+      condition: (k) => `#O.#k${k} = :p${k} AND ${unfinishedCondition(k)}`,
+      stamp: (index) => leaseStamp({ ...lease, takeovers: (old(index)?.takeovers ?? 0) + 1 }),
+      names: { '#A': 'A', '#F': 'F' },
+      values,
+    });
+  }
+
+  /** One write of `lease` on entries of a range, each under its own condition; all or none. */
+  private writeLeases(
+    queue: string,
+    range: Range,
+    indexes: readonly number[],
+    lease: NewLease,
+    how: {
+      condition: (k: number) => string;
+      stamp: (index: number) => string;
+      names?: Record<string, string>;
+      values?: Record<string, unknown>;
+    },
+  ): Promise<Range | undefined> {
     const tag = leaseTag(lease);
-    const names: Record<string, string> = { '#E': 'E', '#O': 'O', '#C': 'C', '#tag': tag || '-' };
+    const names: Record<string, string> = { ...how.names, '#E': 'E', '#O': 'O' };
+    const values: Record<string, unknown> = { ...how.values, ':e': lease.expiresAt };
     const set: string[] = [];
     const cond: string[] = ['attribute_exists(pk)'];
     indexes.forEach((index, k) => {
       names[`#k${k}`] = String(index);
-      set.push(`#E.#k${k} = :e`, `#O.#k${k} = :o`);
-      cond.push(`attribute_not_exists(#E.#k${k})`);
+      values[`:o${k}`] = how.stamp(index);
+      set.push(`#E.#k${k} = :e`, `#O.#k${k} = :o${k}`);
+      cond.push(how.condition(k));
     });
-    if (lease.consumerId !== undefined) set.push('#C.#tag = :c');
-    else delete names['#tag'];
+    if (lease.consumerId !== undefined) {
+      Object.assign(names, { '#C': 'C', '#tag': tag });
+      values[':c'] = lease.consumerId;
+      set.push('#C.#tag = :c');
+    }
     return this.update(queue, range, {
       UpdateExpression: `SET ${set.join(', ')}`,
       ConditionExpression: cond.join(' AND '),
       ExpressionAttributeNames: names,
-      ExpressionAttributeValues: {
-        ':e': lease.expiresAt,
-        ':o': leaseStamp(lease),
-        ...(lease.consumerId !== undefined ? { ':c': lease.consumerId } : {}),
-      },
+      ExpressionAttributeValues: values,
     });
   }
 
   /**
    * Gives back leases that were never handed to anyone (a Lambda consumer's invocation that ran out
    * of time or met an AWS failure first): each entry is free again for the event source's retry of
-   * the batch. Only where the lease is still the one written with `lease`; all or none.
+   * the batch. Only where the lease is still the one written with `lease` (or taken over with it);
+   * all or none.
    */
   release(
     queue: string,
@@ -200,13 +246,14 @@ export class RangeStore {
     lease: NewLease,
   ): Promise<Range | undefined> {
     const names: Record<string, string> = { '#E': 'E', '#O': 'O', '#A': 'A', '#F': 'F' };
-    const values: Record<string, unknown> = { ':o': leaseStamp(lease) };
+    // This lease's stamp, whether it was written by a lease or by a takeover (which adds its count).
+    const values: Record<string, unknown> = { ':e': lease.expiresAt, ':o': leaseStamp(lease) };
     const remove: string[] = [];
     const cond = indexes.map((index, k) => {
       names[`#k${k}`] = String(index);
       values[`:v${k}`] = index;
       remove.push(`#E.#k${k}`, `#O.#k${k}`);
-      return `#O.#k${k} = :o AND ${unfinishedCondition(k)}`;
+      return `#E.#k${k} = :e AND begins_with(#O.#k${k}, :o) AND ${unfinishedCondition(k)}`;
     });
     return this.update(queue, range, {
       UpdateExpression: `REMOVE ${remove.join(', ')}`,
@@ -330,9 +377,10 @@ function leaseTag(lease: NewLease): string {
   return lease.consumerId === undefined ? '' : consumerTag(lease.consumerId);
 }
 
-/** What a lease writes to `O`: its delivery time and its consumer's tag. */
-function leaseStamp(lease: NewLease): string {
-  return `${lease.deliveredAt.toString(36)}.${leaseTag(lease)}`;
+/** What a lease writes to `O`: its delivery time, its consumer's tag, and its takeovers if any. */
+function leaseStamp(lease: NewLease & { takeovers?: number }): string {
+  const stamp = `${lease.deliveredAt.toString(36)}.${leaseTag(lease)}`;
+  return lease.takeovers ? `${stamp}.${lease.takeovers}` : stamp;
 }
 
 function liveCondition(k: number): string {
@@ -348,12 +396,13 @@ function toRange(shard: string, item: Item): Range {
   const consumers = (item.C ?? {}) as Record<string, string>;
   const delivered = (item.O ?? {}) as Record<string, string>;
   for (const [index, expiresAt] of Object.entries((item.E ?? {}) as Record<string, number>)) {
-    const [at = '0', tag = ''] = (delivered[index] ?? '').split('.');
+    const [at = '0', tag = '', takeovers] = (delivered[index] ?? '').split('.');
     const consumerId = consumers[tag];
     leases.set(Number(index), {
       expiresAt: Number(expiresAt),
       deliveredAt: Number.parseInt(at, 36),
       ...(consumerId !== undefined ? { consumerId } : {}),
+      ...(takeovers !== undefined ? { takeovers: Number(takeovers) } : {}),
     });
   }
   const numbers = (v: unknown) => new Set([...((v as Set<number> | undefined) ?? [])].map(Number));

@@ -1,3 +1,4 @@
+import { type DynamoDBDocumentClient, paginateQuery, type QueryCommandInput } from '@aws-sdk/lib-dynamodb';
 import { sleep } from '../core/async.js';
 
 /** Small helpers shared by the DynamoDB adapters. */
@@ -22,4 +23,12 @@ export async function retryUnprocessed<T>(
     if (round > 0) await sleep(Math.min(1000, 25 * 2 ** round));
     pending = await call(pending);
   }
+}
+
+/** How many items a query matches, over all its pages (the SDK's paginator). */
+export async function countAll(doc: DynamoDBDocumentClient, input: QueryCommandInput): Promise<number> {
+  let total = 0;
+  for await (const page of paginateQuery({ client: doc }, { ...input, Select: 'COUNT' }))
+    total += page.Count ?? 0;
+  return total;
 }

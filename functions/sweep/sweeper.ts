@@ -188,7 +188,12 @@ export class Sweeper {
     const { name: queue, config } = ns;
     const now = this.now();
     const open = await ranges.from(queue, shard, await ranges.commitHint(queue, shard), RANGES_PER_PASS);
-    const expired = open.flatMap((range) => expiredEntries(range, now).map((index) => ({ range, index })));
+    // An ordered queue's Lambda consumer takes over its crashed invocations' leases itself, in its
+    // keys' order (consumer/keyed-delivery.ts): failing one here would let its key's next go first.
+    const keyed = ns.consumer !== undefined && config.ordered;
+    const expired = keyed
+      ? []
+      : open.flatMap((range) => expiredEntries(range, now).map((index) => ({ range, index })));
     const moved = await mapLimit(expired, 16, async ({ range, index }) => {
       const target = await this.entryOf(queue, range, index);
       if (!target) return false;

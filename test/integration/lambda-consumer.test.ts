@@ -232,19 +232,42 @@ describe('a Lambda consumer on an unordered queue', () => {
     const crashed = bound()(event, lambdaContext('consumer-events-billing', 60_000));
     await until(() => callsOf('e-1').length === 1);
     holds.delete('e-1');
-    // The retry finds the crashed invocation's lease: that delivery's failed attempt, and the
-    // message comes back through its delay tier (0 s here) as attempt 2.
+    // The retry takes the crashed invocation's lease over and delivers the message again at once.
     const retried = await bound()(event, lambdaContext('consumer-events-billing', 60_000));
     expect(retried.batchItemFailures).toEqual([]);
-    await until(async () => (await stateOf('e-1')) === 'acked');
-    expect(callsOf('e-1').map((c) => c.attempt)).toEqual([1, 2]);
-    const trace = await services().tracer.trace(NS, 'e-1');
-    expect(trace.attempts.map((a) => [a.attempt, a.reason])).toEqual([[1, 'lease_expired']]);
-    // The crashed invocation's late ack is stale: nothing changes.
+    expect(callsOf('e-1').map((c) => c.attempt)).toEqual([1, 1]);
+    expect(await stateOf('e-1')).toBe('acked');
+    // The crashed invocation's late ack changes nothing.
     release();
     expect((await crashed).batchItemFailures).toEqual([]);
-    expect(await stateOf('e-1')).toBe('acked');
+    const trace = await services().tracer.trace(NS, 'e-1');
+    expect(trace.state).toBe('acked');
+    expect(trace.attempts).toEqual([]);
     expect(callsOf('e-1')).toHaveLength(2);
+  });
+
+  it('counts a failed attempt for a message whose invocations keep crashing, so it cannot stall its shard', async () => {
+    const [seq] = (await sequences(1)) as [string];
+    const event: KinesisStreamEvent = { Records: [recordOf(envelopeOf('k-1'), seq)] };
+    let release = () => {};
+    holds.set('k-1', new Promise<void>((resolve) => (release = resolve)));
+    const hung: Promise<unknown>[] = [];
+    // Three invocations die with it in the handler: each retry takes the lease over (the same attempt).
+    for (let i = 1; i <= 3; i++) {
+      hung.push(bound()(event, lambdaContext('consumer-events-billing', 60_000)));
+      await until(() => callsOf('k-1').length === i);
+    }
+    // The fourth does not hand it over again: that is a failed attempt, and the retry tier takes it.
+    const fourth = await bound()(event, lambdaContext('consumer-events-billing', 60_000));
+    expect(fourth.batchItemFailures).toEqual([]);
+    expect(callsOf('k-1')).toHaveLength(3);
+    holds.delete('k-1');
+    release();
+    await Promise.all(hung);
+    await until(async () => (await stateOf('k-1')) === 'acked');
+    expect(callsOf('k-1').map((c) => c.attempt)).toEqual([1, 1, 1, 2]);
+    const trace = await services().tracer.trace(NS, 'k-1');
+    expect(trace.attempts.map((a) => [a.attempt, a.reason])).toEqual([[1, 'lease_expired']]);
   });
 
   it("counts what each invocation did, under the consumer's namespace", async () => {
