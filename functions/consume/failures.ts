@@ -1,4 +1,4 @@
-import { isNamespace, type QueueConfig } from '../core/config.js';
+import type { QueueConfig } from '../core/config.js';
 import { retentionTtls } from '../core/retention.js';
 import { afterFailure, type FailureReason, type Outcome } from '../core/retry-policy.js';
 import type { Counters } from '../store/counters.js';
@@ -6,7 +6,8 @@ import type { HistoryRecord, MessageStore, StateItem } from '../store/messages.j
 import type { KeyOrder } from './key-order.js';
 
 /**
- * A failed delivery (a nack, or a lease the sweep found expired), the same way for both:
+ * A failed delivery on the per-message layout (ordered pull queues; the lease layer's is
+ * range-failures.ts): a nack, or a lease the sweep found expired, the same way for both:
  * history first, then the move to the delay store or the DLQ, then what follows from it.
  * Two failures of one lease generation (a nack and the sweep, or a write and the SDK's retry of
  * it) share its one history item `H#<gen>`: whoever wrote it, it stays when a failure landed and
@@ -49,7 +50,7 @@ export class Failures {
       dueAt: now + retryAfterSeconds * 1000,
     };
     if (!(await this.deps.messages.fail(item, generation, outcome, 'live', now, 0))) return undefined;
-    if (!isNamespace(queue)) await this.deps.counters.addWindow(queue, item.shard, -1);
+    await this.deps.counters.addWindow(queue, item.shard, -1);
     return outcome;
   }
 
@@ -88,8 +89,7 @@ export class Failures {
     if (!wrote) await this.ensureHistory(queue, item.message_id, record, ttls.deadTtl);
     const dead = outcome.kind === 'dead';
     await Promise.all([
-      // A push consumer's namespace has no window: its records never pass through dispatch.
-      isNamespace(queue) ? Promise.resolve() : this.deps.counters.addWindow(queue, item.shard, -1),
+      this.deps.counters.addWindow(queue, item.shard, -1),
       this.deps.counters.addStats(queue, {
         ...(f.lease === 'live' ? { nacked: 1 } : {}),
         ...(dead ? { dead_lettered: 1 } : {}),

@@ -190,7 +190,7 @@ export class MessageStore {
               body: inlineBody,
               bytes: payloadBytes(env),
               origin_sk: new Raw('if_not_exists(#origin_sk, :origin)', { ':origin': seqSortKey(seq) }),
-              // A held message keeps its delay: the release puts it through the log again.
+              // A held message keeps its delay for when its key's release makes it ready.
               due_at: dueAt > now ? dueAt : undefined,
               ...index,
             },
@@ -202,18 +202,10 @@ export class MessageStore {
               'dead_reason',
               TTL_ATTRIBUTE,
             ],
-            // `dead`: a redriven message re-enters as its next entry. `held`: a held message sent
-            // back through the log by its key's release is read back before the release marked it
-            // `requeued` (append first, then mark): its next entry is admitted all the same.
+            // `dead`: a redriven message re-enters as its next entry.
             condition:
-              'attribute_not_exists(#pk) OR (#state IN (:delayed, :requeued, :dead, :held) AND #entry < :entry)',
-            values: {
-              ':delayed': 'delayed',
-              ':requeued': 'requeued',
-              ':dead': 'dead',
-              ':held': 'held',
-              ':entry': env.entry,
-            },
+              'attribute_not_exists(#pk) OR (#state IN (:delayed, :requeued, :dead) AND #entry < :entry)',
+            values: { ':delayed': 'delayed', ':requeued': 'requeued', ':dead': 'dead', ':entry': env.entry },
           }),
         }),
       );
@@ -629,7 +621,7 @@ export class MessageStore {
     queue: string,
     messageId: string,
     entry: number,
-    from: 'delayed' | 'dead' | 'held' = 'delayed',
+    from: 'delayed' | 'dead' = 'delayed',
   ): Promise<void> {
     // If dispatch admitted the new entry first, the condition fails and nothing is left to retire.
     await this.updateState(queue, messageId, {

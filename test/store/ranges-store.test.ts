@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type AwsClients, createClients } from '../../functions/aws/clients.js';
 import type { Envelope } from '../../functions/core/envelope.js';
-import { RANGE_ENTRIES } from '../../functions/core/ranges.js';
+import { entryStatus, RANGE_ENTRIES, type Range } from '../../functions/core/ranges.js';
+import { KeyHolds } from '../../functions/store/key-holds.js';
 import { RangeStore } from '../../functions/store/ranges.js';
 import { SEGMENT_ITEM_MAX_BYTES, SegmentStore } from '../../functions/store/segments.js';
 import { DYNAMODB, startTestRuntime, type TestRuntime } from '../helpers/runtime.js';
@@ -37,6 +38,16 @@ describe.each([DYNAMODB])('the lease layer store on %s', () => {
     expect(await ranges.create(Q, r, 0)).toBe(true);
     return r;
   };
+  const env = (n: number, bytes: number): Envelope => ({
+    v: 1,
+    message_id: `m-${n}`,
+    queue: Q,
+    produced_at: new Date().toISOString(),
+    enqueued_at: new Date().toISOString(),
+    attempt: 1,
+    entry: 1,
+    payload: 'p'.repeat(bytes),
+  });
   const lease = (expiresAt: number, consumerId = 'worker-1') => ({
     expiresAt,
     deliveredAt: expiresAt - 1,
@@ -165,16 +176,6 @@ describe.each([DYNAMODB])('the lease layer store on %s', () => {
   });
 
   it('keeps segments immutable and readable at once, small ones as items and large ones in S3', async () => {
-    const env = (n: number, bytes: number): Envelope => ({
-      v: 1,
-      message_id: `m-${n}`,
-      queue: Q,
-      produced_at: new Date().toISOString(),
-      enqueued_at: new Date().toISOString(),
-      attempt: 1,
-      entry: 1,
-      payload: 'p'.repeat(bytes),
-    });
     const small = [{ sequence: '77', envelope: env(1, 100) }];
     const large = Array.from({ length: 10 }, (_, i) => ({
       sequence: String(80 + i),
@@ -196,6 +197,85 @@ describe.each([DYNAMODB])('the lease layer store on %s', () => {
     expect(await reader.get(Q, SHARD, b)).toEqual(large);
     expect(await reader.get(Q, SHARD, { id: '1', store: 's3' })).toBeUndefined();
     expect(await reader.get(Q, SHARD, { id: '1', store: 'ddb' })).toBeUndefined();
+  });
+
+  it("takes over a crashed invocation's leases where they are still the ones read, counting each takeover", async () => {
+    const r = await newRange(4);
+    const now = Date.now();
+    const crashed = lease(now + 60_000, 'billing/crashed');
+    await ranges.lease(Q, await got(r.start), [0, 1, 2], crashed);
+    await ranges.ack(Q, r, [2], now);
+    const read = await got(r.start);
+    // An acked entry is not taken over: all or none.
+    expect(await ranges.takeOver(Q, read, [0, 1, 2], lease(now + 90_000, 'billing/retry'))).toBeUndefined();
+    const first = await ranges.takeOver(Q, read, [0, 1], lease(now + 90_000, 'billing/retry'));
+    expect(first?.leases.get(0)).toMatchObject({ consumerId: 'billing/retry', takeovers: 1 });
+    // The lease it read is gone: a second taker with the same read loses.
+    expect(await ranges.takeOver(Q, read, [0], lease(now + 95_000, 'billing/late'))).toBeUndefined();
+    const again = await ranges.takeOver(Q, first as Range, [0], lease(now + 99_000, 'billing/third'));
+    expect(again?.leases.get(0)).toMatchObject({ consumerId: 'billing/third', takeovers: 2 });
+    expect(again?.leases.get(1)).toMatchObject({ consumerId: 'billing/retry', takeovers: 1 });
+  });
+
+  it('gives back only the leases the giver wrote, and only unfinished ones', async () => {
+    const r = await newRange(4);
+    const now = Date.now();
+    const mine = lease(now + 60_000, 'billing/mine');
+    await ranges.lease(Q, await got(r.start), [0, 1, 2], mine);
+    await ranges.ack(Q, r, [2], now);
+    expect(await ranges.release(Q, r, [0, 1], lease(now + 60_000, 'billing/other'))).toBeUndefined();
+    expect(await ranges.release(Q, r, [1, 2], mine)).toBeUndefined();
+    const back = await ranges.release(Q, r, [0, 1], mine);
+    expect(back?.leases.has(0)).toBe(false);
+    expect(entryStatus(back as Range, 1, now)).toBe('free');
+    // A taken-over lease is given back by its taker.
+    const taker = lease(now + 70_000, 'billing/taker');
+    await ranges.lease(Q, await got(r.start), [3], mine);
+    await ranges.takeOver(Q, await got(r.start), [3], taker);
+    expect(entryStatus((await ranges.release(Q, r, [3], taker)) as Range, 3, now)).toBe('free');
+  });
+
+  it("acks an entry that went to its key's hold area once, when the held message is handled", async () => {
+    const r = await newRange(2);
+    const now = Date.now();
+    await ranges.lease(Q, await got(r.start), [0, 1], lease(now + 60_000));
+    expect(await ranges.ackHeld(Q, r, 0, now)).toBeUndefined();
+    await ranges.fail(Q, r, 0, 'live', now);
+    const acked = await ranges.ackHeld(Q, r, 0, now + 5);
+    expect(entryStatus(acked as Range, 0, now)).toBe('acked');
+    expect(acked?.ackedAt).toBe(now + 5);
+    expect(await ranges.ackHeld(Q, r, 0, now)).toBeUndefined();
+  });
+
+  it("keeps a key's held messages in log order, counts their deliveries and marks the key for the sweep", async () => {
+    const holds = new KeyHolds(clients.doc, t.runtime.config.tableName);
+    const held = (sequence: string) => ({
+      key: 'acct/7',
+      shard: SHARD,
+      sequence,
+      range: sequence,
+      index: 0,
+      envelope: env(Number(sequence), 10),
+    });
+    await holds.put(Q, held('300'), 0);
+    await holds.put(Q, held('25'), 0);
+    await holds.put(Q, held('1000'), 0);
+    await holds.put(Q, held('300'), 0);
+    expect((await holds.first(Q, 'acct/7', 10)).map((h) => h.sequence)).toEqual(['25', '300', '1000']);
+    expect(await holds.count(Q, 'acct/7')).toBe(3);
+    expect(await holds.has(Q, 'acct/7', '300')).toBe(true);
+    expect(await holds.begin(Q, 'acct/7', '25')).toBe(1);
+    expect(await holds.begin(Q, 'acct/7', '25')).toBe(2);
+    // Holding it again (a batch offered again) keeps its delivery count.
+    await holds.put(Q, held('25'), 0);
+    expect((await holds.first(Q, 'acct/7', 1))[0]?.deliveries).toBe(2);
+    expect(await holds.marked(Q, SHARD)).toEqual([{ key: 'acct/7' }]);
+    await holds.woke(Q, SHARD, 'acct/7', 42);
+    expect(await holds.marked(Q, SHARD)).toEqual([{ key: 'acct/7', wokenAt: 42 }]);
+    await holds.remove(Q, 'acct/7', '25');
+    expect(await holds.begin(Q, 'acct/7', '25')).toBeUndefined();
+    await holds.unmark(Q, SHARD, 'acct/7');
+    expect(await holds.marked(Q, SHARD)).toEqual([]);
   });
 
   async function got(start: string) {
