@@ -3,8 +3,8 @@ import { withRetries } from '../client/retry.js';
 import { Transport } from '../client/transport.js';
 
 /**
- * The operator's calls a chaos run needs at its end: the whole DLQ, releasing parked keys, and
- * where a message is. They retry what may pass later (the client's policy), since a run's
+ * The operator's calls a chaos run needs at its end: the whole DLQ, releasing parked keys, where
+ * a message is, and what a queue still holds. They retry what may pass later (the client's policy), since a run's
  * verdict must not hang on one lost answer.
  */
 
@@ -54,6 +54,30 @@ export class AdminApi {
       });
     }
     return keys.length;
+  }
+
+  /**
+   * What a queue (or one of its Lambda consumers) still holds: messages waiting, in flight,
+   * waiting for a retry, and held behind their key. All zero once every message ended acked or dead.
+   */
+  async holding(
+    queue: string,
+    consumer?: string,
+  ): Promise<{ ready: number; inFlight: number; delayed: number; held: number }> {
+    const query = consumer ? `?consumer=${encodeURIComponent(consumer)}` : '';
+    const stats = await this.send<{
+      depth?: number;
+      ready?: number;
+      in_flight: number;
+      delayed: number;
+      held?: number;
+    }>('GET', `/queues/${encodeURIComponent(queue)}/stats${query}`);
+    return {
+      ready: stats.depth ?? stats.ready ?? 0,
+      inFlight: stats.in_flight,
+      delayed: stats.delayed,
+      held: stats.held ?? 0,
+    };
   }
 
   /** The message's state from its trace (`acked`, `dead`, `leased`...), or `unknown to the server`. */

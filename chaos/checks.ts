@@ -52,6 +52,23 @@ export function checkInvariants(history: History, end: EndState, orderedQueue: s
   ];
 }
 
+/**
+ * Once every accepted message ended acked or dead, nothing is left waiting, in flight or delayed
+ * in any queue or consumer: on the lease layer, every shard's window (head − commit point) is empty.
+ */
+export function emptyAfterDrain(
+  left: readonly { name: string; ready: number; inFlight: number; delayed: number; held: number }[],
+): Invariant {
+  return invariant(
+    'every queue and consumer empty after the drain (no window left open)',
+    left
+      .filter((l) => l.ready + l.inFlight + l.delayed + l.held > 0)
+      .map(
+        (l) => `${l.name}: ${l.ready} waiting, ${l.inFlight} in flight, ${l.delayed} delayed, ${l.held} held`,
+      ),
+  );
+}
+
 type At = (ms: number | undefined) => string;
 
 /** Each message answered `accepted` (or `duplicate`: already in the log) ends acked or dead-lettered. */

@@ -1,14 +1,21 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { LeaseqClient } from '../client/index.js';
 import { AdminApi } from './admin.js';
-import { checkInvariants, confirmedAck, type EndState, groupBy, type Invariant } from './checks.js';
+import {
+  checkInvariants,
+  confirmedAck,
+  type EndState,
+  emptyAfterDrain,
+  groupBy,
+  type Invariant,
+} from './checks.js';
 import { Consumer, type ConsumerBehaviour } from './consumers.js';
 import { countFigures, type Figures } from './figures.js';
 import type { History } from './history.js';
 import { Producer } from './producers.js';
 import { checkPushCalls, handledIds, type PushFigures, pushFigures, readPushCalls } from './push-calls.js';
 import type { Random } from './random.js';
-import { CHAOS_TENANT, QUEUES } from './tenant.js';
+import { CHAOS_PUSH, CHAOS_TENANT, QUEUES } from './tenant.js';
 
 /**
  * One chaos run's shape, whatever disrupts it: producers on three queues for a while, pull
@@ -137,8 +144,18 @@ export async function runScenario(o: ScenarioOptions): Promise<ScenarioResult> {
     end.unsettledStates.set(id, await admin.state(queue, id));
   }
   const calls = readPushCalls(o.pushCallsFile);
+  const left = await Promise.all([
+    ...[QUEUES.unordered, QUEUES.ordered].map(async (q) => ({ name: q, ...(await admin.holding(q)) })),
+    admin
+      .holding(CHAOS_PUSH.queue, CHAOS_PUSH.consumer)
+      .then((h) => ({ name: `${CHAOS_PUSH.queue}?consumer=${CHAOS_PUSH.consumer}`, ...h })),
+  ]);
   return {
-    invariants: [...checkInvariants(o.history, end, QUEUES.ordered), ...checkPushCalls(o.history, calls)],
+    invariants: [
+      ...checkInvariants(o.history, end, QUEUES.ordered),
+      ...checkPushCalls(o.history, calls),
+      emptyAfterDrain(left),
+    ],
     figures: countFigures(o.history, end),
     push: pushFigures(calls),
     drainMs,

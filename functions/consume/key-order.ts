@@ -193,6 +193,15 @@ export class KeyOrder {
     return state.shard ? this.deps.messages.countHeld(queue, state.shard, state.key) : Promise.resolve(0);
   }
 
+  /** A Lambda consumer's messages waiting in its keys' hold areas, on these shards. */
+  async heldInHoldAreas(namespace: string, shards: readonly string[]): Promise<number> {
+    const markers = (
+      await Promise.all(shards.map((shard) => this.deps.holds.marked(namespace, shard)))
+    ).flat();
+    const counts = await mapLimit(markers, 8, (m) => this.deps.holds.count(namespace, m.key));
+    return counts.reduce((a, n) => a + n, 0);
+  }
+
   parkedKeys(queue: string): Promise<KeyState[]> {
     return this.deps.keys.parked(queue);
   }

@@ -104,7 +104,13 @@ export class RangePushConsumer {
       const wakes = records.flatMap((r) =>
         r.envelope.wake && r.envelope.key !== undefined ? [r.envelope.key] : [],
       );
-      await this.runOrdered(inv, shard, todo, wakes, tooOften);
+      await this.runOrdered(
+        inv,
+        shard,
+        { todo, acked: located.filter((l) => entryStatus(l.range, l.index, now) === 'acked') },
+        wakes,
+        tooOften,
+      );
     } else {
       await mapLimit(todo, this.deps.concurrency, (l) => this.runOne(inv, l, tooOften(l)));
     }
@@ -118,7 +124,7 @@ export class RangePushConsumer {
   private async runOrdered(
     inv: Invocation,
     shard: string,
-    todo: readonly Located[],
+    { todo, acked }: { todo: readonly Located[]; acked: readonly Located[] },
     wakes: readonly string[],
     tooOften: (l: Located) => boolean,
   ): Promise<void> {
@@ -129,8 +135,17 @@ export class RangePushConsumer {
       if (key === undefined) keyless.push(l);
       else groups.set(key, [...(groups.get(key) ?? []), l]);
     }
-    for (const key of wakes) if (!groups.has(key)) groups.set(key, []);
+    const ackedKeys = acked.flatMap((l) => l.envelope.key ?? []);
+    for (const key of [...wakes, ...ackedKeys]) if (!groups.has(key)) groups.set(key, []);
     const states = await this.deps.keys.getMany(this.namespace, [...groups.keys()]);
+    // A key still busy with a message acked in a batch offered again: the invocation that acked it
+    // died before the key's release. Released here, so what waits behind it goes.
+    for (const l of acked) {
+      const state = states.get(l.envelope.key ?? '');
+      if (state?.busy_with !== l.envelope.message_id) continue;
+      await this.deps.keys.release(this.namespace, state.key, l.envelope.message_id);
+      state.busy_with = undefined;
+    }
     const keyed = new KeyedDelivery(
       { ...this.deps, namespace: this.namespace, failures: this.deps.rangeFailures },
       inv,

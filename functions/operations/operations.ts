@@ -261,14 +261,17 @@ export class Operations {
     const now = this.now();
     const shards = await this.shardsOf(namespace);
     const perShard = await Promise.all(shards.map((shard) => this.rangeShardStats(namespace, shard, now)));
-    const [dead, totals] = await Promise.all([
+    const [dead, totals, held] = await Promise.all([
       this.deadStats(namespace, now),
       this.deps.counters.stats(namespace),
+      this.deps.keyOrder.heldInHoldAreas(namespace, shards),
     ]);
     return {
       consumer: namespaceParts(namespace).consumer,
+      ready: perShard.reduce((a, s) => a + s.ready, 0),
       in_flight: perShard.reduce((a, s) => a + s.inFlight, 0),
       delayed: perShard.reduce((a, s) => a + s.delayed, 0),
+      held,
       ...dead,
       nacked_total: totals.nacked ?? 0,
       dead_lettered_total: totals.dead_lettered ?? 0,

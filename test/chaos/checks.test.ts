@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { checkInvariants, type EndState } from '../../chaos/checks.js';
+import { checkInvariants, type EndState, emptyAfterDrain } from '../../chaos/checks.js';
 import { type Delivery, History, type SettleOutcome } from '../../chaos/history.js';
 import { checkPushCalls, pushFigures } from '../../chaos/push-calls.js';
 import type { PushCall } from '../../chaos/push-consumer.js';
@@ -177,6 +177,23 @@ describe('chaos invariants', () => {
       'no accepted message lost (each ends acked or dead)',
       'every delivery is of a message sent, with its payload intact',
       'API: failed is retryable',
+    ]);
+  });
+});
+
+describe('the end state check', () => {
+  it('catches a queue or consumer still holding something after the drain', () => {
+    const empty = { ready: 0, inFlight: 0, delayed: 0, held: 0 };
+    expect(emptyAfterDrain([{ name: 'work', ...empty }]).ok).toBe(true);
+    const left = emptyAfterDrain([
+      { name: 'work', ...empty },
+      { name: 'pushed?consumer=chaos', ...empty, inFlight: 2 },
+      { name: 'ordered', ...empty, held: 1 },
+    ]);
+    expect(left.ok).toBe(false);
+    expect(left.violations).toEqual([
+      'pushed?consumer=chaos: 0 waiting, 2 in flight, 0 delayed, 0 held',
+      'ordered: 0 waiting, 0 in flight, 0 delayed, 1 held',
     ]);
   });
 });

@@ -198,8 +198,10 @@ describe("a Lambda consumer's stats", () => {
     const [billingAfter, auditAfter, queueAfter] = await stats();
     expect(billingAfter).toEqual({
       consumer: 'billing',
+      ready: 0,
       in_flight: 0,
       delayed: 0,
+      held: 0,
       dlq_depth: billing.dlq_depth + 1,
       parked_keys: 0,
       dlq_oldest_age_seconds: expect.any(Number),

@@ -1,10 +1,15 @@
+import { Logger } from '@aws-lambda-powertools/logger';
+import type { KinesisStreamRecord } from 'aws-lambda';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { bindConsumer } from '../../functions/consumer/middleware.js';
 import { sleep } from '../../functions/core/async.js';
-import { consumerNamespace } from '../../functions/core/config.js';
+import { consumerNamespace, streamName } from '../../functions/core/config.js';
+import { encodeEnvelope } from '../../functions/core/envelope.js';
 import { buildServices } from '../../functions/services.js';
-import { type Call, calls, healed, peak } from '../fixtures/ordered-lambda-consumer.js';
+import { lambdaContext } from '../../infra/local/lambda-context.js';
+import { type Call, calls, handler, healed, peak } from '../fixtures/ordered-lambda-consumer.js';
 import { queueApi } from '../helpers/queue-api.js';
-import { startTestRuntime, type TestRuntime } from '../helpers/runtime.js';
+import { type StreamRecord, startTestRuntime, type TestRuntime } from '../helpers/runtime.js';
 
 /**
  * A Lambda consumer (test/fixtures/ordered-lambda-consumer.ts) of the ordered queue `ledger`,
@@ -65,6 +70,26 @@ async function statesOf(ids: string[]): Promise<Record<string, string | undefine
 
 const allIn = async (ids: string[], state: string) =>
   Object.values(await statesOf(ids)).every((s) => s === state);
+
+/** A record of the stream as the event source hands it to a consumer. */
+function kinesisRecord(r: StreamRecord, stream: string): KinesisStreamRecord {
+  return {
+    kinesis: {
+      kinesisSchemaVersion: '1.0',
+      partitionKey: r.partitionKey,
+      sequenceNumber: r.sequenceNumber,
+      data: Buffer.from(encodeEnvelope(r.envelope)).toString('base64'),
+      approximateArrivalTimestamp: Date.now() / 1000,
+    },
+    eventSource: 'aws:kinesis',
+    eventVersion: '1.0',
+    eventID: `${r.shardId}:${r.sequenceNumber}`,
+    eventName: 'aws:kinesis:record',
+    invokeIdentityArn: 'arn:aws:iam::000000000000:role/test',
+    awsRegion: 'us-east-1',
+    eventSourceARN: `arn:aws:kinesis:us-east-1:000000000000:stream/${stream}`,
+  };
+}
 
 /** Per key, the numbers of the messages the handler was given, in the order it was given them. */
 function callOrderByKey(list: readonly Call[]): Map<string, number[]> {
@@ -172,6 +197,40 @@ describe('an ordered queue with a Lambda consumer', () => {
     expect(callOrderByKey(calls).get('s')).toEqual([1, 2, 2, 2, 3, 4]);
     expect(peak.perKey).toBe(1);
     expect(healed.size).toBe(0);
+  });
+
+  it('releases a key whose holder was acked by an invocation that died before the release', async () => {
+    const q = queueApi(t, 'ledger');
+    await q.produce([
+      { message_id: 'h-1', key: 'hk', payload: { n: 1, failFirst: 1 } },
+      { message_id: 'h-2', key: 'hk', payload: { n: 2 } },
+    ]);
+    await until(() => allIn(['h-1', 'h-2'], 'acked'));
+    // As if the invocation that acked h-1's retry died before releasing the key: busy for good,
+    // and a new message of the key goes to the hold area behind it.
+    expect(await services().keys.claim(NS, 'hk', 'h-1')).toBe(true);
+    await q.produce([{ message_id: 'h-3', key: 'hk', payload: { n: 3 } }]);
+    await until(() => allIn(['h-3'], 'held'));
+    // The event source offers that invocation's batch again: h-1's retry, acked already.
+    const retry = (await t.records('ledger')).find(
+      (r) => r.envelope.message_id === 'h-1' && r.envelope.entry === 2,
+    );
+    expect(retry).toBeDefined();
+    const consumer = bindConsumer(handler, {
+      config: t.runtime.config,
+      clients: t.runtime.clients,
+      queue: 'ledger',
+      consumer: 'books',
+      logger: new Logger({ logLevel: 'SILENT' }),
+    });
+    const out = await consumer(
+      { Records: [kinesisRecord(retry as StreamRecord, streamName('pushordered', 'ledger'))] },
+      lambdaContext('consumer-ledger-books', 60_000),
+    );
+    expect(out.batchItemFailures).toEqual([]);
+    await until(() => allIn(['h-3'], 'acked'));
+    expect(callOrderByKey(calls).get('hk')).toEqual([1, 1, 2, 3]);
+    expect((await services().keys.getMany(NS, ['hk'])).get('hk')?.busy_with).toBeUndefined();
   });
 
   it('redrives a dead holder first, then the messages held behind it, in order', async () => {
