@@ -97,7 +97,7 @@ export class Invocation {
     private readonly deps: InvocationDeps,
     readonly context: Context,
     consumer: string,
-    todo: readonly Located[],
+    private readonly todo: readonly Located[],
   ) {
     const now = Date.now();
     this.lease = {
@@ -190,7 +190,7 @@ export class Invocation {
       if (!held.has(l.index)) return void this.unfinished.push(l);
       run.started.add(l.index);
       const toAck = run.settle(l.index, await work());
-      if (toAck?.length) this.count('acked', await this.ack(run.range, toAck));
+      if (toAck?.length) await this.ackRun(run, toAck);
     } catch (err) {
       this.halted = true;
       this.unfinished.push(l);
@@ -238,22 +238,39 @@ export class Invocation {
 
   /** Acks one entry now, not with its range's others (it must be acked before what follows it). */
   async ackOne(l: Located): Promise<void> {
-    this.count('acked', await this.ack(l.range, [l.index]));
+    if (!(await this.ack(l.range, [l.index])).length)
+      throw new Error(`the lease of ${l.envelope.message_id} ended`);
+    this.count('acked');
   }
 
   /** The end of the batch: what was handled and not acked yet is acked; what never started, given back. */
   async finish(): Promise<void> {
     await mapLimit([...this.runs.values()], 8, async (run) => {
       const rest = run.rest();
-      if (!rest.length) return;
-      try {
-        this.count('acked', await this.ack(run.range, rest));
-      } catch (err) {
-        // Unacked, they expire with this invocation's leases: delivered again, never lost.
-        this.deps.logger.warn('could not ack handled messages', { error: (err as Error).message });
-      }
+      if (rest.length) await this.ackRun(run, rest);
     });
     await this.giveBack();
+  }
+
+  /**
+   * Acks a run's handled entries. What could not be acked is left to the event source's retry, which
+   * takes it over: a handled message left leased and unreported would keep its shard's window open.
+   */
+  private async ackRun(run: RangeRun, indexes: number[]): Promise<void> {
+    let acked: number[] = [];
+    try {
+      acked = await this.ack(run.range, indexes);
+    } catch (err) {
+      this.halted = true;
+      this.deps.logger.warn('could not ack handled messages: the event source retries them', {
+        error: (err as Error).message,
+      });
+    }
+    this.count('acked', acked.length);
+    const left = indexes.filter((i) => !acked.includes(i));
+    for (const l of this.todo)
+      if (l.range.start === run.range.start && left.includes(l.index) && !this.unfinished.includes(l))
+        this.unfinished.push(l);
   }
 
   /** Leases a run's entries in one write; after a lost race, what a fresh read shows free. */
@@ -267,18 +284,26 @@ export class Invocation {
       : new Set();
   }
 
-  /** One write for a run's handled entries; entry by entry when one of them is no longer ours. */
-  private async ack(range: Range, indexes: number[]): Promise<number> {
+  /**
+   * One write for a run's handled entries; entry by entry when one of them is no longer ours.
+   * Answers those that are done with: acked here, or finished by another meanwhile.
+   */
+  private async ack(range: Range, indexes: number[]): Promise<number[]> {
     const { ranges, namespace } = this.deps;
-    if (await ranges.ack(namespace, range, indexes, Date.now())) return indexes.length;
+    if (await ranges.ack(namespace, range, indexes, Date.now())) return indexes;
     const one = await mapLimit(indexes, 8, (i) => ranges.ack(namespace, range, [i], Date.now()));
     const stale = indexes.filter((_, k) => !one[k]);
-    if (stale.length)
+    if (!stale.length) return indexes;
+    // Finished by someone else meanwhile (a takeover's ack, or the sweep's expiry): nothing left to do.
+    const fresh = await ranges.get(namespace, range.shard, range.start);
+    const finished = stale.filter((i) => !fresh || fresh.acked.has(i) || fresh.failed.has(i));
+    const lost = stale.filter((i) => !finished.includes(i));
+    if (lost.length)
       this.deps.logger.warn('the lease ended before the ack: those messages will be delivered again', {
         range: range.start,
-        entries: stale,
+        entries: lost,
       });
-    return indexes.length - stale.length;
+    return indexes.filter((i) => !lost.includes(i));
   }
 
   /** Leases written but never started go back, so the retry takes no attempt for them. */

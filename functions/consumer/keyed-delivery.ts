@@ -62,7 +62,16 @@ export class KeyedDelivery {
         return;
       }
     }
-    await this.drain(state);
+    try {
+      await this.drain(state);
+    } catch (err) {
+      // What is left of the hold area waits for the next wake (the sweep's, at the latest).
+      this.inv.halted = true;
+      this.deps.logger.error('AWS call failed while delivering held messages', {
+        key: state.key,
+        error: (err as Error).message,
+      });
+    }
   }
 
   /** One leased entry of the key: delivered, or moved to the hold area. True when it is to be acked. */

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Logger } from '@aws-lambda-powertools/logger';
 import { PutRecordsCommand } from '@aws-sdk/client-kinesis';
-import type { KinesisStreamEvent, KinesisStreamRecord } from 'aws-lambda';
+import type { KinesisStreamEvent } from 'aws-lambda';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bindConsumer, leaseqConsumer } from '../../functions/consumer/middleware.js';
 import { sleep } from '../../functions/core/async.js';
@@ -13,6 +13,7 @@ import { buildServices } from '../../functions/services.js';
 import { lambdaContext } from '../../infra/local/lambda-context.js';
 import { calls, handler, holds } from '../fixtures/lambda-consumer.js';
 import { CapturedMetrics } from '../helpers/captured-metrics.js';
+import { madeUpRecord } from '../helpers/kinesis-event.js';
 import { queueApi } from '../helpers/queue-api.js';
 import { startTestRuntime, type TestRuntime } from '../helpers/runtime.js';
 
@@ -90,25 +91,8 @@ async function sequences(count: number): Promise<string[]> {
 let lastMadeUp = 0n;
 
 /** A record as the event source hands it over, for invoking a bound consumer directly. */
-function recordOf(envelope: Envelope, sequenceNumber: string): KinesisStreamRecord {
-  const shard = 'shardId-000000000000';
-  return {
-    kinesis: {
-      kinesisSchemaVersion: '1.0',
-      partitionKey: envelope.message_id,
-      sequenceNumber,
-      data: Buffer.from(encodeEnvelope(envelope)).toString('base64'),
-      approximateArrivalTimestamp: Date.now() / 1000,
-    },
-    eventSource: 'aws:kinesis',
-    eventVersion: '1.0',
-    eventID: `${shard}:${sequenceNumber}`,
-    eventName: 'aws:kinesis:record',
-    invokeIdentityArn: 'arn:aws:iam::000000000000:role/test',
-    awsRegion: 'us-east-1',
-    eventSourceARN: `arn:aws:kinesis:us-east-1:000000000000:stream/${streamName('push', 'events')}`,
-  };
-}
+const recordOf = (envelope: Envelope, sequenceNumber: string) =>
+  madeUpRecord(envelope, 'shardId-000000000000', sequenceNumber, streamName('push', 'events'));
 
 const bound = () =>
   bindConsumer(handler, {
@@ -268,6 +252,32 @@ describe('a Lambda consumer on an unordered queue', () => {
     expect(callsOf('k-1').map((c) => c.attempt)).toEqual([1, 1, 1, 2]);
     const trace = await services().tracer.trace(NS, 'k-1');
     expect(trace.attempts.map((a) => [a.attempt, a.reason])).toEqual([[1, 'lease_expired']]);
+  });
+
+  it('leaves a handled message whose ack failed to the retry of its batch, not leased for good', async () => {
+    let release = () => {};
+    holds.set('q-1', new Promise<void>((resolve) => (release = resolve)));
+    await queueApi(t, 'events').produce([{ message_id: 'q-1', payload: {} }]);
+    await until(() => callsOf('q-1').length === 1);
+    // The handler returns into an outage: its ack fails after the SDK's retries.
+    t.faults.callFault = {
+      match: (op) => op === 'DynamoDB.UpdateItem',
+      errorName: 'ThrottlingException',
+      throttling: true,
+    };
+    holds.delete('q-1');
+    release();
+    try {
+      // Longer than the SDK's retries of the ack (4 attempts, backing off).
+      await until(() => t.faults.injected >= 8);
+      await sleep(1500);
+    } finally {
+      t.faults.clear();
+    }
+    // The event source retries it: taken over, handled again (at least once), and acked.
+    await until(async () => (await stateOf('q-1')) === 'acked');
+    expect(callsOf('q-1').length).toBeGreaterThanOrEqual(2);
+    await until(async () => (await services().operations.consumerStats(NS)).in_flight === 0, 5000);
   });
 
   it("counts what each invocation did, under the consumer's namespace", async () => {

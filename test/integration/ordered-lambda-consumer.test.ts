@@ -1,13 +1,12 @@
 import { Logger } from '@aws-lambda-powertools/logger';
-import type { KinesisStreamRecord } from 'aws-lambda';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { bindConsumer } from '../../functions/consumer/middleware.js';
 import { sleep } from '../../functions/core/async.js';
 import { consumerNamespace, streamName } from '../../functions/core/config.js';
-import { encodeEnvelope } from '../../functions/core/envelope.js';
 import { buildServices } from '../../functions/services.js';
 import { lambdaContext } from '../../infra/local/lambda-context.js';
 import { type Call, calls, handler, healed, peak } from '../fixtures/ordered-lambda-consumer.js';
+import { kinesisRecord } from '../helpers/kinesis-event.js';
 import { queueApi } from '../helpers/queue-api.js';
 import { type StreamRecord, startTestRuntime, type TestRuntime } from '../helpers/runtime.js';
 
@@ -70,26 +69,6 @@ async function statesOf(ids: string[]): Promise<Record<string, string | undefine
 
 const allIn = async (ids: string[], state: string) =>
   Object.values(await statesOf(ids)).every((s) => s === state);
-
-/** A record of the stream as the event source hands it to a consumer. */
-function kinesisRecord(r: StreamRecord, stream: string): KinesisStreamRecord {
-  return {
-    kinesis: {
-      kinesisSchemaVersion: '1.0',
-      partitionKey: r.partitionKey,
-      sequenceNumber: r.sequenceNumber,
-      data: Buffer.from(encodeEnvelope(r.envelope)).toString('base64'),
-      approximateArrivalTimestamp: Date.now() / 1000,
-    },
-    eventSource: 'aws:kinesis',
-    eventVersion: '1.0',
-    eventID: `${r.shardId}:${r.sequenceNumber}`,
-    eventName: 'aws:kinesis:record',
-    invokeIdentityArn: 'arn:aws:iam::000000000000:role/test',
-    awsRegion: 'us-east-1',
-    eventSourceARN: `arn:aws:kinesis:us-east-1:000000000000:stream/${stream}`,
-  };
-}
 
 /** Per key, the numbers of the messages the handler was given, in the order it was given them. */
 function callOrderByKey(list: readonly Call[]): Map<string, number[]> {

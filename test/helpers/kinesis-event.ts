@@ -1,0 +1,31 @@
+import type { KinesisStreamRecord } from 'aws-lambda';
+import { type Envelope, encodeEnvelope } from '../../functions/core/envelope.js';
+import type { StreamRecord } from './runtime.js';
+
+/** A record of `stream` as Lambda's event source mapping hands it to a function, for direct invocations. */
+export function kinesisRecord(r: StreamRecord, stream: string): KinesisStreamRecord {
+  return {
+    kinesis: {
+      kinesisSchemaVersion: '1.0',
+      partitionKey: r.partitionKey,
+      sequenceNumber: r.sequenceNumber,
+      data: Buffer.from(encodeEnvelope(r.envelope)).toString('base64'),
+      approximateArrivalTimestamp: Date.now() / 1000,
+    },
+    eventSource: 'aws:kinesis',
+    eventVersion: '1.0',
+    eventID: `${r.shardId}:${r.sequenceNumber}`,
+    eventName: 'aws:kinesis:record',
+    invokeIdentityArn: 'arn:aws:iam::000000000000:role/test',
+    awsRegion: 'us-east-1',
+    eventSourceARN: `arn:aws:kinesis:us-east-1:000000000000:stream/${stream}`,
+  };
+}
+
+/** The same for an envelope made up by a test, at a position it chose. */
+export function madeUpRecord(envelope: Envelope, shardId: string, sequenceNumber: string, stream: string) {
+  return kinesisRecord(
+    { shardId, sequenceNumber, partitionKey: envelope.key ?? envelope.message_id, envelope },
+    stream,
+  );
+}
