@@ -196,7 +196,9 @@ export class RangePushConsumer {
     );
     const wanted = new Set(offered.map((o) => o.sequence));
     const perRange = await mapLimit(covering, 8, async (range) => {
-      const entries = (await segments.get(this.namespace, shard, range.segment)) ?? [];
+      const entries = await segments.get(this.namespace, shard, range.segment);
+      // Written before its ranges and read consistently: missing, the batch is left to the retry.
+      if (!entries) throw new Error(`the segment of range ${range.start} cannot be read`);
       return entries
         .slice(range.segment.offset, range.segment.offset + range.count)
         .flatMap((e, index) =>
