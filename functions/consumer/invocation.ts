@@ -179,25 +179,31 @@ export class Invocation {
   /**
    * Runs `work` on a leased entry, or leaves the record to the retry (not started: the margin,
    * an earlier AWS failure, or another invocation's lease). An AWS failure in `work` halts the
-   * invocation and leaves the record too. `work` answers whether the entry is to be acked.
+   * invocation and leaves the record too. `work` answers whether the entry is to be acked; `run`
+   * answers false when the record was left to the retry.
    */
-  async run(l: Located, work: () => Promise<boolean>): Promise<void> {
-    if (!this.mayStart()) return void this.unfinished.push(l);
+  async run(l: Located, work: () => Promise<boolean>): Promise<boolean> {
+    const leave = () => {
+      this.unfinished.push(l);
+      return false;
+    };
+    if (!this.mayStart()) return leave();
     const run = this.runs.get(l.range.start) as RangeRun;
     try {
       const held = await run.held((range, indexes) => this.leaseRange(range, indexes));
       // Another invocation's (the event source's retry never overlaps one): left to the event source.
-      if (!held.has(l.index)) return void this.unfinished.push(l);
+      if (!held.has(l.index)) return leave();
       run.started.add(l.index);
       const toAck = run.settle(l.index, await work());
       if (toAck?.length) await this.ackRun(run, toAck);
+      return true;
     } catch (err) {
       this.halted = true;
-      this.unfinished.push(l);
       this.deps.logger.error('AWS call failed: the event source retries from this record', {
         sequenceNumber: l.sequence,
         error: (err as Error).message,
       });
+      return leave();
     }
   }
 

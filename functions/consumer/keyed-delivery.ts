@@ -55,9 +55,8 @@ export class KeyedDelivery {
         this.inv.unfinished.push(...entries.slice(i));
         return;
       }
-      await this.inv.run(l, () => this.one(l, state));
       // A key's later records must not overtake one that is left to the retry.
-      if (this.inv.unfinished.includes(l)) {
+      if (!(await this.inv.run(l, () => this.one(l, state)))) {
         this.inv.unfinished.push(...entries.slice(i + 1));
         return;
       }

@@ -86,11 +86,10 @@ export class RangePushConsumer {
       : 0;
     const located = await this.locate(shard, offered.slice(0, taken));
     const now = Date.now();
-    const left = located.filter((l) => {
-      const status = entryStatus(l.range, l.index, now);
-      return status === 'leased' || status === 'expired';
-    });
-    const todo = located.filter((l) => left.includes(l) || entryStatus(l.range, l.index, now) === 'free');
+    const status = new Map(located.map((l) => [l, entryStatus(l.range, l.index, now)]));
+    const inState = (...states: string[]) => located.filter((l) => states.includes(status.get(l) as string));
+    const left = inState('leased', 'expired');
+    const todo = inState('leased', 'expired', 'free');
     const inv = new Invocation(
       { ...this.deps, namespace: this.namespace },
       context,
@@ -104,13 +103,7 @@ export class RangePushConsumer {
       const wakes = records.flatMap((r) =>
         r.envelope.wake && r.envelope.key !== undefined ? [r.envelope.key] : [],
       );
-      await this.runOrdered(
-        inv,
-        shard,
-        { todo, acked: located.filter((l) => entryStatus(l.range, l.index, now) === 'acked') },
-        wakes,
-        tooOften,
-      );
+      await this.runOrdered(inv, shard, { todo, acked: inState('acked') }, wakes, tooOften);
     } else {
       await mapLimit(todo, this.deps.concurrency, (l) => this.runOne(inv, l, tooOften(l)));
     }
@@ -161,7 +154,7 @@ export class RangePushConsumer {
   }
 
   /** An entry with no key to keep in order: delivered, or failed when taken over too often. */
-  private runOne(inv: Invocation, l: Located, tooOften: boolean): Promise<void> {
+  private runOne(inv: Invocation, l: Located, tooOften: boolean): Promise<boolean> {
     return inv.run(l, () =>
       tooOften
         ? this.failLive(inv, l, { reason: 'lease_expired' }).then(() => false)
