@@ -1,7 +1,8 @@
+import { KeySequencer } from './admission/key-sequencer.js';
 import { RangeAdmission } from './admission/range-admission.js';
 import type { AwsClients } from './aws/clients.js';
 import { ClaimStore } from './claims/claims.js';
-import { Failures } from './consume/failures.js';
+import { HeldDelivery } from './consume/held-delivery.js';
 import { KeyOrder } from './consume/key-order.js';
 import { RangeFailures } from './consume/range-failures.js';
 import { Requeue } from './consume/requeue.js';
@@ -41,10 +42,11 @@ export function buildServices(config: RuntimeConfig, clients: AwsClients) {
   const audit = new AuditTrail(clients.doc, table);
   const segments = new SegmentStore(clients.doc, clients.s3, table, config.bucketName);
   const requeue = new Requeue({ tenant: config.tenant, messages, segments, log });
-  const keyOrder = new KeyOrder({ keys, holds, messages, counters, requeue });
+  const keyOrder = new KeyOrder({ keys, holds, requeue });
   const dedup = new DedupStore(clients.doc, table);
   const storage = new StorageMeter(clients.doc, table, buffered);
   const ranges = new RangeStore(clients.doc, table);
+  const rangeFailures = new RangeFailures({ messages, ranges, segments, counters, keys });
   return {
     tenant,
     messages,
@@ -57,11 +59,27 @@ export function buildServices(config: RuntimeConfig, clients: AwsClients) {
     audit,
     keyOrder,
     requeue,
-    failures: new Failures({ messages, counters, keyOrder }),
     ranges,
     segments,
-    rangeFailures: new RangeFailures({ messages, ranges, segments, counters }),
-    admission: new RangeAdmission({ ranges, segments, messages, dedup }),
+    rangeFailures,
+    held: new HeldDelivery({
+      tenant,
+      keys,
+      holds,
+      ranges,
+      segments,
+      failures: rangeFailures,
+      shards,
+      counters,
+      storage,
+    }),
+    admission: new RangeAdmission({
+      ranges,
+      segments,
+      messages,
+      dedup,
+      sequencer: new KeySequencer({ keys, holds, ranges }),
+    }),
     dedup,
     storage,
     tracer: new Tracer({

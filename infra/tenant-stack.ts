@@ -11,7 +11,7 @@ import * as logs from 'aws-cdk-lib/aws-logs';
 import * as s3 from 'aws-cdk-lib/aws-s3';
 import * as cxapi from 'aws-cdk-lib/cx-api';
 import type { Construct } from 'constructs';
-import { consumerNamespace, type TenantConfig, tableName, usesRanges } from '../functions/core/config.js';
+import { consumerNamespace, type TenantConfig, tableName } from '../functions/core/config.js';
 import { ENV } from '../functions/core/runtime-config.js';
 import { SERVICE } from '../functions/observability/metrics.js';
 import { GSI1 } from '../functions/store/keys.js';
@@ -125,19 +125,17 @@ export class TenantStack extends Stack {
         })),
         // A segment is read until every entry of it is finished and its retries, which point at
         // its payload, are done: the retention, then every attempt's last lease and longest backoff.
-        ...Object.entries(config.queues)
-          .filter(([, q]) => usesRanges(q))
-          .map(([queue, q]) => ({
-            id: `segments-${queue}`,
-            prefix: `segments/${queue}/`,
-            expiration: Duration.days(
-              Math.ceil(
-                (q.retention_hours * 3600 +
-                  q.max_attempts * (q.max_lease_seconds + Math.max(...q.backoff_seconds))) /
-                  86_400,
-              ),
+        ...Object.entries(config.queues).map(([queue, q]) => ({
+          id: `segments-${queue}`,
+          prefix: `segments/${queue}/`,
+          expiration: Duration.days(
+            Math.ceil(
+              (q.retention_hours * 3600 +
+                q.max_attempts * (q.max_lease_seconds + Math.max(...q.backoff_seconds))) /
+                86_400,
             ),
-          })),
+          ),
+        })),
         { id: 'abort-incomplete-uploads', abortIncompleteMultipartUploadAfter: Duration.days(1) },
       ],
     });
@@ -229,7 +227,7 @@ export class TenantStack extends Stack {
         });
         grantTableItems(this.table, fn);
         grantClaimReads(this.bucket, fn, queue.name);
-        // An unordered queue's consumer admits its batches into the lease layer: it writes their segments.
+        // A consumer admits its batches into the lease layer: it writes their segments.
         grantSegments(this.bucket, fn, 'read-write');
         queue.subscribe(fn, {
           batchSize: c.batch_size,

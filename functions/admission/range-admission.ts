@@ -1,5 +1,5 @@
 import { mapLimit, sleep } from '../core/async.js';
-import { namespaceParts, type QueueConfig } from '../core/config.js';
+import { isNamespace, namespaceParts, type QueueConfig } from '../core/config.js';
 import type { Envelope } from '../core/envelope.js';
 import {
   admittedTotal,
@@ -14,6 +14,7 @@ import type { DedupStore } from '../store/dedup.js';
 import type { MessageStore } from '../store/messages.js';
 import type { RangeStore } from '../store/ranges.js';
 import type { SegmentEntry, SegmentStore } from '../store/segments.js';
+import type { KeySequencer, Positions } from './key-sequencer.js';
 
 /**
  * Admission into the lease layer: a shard's new log entries become one immutable segment and a
@@ -33,9 +34,17 @@ export interface RangeAdmissionDeps {
   segments: SegmentStore;
   messages: MessageStore;
   dedup: DedupStore;
+  /** Ordered pull queues: where each key's messages go. */
+  sequencer: KeySequencer;
   /** How long a batch waits for a full window to free room before it gives up. */
   windowWaitMs?: number;
   now?: () => number;
+}
+
+interface Layout {
+  entries: SegmentEntry[];
+  ranges: { offset: number; count: number; base: number; slice: SegmentEntry[] }[];
+  positions: Positions;
 }
 
 export interface LogRecord {
@@ -83,14 +92,19 @@ export class RangeAdmission {
     }
     const batch = fresh.slice(0, cut);
     const { bodyTtl } = retentionTtls(config, now);
+    // An ordered queue's own messages: dispatch puts each key's in its place (key-sequencer.ts).
+    if (config.ordered && !isNamespace(queue)) {
+      await this.admitOrdered(queue, config, shard, head, batch, due, now);
+      return skipped + cut;
+    }
     // Not yet due (produce's delay_seconds): the delay store keeps it; it comes back as its next entry.
     await mapLimit(
       batch.filter((r) => !due(r)),
       16,
-      (r) => this.deps.messages.admit(shard, r.sequence, r.envelope, now, bodyTtl),
+      (r) => this.deps.messages.delay(shard, r.sequence, r.envelope, bodyTtl),
     );
     const admitted = await this.identities(queue, config, shard, batch.filter(due), now);
-    if (admitted.length) await this.write(queue, config, shard, head, admitted, now);
+    if (admitted.length) await this.write(queue, shard, this.layout(head, admitted), bodyTtl);
     return skipped + cut;
   }
 
@@ -132,22 +146,68 @@ export class RangeAdmission {
     return records.filter((_, i) => keep[i]);
   }
 
-  /** The segment first, then the ranges that point into it. */
-  private async write(
+  /**
+   * An ordered pull queue: each key's head into the ranges, its held messages into the ranges
+   * finished (and into its hold area), a delayed one into the delay store.
+   */
+  private async admitOrdered(
     queue: string,
     config: QueueConfig,
     shard: string,
     head: Range | undefined,
-    records: LogRecord[],
+    batch: LogRecord[],
+    due: (r: LogRecord) => boolean,
     now: number,
   ): Promise<void> {
-    const { bodyTtl } = retentionTtls(config, now);
+    const { bodyTtl, deadTtl } = retentionTtls(config, now);
+    const kept = await this.identities(queue, config, shard, batch, now);
+    if (!kept.length) return;
+    const plan = await this.deps.sequencer.plan(
+      queue,
+      shard,
+      kept.map((r) => ({ ...r, due: due(r) })),
+    );
+    const ranged = kept.filter((_, i) => plan.steps[i] !== 'delay');
+    const layout = this.layout(head, ranged);
+    // A held message can wait longer than the log: its hold item lives as long as a dead letter.
+    await this.deps.sequencer.apply(queue, shard, plan, layout.positions, deadTtl);
+    await mapLimit(
+      kept.filter((_, i) => plan.steps[i] === 'delay'),
+      16,
+      (r) => this.deps.messages.delay(shard, r.sequence, r.envelope, bodyTtl),
+    );
+    const held = new Set(kept.filter((_, i) => plan.steps[i] === 'hold').map((r) => r.sequence));
+    if (ranged.length) await this.write(queue, shard, layout, bodyTtl, held);
+  }
+
+  /** How admitted records are cut into ranges after the shard's head. */
+  private layout(head: Range | undefined, records: LogRecord[]): Layout {
     const entries: SegmentEntry[] = records.map((r) => ({ sequence: r.sequence, envelope: r.envelope }));
-    const segment = await this.deps.segments.put(queue, shard, entries, bodyTtl);
+    const ranges: Layout['ranges'] = [];
+    const positions = new Map<string, { range: string; index: number }>();
     let offset = 0;
     let base = admittedTotal(head);
     for (const count of rangeSizes(entries.length)) {
       const slice = entries.slice(offset, offset + count);
+      const start = (slice[0] as SegmentEntry).sequence;
+      for (const [index, e] of slice.entries()) positions.set(e.sequence, { range: start, index });
+      ranges.push({ offset, count, base, slice });
+      offset += count;
+      base += count;
+    }
+    return { entries, ranges, positions };
+  }
+
+  /** The segment first, then the ranges that point into it. */
+  private async write(
+    queue: string,
+    shard: string,
+    layout: Layout,
+    ttl: number,
+    held: ReadonlySet<string> = new Set(),
+  ): Promise<void> {
+    const segment = await this.deps.segments.put(queue, shard, layout.entries, ttl);
+    for (const { offset, count, base, slice } of layout.ranges) {
       await this.deps.ranges.create(
         queue,
         {
@@ -159,10 +219,9 @@ export class RangeAdmission {
           enqueuedAt: Math.min(...slice.map((e) => Date.parse(e.envelope.enqueued_at))),
           segment: { ...segment, offset },
         },
-        bodyTtl,
+        ttl,
+        slice.flatMap((e, index) => (held.has(e.sequence) ? [index] : [])),
       );
-      offset += count;
-      base += count;
     }
   }
 

@@ -21,6 +21,7 @@ import type { MessageStore, StateItem } from '../store/messages.js';
 import type { RangeStore } from '../store/ranges.js';
 import type { SegmentEntry, SegmentStore } from '../store/segments.js';
 import type { StorageMeter } from '../store/storage.js';
+import type { HeldDelivery, HeldLeased } from './held-delivery.js';
 import type { RangeFailures } from './range-failures.js';
 
 /**
@@ -38,6 +39,8 @@ export interface RangeConsumerDeps {
   claims: ClaimStore;
   shards: ShardDirectory;
   failures: RangeFailures;
+  /** Ordered queues: messages in their keys' hold areas. */
+  held: HeldDelivery;
   counters: Counters;
   storage: StorageMeter;
   signer: () => Promise<ReceiptSigner>;
@@ -68,8 +71,36 @@ export class RangeConsumer {
     return this.deps.now?.() ?? Date.now();
   }
 
+  /**
+   * One look: up to `want` messages leased and answered. On an ordered queue every free entry is
+   * its key's head (admission/key-sequencer.ts); held messages of free keys fill what is left.
+   */
+  async receive(
+    queue: string,
+    config: QueueConfig,
+    want: number,
+    leaseSeconds: number,
+    consumerId: string,
+  ): Promise<DeliveredMessage[]> {
+    const leased = await this.leaseSome(queue, config, want, leaseSeconds, consumerId);
+    const now = this.now();
+    const held =
+      config.ordered && leased.length < want
+        ? await this.deps.held.leaseSome(queue, want - leased.length, {
+            expiresAt: leaseExpiry(config, now, now, leaseSeconds),
+            consumerId,
+          })
+        : [];
+    if (!leased.length && !held.length) return [];
+    const [fromRanges, fromHolds] = await Promise.all([
+      leased.length ? this.deliver(queue, leased) : [],
+      this.deliverHeld(queue, held),
+    ]);
+    return [...fromRanges, ...fromHolds];
+  }
+
   /** One look over the shards: leases up to `want` free entries. */
-  async leaseSome(
+  private async leaseSome(
     queue: string,
     config: QueueConfig,
     want: number,
@@ -149,7 +180,37 @@ export class RangeConsumer {
     return out;
   }
 
-  async deliver(queue: string, leased: Leased[]): Promise<DeliveredMessage[]> {
+  private async deliverHeld(queue: string, held: HeldLeased[]): Promise<DeliveredMessage[]> {
+    if (!held.length) return [];
+    const signer = await this.deps.signer();
+    const delivered = await mapLimit(held, 8, async (h) => {
+      const env = h.envelope;
+      return {
+        message_id: env.message_id,
+        receipt: signer.sign({
+          queue,
+          messageId: env.message_id,
+          shard: h.held.shard,
+          generation: h.generation,
+          deliveredAt: h.deliveredAt,
+          entry: { range: h.held.range, index: h.held.index, bytes: payloadBytes(env) },
+          held: true,
+        }),
+        key: env.key ?? null,
+        payload: await this.deps.claims.payloadOf(env),
+        headers: env.headers ?? {},
+        attempt: env.attempt,
+        enqueued_at: env.produced_at,
+        lease_expires_at: new Date(h.expiresAt).toISOString(),
+      };
+    });
+    await this.deps.counters.addStats(queue, {
+      redelivered: held.filter((h) => h.envelope.attempt > 1).length,
+    });
+    return delivered;
+  }
+
+  private async deliver(queue: string, leased: Leased[]): Promise<DeliveredMessage[]> {
     const signer = await this.deps.signer();
     const redelivered = leased.filter((l) => l.entry.envelope.attempt > 1).length;
     const [delivered] = await Promise.all([
@@ -180,15 +241,21 @@ export class RangeConsumer {
   }
 
   /** Acks grouped by range: one write per range, entry by entry only when one of them is stale. */
-  async ack(queue: string, config: QueueConfig, deliveries: readonly { receipt: string; d: Delivery }[]) {
+  async ack(queue: string, config: QueueConfig, all: readonly { receipt: string; d: Delivery }[]) {
     const now = this.now();
+    const deliveries = all.filter((x) => !x.d.held);
+    const heldStatuses = await mapLimit(
+      all.filter((x) => x.d.held),
+      8,
+      async (x) => [x.receipt, await this.deps.held.ack(queue, x.d)] as const,
+    );
     const tombstone = retentionTtls(config, now).tombstoneTtl;
     const byRange = new Map<string, { receipt: string; d: Delivery }[]>();
     for (const x of deliveries) {
       const at = `${x.d.shard}\u0000${x.d.entry?.range}`;
       byRange.set(at, [...(byRange.get(at) ?? []), x]);
     }
-    const statuses = new Map<string, AckStatus>();
+    const statuses = new Map<string, AckStatus>(heldStatuses);
     let acked = 0;
     let bytes = 0;
     await mapLimit([...byRange.values()], 8, async (group) => {
@@ -251,6 +318,7 @@ export class RangeConsumer {
     d: Delivery,
     req: NackRequest,
   ): Promise<{ outcome: Outcome; attempt: number } | undefined> {
+    if (d.held) return this.deps.held.nack(queue, config, d, req);
     const found = await this.live(queue, d);
     if (!found) return undefined;
     const outcome = await this.deps.failures.fail(
@@ -269,6 +337,7 @@ export class RangeConsumer {
   }
 
   async extend(queue: string, d: Delivery, expiresAt: number): Promise<boolean> {
+    if (d.held) return this.deps.held.extend(queue, d, expiresAt);
     const range = { shard: d.shard, start: d.entry?.range as string };
     const now = this.now();
     if ((await this.deps.ranges.extend(queue, range, d.entry?.index as number, expiresAt, now)) !== undefined)

@@ -1,9 +1,10 @@
-import type { QueueConfig } from '../core/config.js';
+import { isNamespace, type QueueConfig } from '../core/config.js';
 import type { Envelope } from '../core/envelope.js';
 import { entryStatus, type Lease, type Range } from '../core/ranges.js';
 import { retentionTtls } from '../core/retention.js';
 import { afterFailure, type FailureReason, type Outcome } from '../core/retry-policy.js';
 import type { Counters } from '../store/counters.js';
+import type { KeyStates } from '../store/key-states.js';
 import type { HistoryRecord, MessageStore, SegmentSource } from '../store/messages.js';
 import type { RangeStore } from '../store/ranges.js';
 import type { SegmentStore } from '../store/segments.js';
@@ -24,6 +25,7 @@ export interface RangeFailuresDeps {
   ranges: RangeStore;
   segments: SegmentStore;
   counters: Counters;
+  keys: KeyStates;
 }
 
 export interface FailedEntry {
@@ -50,16 +52,36 @@ export interface EntryFailure {
 export class RangeFailures {
   constructor(private readonly deps: RangeFailuresDeps) {}
 
-  /** The outcome, or undefined when the lease was no longer this delivery's (stale). */
+  /**
+   * The outcome, or undefined when the lease was no longer this delivery's (stale). An ordered
+   * pull queue's entry is its key's head: the key is marked first (busy with the retry, or parked
+   * behind it dead), so admission holds the key's next messages from then on.
+   */
   async fail(
     config: QueueConfig,
     e: FailedEntry,
     f: EntryFailure,
     now: number,
   ): Promise<Outcome | undefined> {
-    const { messages, ranges } = this.deps;
+    const outcome = this.outcomeOf(config, e, f, now);
+    const key = config.ordered && !isNamespace(e.queue) ? e.envelope.key : undefined;
+    if (key === undefined) return this.failEntry(config, e, f, outcome, now);
+    const id = e.envelope.message_id;
+    if (outcome.kind === 'retry') await this.deps.keys.claim(e.queue, key, id);
+    else await this.deps.keys.park(e.queue, key, id, e.range.shard, now);
+    const failed = await this.failEntry(config, e, f, outcome, now);
+    // Parked for a failure that did not land: the entry was acked meanwhile, so the key is free.
+    if (!failed && outcome.kind === 'dead') {
+      const fresh = await this.deps.ranges.get(e.queue, e.range.shard, e.range.start);
+      if (fresh && entryStatus(fresh, e.index, now) === 'acked')
+        await this.deps.keys.unpark(e.queue, key, id);
+    }
+    return failed;
+  }
+
+  private outcomeOf(config: QueueConfig, e: FailedEntry, f: EntryFailure, now: number): Outcome {
     const env = e.envelope;
-    const outcome: Outcome = f.release
+    return f.release
       ? { kind: 'retry', nextAttempt: env.attempt, dueAt: now + (f.retryAfterSeconds ?? 0) * 1000 }
       : afterFailure(config, {
           attempt: env.attempt,
@@ -67,6 +89,17 @@ export class RangeFailures {
           ...(f.retryAfterSeconds !== undefined ? { retryAfterSeconds: f.retryAfterSeconds } : {}),
           now,
         });
+  }
+
+  private async failEntry(
+    config: QueueConfig,
+    e: FailedEntry,
+    f: EntryFailure,
+    outcome: Outcome,
+    now: number,
+  ): Promise<Outcome | undefined> {
+    const { messages, ranges } = this.deps;
+    const env = e.envelope;
     const ttls = retentionTtls(config, now);
     const attempt = f.release ? undefined : attemptRecord(env, e.lease, f, now);
     const source = sourceOf(e);
@@ -86,7 +119,8 @@ export class RangeFailures {
       const sameLife = existing?.produced_at === Date.parse(env.produced_at);
       const here = sameLife && existing?.shard === e.range.shard && existing.seq === e.sequence;
       // The gap cap moved this lease out of its range meanwhile: it fails from there.
-      if (here && existing?.state === 'leased') return this.fail(config, { ...e, evicted: true }, f, now);
+      if (here && existing?.state === 'leased')
+        return this.failEntry(config, { ...e, evicted: true }, f, outcome, now);
       // This entry's failure landed (ours, its answer lost and the write retried, or another's), or
       // the message already moved on to a later entry: either way the entry is finished.
       const landed = here && existing?.state !== 'ranged';

@@ -1,5 +1,5 @@
 import { mapLimit } from '../core/async.js';
-import { namespaceParts, streamName, type TenantConfig, usesRanges } from '../core/config.js';
+import { namespaceParts, streamName, type TenantConfig } from '../core/config.js';
 import type { Envelope, PayloadRef } from '../core/envelope.js';
 import type { StreamLog } from '../log/stream.js';
 import { type MessageStore, type StateItem, type StoredBody, storedBody } from '../store/messages.js';
@@ -64,19 +64,15 @@ export class Requeue {
       { preserveKeyOrder: ordered },
     );
     const landed = items.filter((_, i) => appended[i]?.ok);
-    const config = this.deps.tenant.queues[queue];
-    const ranged = config !== undefined && usesRanges(config, consumer);
     await mapLimit(items, 16, async (item, i) => {
       const at = appended[i];
       if (!at?.ok) return;
-      if (ranged) {
-        await this.deps.messages.markRanged(item, from, {
-          shard: at.shardId,
-          seq: at.sequenceNumber,
-          attempt: (envelopes[i] as Envelope).attempt,
-          enqueuedAt: now,
-        });
-      } else await this.deps.messages.markRequeued(namespace, item.message_id, item.entry, from);
+      await this.deps.messages.markRanged(item, from, {
+        shard: at.shardId,
+        seq: at.sequenceNumber,
+        attempt: (envelopes[i] as Envelope).attempt,
+        enqueuedAt: now,
+      });
     });
     return landed;
   }

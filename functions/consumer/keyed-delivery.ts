@@ -111,10 +111,7 @@ export class KeyedDelivery {
   /** Into the hold area behind what is there: the key first, then the message, then its entry finished. */
   private async hold(l: Located, state: KeyState): Promise<void> {
     const { keys, holds, ranges, namespace, config } = this.deps;
-    if (!state.holding) {
-      await keys.setHolding(namespace, state.key);
-      state.holding = true;
-    }
+    if (!state.holding) state.holding = await keys.setHolding(namespace, state.key);
     // A retry's entry points at its payload: the hold area keeps the payload itself.
     const envelope = await this.inv.resolve(l.envelope);
     await holds.put(
@@ -128,6 +125,7 @@ export class KeyedDelivery {
         envelope,
       },
       retentionTtls(config, Date.now()).deadTtl,
+      state.holding,
     );
     await ranges.fail(namespace, l.range, l.index, 'live', Date.now());
   }
@@ -144,7 +142,7 @@ export class KeyedDelivery {
       if (!held.length) {
         await holds.unmark(namespace, this.shard, state.key);
         await keys.clearHolding(namespace, state.key);
-        state.holding = false;
+        delete state.holding;
         return;
       }
       for (const h of held) {

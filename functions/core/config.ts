@@ -224,21 +224,3 @@ export function storageQuotaBytes(q: QueueConfig): number {
   const rate = q.rate_limits.produce?.bytes_per_sec ?? q.shards * SHARD_BYTES_PER_SEC;
   return Math.floor(rate * q.retention_hours * HOUR * 1.5);
 }
-
-/**
- * Whether a namespace runs on the lease layer over the log (core/ranges.ts): every Lambda
- * consumer's (`consumer` given), and an unordered queue's own. Ordered pull queues keep a state
- * item per message until they move onto it too.
- */
-export function usesRanges(q: Pick<QueueConfig, 'ordered'>, consumer?: string): boolean {
-  return consumer !== undefined || !q.ordered;
-}
-
-/**
- * Whether every reader of a queue is on the lease layer: its Lambda consumers when it has any
- * (dispatch does not admit such a queue), else its pull consumers. Then a server-assigned id
- * needs no dedup record.
- */
-export function readersUseRanges(q: Pick<QueueConfig, 'ordered' | 'consumers'>): boolean {
-  return q.consumers.length > 0 || usesRanges(q);
-}

@@ -81,8 +81,11 @@ export function freeEntries(range: Range): number[] {
   return out;
 }
 
+/** Entries acked or failed; a held entry is both once its message is handled (RangeStore.ackHeld). */
 export function finishedCount(range: Range): number {
-  return range.acked.size + range.failed.size;
+  let n = range.failed.size;
+  for (const i of range.acked) if (!range.failed.has(i)) n++;
+  return n;
 }
 
 export function isFinished(range: Range): boolean {

@@ -23,6 +23,8 @@ const claimsSchema = z.object({
   i: z.number().int().min(0).optional(),
   /** lease layer: the payload's bytes, which the ack frees from the storage quota */
   b: z.number().int().min(0).optional(),
+  /** delivered from its key's hold area (an ordered pull queue): the key holds the lease */
+  h: z.literal(1).optional(),
 });
 
 export type ReceiptClaims = z.infer<typeof claimsSchema>;
@@ -35,6 +37,8 @@ export interface Delivery {
   deliveredAt: number;
   /** Deliveries of the lease layer: where the entry is. */
   entry?: { range: string; index: number; bytes: number };
+  /** Delivered from its key's hold area: `generation` is the key's lease generation. */
+  held?: boolean;
 }
 
 const MAC_BYTES = 16;
@@ -52,6 +56,7 @@ export class ReceiptSigner {
       g: d.generation,
       d: d.deliveredAt,
       ...(d.entry ? { r: d.entry.range, i: d.entry.index, b: d.entry.bytes } : {}),
+      ...(d.held ? { h: 1 as const } : {}),
     };
     const body = Buffer.from(JSON.stringify(claims)).toString('base64url');
     return `${body}.${this.mac(body).toString('base64url')}`;
@@ -81,6 +86,7 @@ export class ReceiptSigner {
       ...(claims.r !== undefined && claims.i !== undefined
         ? { entry: { range: claims.r, index: claims.i, bytes: claims.b ?? 0 } }
         : {}),
+      ...(claims.h ? { held: true } : {}),
     };
   }
 

@@ -8,7 +8,6 @@ import {
   type QueueConfig,
   storageQuotaBytes,
   streamName,
-  usesRanges,
 } from '../core/config.js';
 import { InvalidRequestError, MessageNotFoundError, NotFoundError } from '../core/errors.js';
 import { entryStatus, isFinished } from '../core/ranges.js';
@@ -185,38 +184,21 @@ export class Operations {
   async stats(queue: string, config: QueueConfig) {
     const now = this.now();
     const shards = await this.shardsOf(queue);
-    const m = this.deps.messages;
-    const perShard = await Promise.all(
-      shards.map(async (shard) => {
-        if (usesRanges(config)) return this.rangeShardStats(queue, shard, now);
-        const [ready, inFlight, delayed, oldestReady, leased] = await Promise.all([
-          m.count(gsi.ready(queue, shard)),
-          m.count(gsi.leased(queue, shard)),
-          m.count(gsi.delayed(queue, shard)),
-          m.partition(gsi.ready(queue, shard), { limit: 1 }),
-          m.partition(gsi.leased(queue, shard), { limit: 1000 }),
-        ]);
-        const oldest = Math.min(
-          ...[...oldestReady, ...leased].map((i) => i.enqueued_at),
-          Number.POSITIVE_INFINITY,
-        );
-        return {
-          shard,
-          ready,
-          inFlight,
-          delayed,
-          age: Number.isFinite(oldest) ? ageSeconds(now, oldest) : 0,
-        };
-      }),
-    );
+    const perShard = await Promise.all(shards.map((shard) => this.rangeShardStats(queue, shard, now)));
     // The totals first: reading them writes this instance's pending counts, the stored bytes too.
-    const [dead, totals] = await Promise.all([this.deadStats(queue, now), this.deps.counters.stats(queue)]);
+    const [dead, totals, held] = await Promise.all([
+      this.deadStats(queue, now),
+      this.deps.counters.stats(queue),
+      config.ordered ? this.deps.keyOrder.heldInHoldAreas(queue, shards) : 0,
+    ]);
     const storedBytes = await this.deps.storage.used(queue);
     const sum = (f: (s: (typeof perShard)[number]) => number) => perShard.reduce((a, s) => a + f(s), 0);
     return {
       depth: sum((s) => s.ready),
       in_flight: sum((s) => s.inFlight),
       delayed: sum((s) => s.delayed),
+      /** Ordered queues: messages waiting in their keys' hold areas, behind a busy or parked key. */
+      held,
       dlq_depth: dead.dlq_depth,
       parked_keys: dead.parked_keys,
       oldest_unacked_age_seconds: Math.max(0, ...perShard.map((s) => s.age)),

@@ -1,7 +1,7 @@
 import type { ProduceMessage, ProduceResult } from '../api/schemas.js';
 import type { ClaimStore } from '../claims/claims.js';
 import { mapLimit } from '../core/async.js';
-import { type QueueConfig, readersUseRanges, storageQuotaBytes, streamName } from '../core/config.js';
+import { type QueueConfig, storageQuotaBytes, streamName } from '../core/config.js';
 import { type ClaimRef, type Envelope, encodeEnvelope, payloadBytes } from '../core/envelope.js';
 import { InvalidRequestError, QuotaExceededError } from '../core/errors.js';
 import { newMessageId } from '../core/ids.js';
@@ -53,7 +53,7 @@ export class Producer {
       index,
       message,
       messageId: message.message_id ?? newMessageId(now),
-      serverId: message.message_id === undefined && readersUseRanges(config),
+      serverId: message.message_id === undefined,
     }));
     const results = new Array<ProduceResult>(messages.length);
 

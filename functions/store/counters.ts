@@ -1,12 +1,6 @@
-import {
-  BatchGetCommand,
-  type DynamoDBDocumentClient,
-  GetCommand,
-  UpdateCommand,
-} from '@aws-sdk/lib-dynamodb';
+import { BatchGetCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { BufferedAdds } from './buffered-adds.js';
-import { buildUpdate } from './expression.js';
-import { STATS_SHARDS, statsKey, storageKey, windowCounterKey } from './keys.js';
+import { STATS_SHARDS, statsKey, storageKey } from './keys.js';
 import { retryUnprocessed } from './util.js';
 
 /**
@@ -27,24 +21,6 @@ export class Counters {
     private readonly table: string,
     private readonly buffer: BufferedAdds,
   ) {}
-
-  async window(queue: string, shard: string): Promise<number> {
-    const out = await this.doc.send(
-      new GetCommand({ TableName: this.table, Key: windowCounterKey(queue, shard), ConsistentRead: true }),
-    );
-    return Math.max(0, Number(out.Item?.n ?? 0));
-  }
-
-  async addWindow(queue: string, shard: string, delta: number): Promise<void> {
-    if (delta === 0) return;
-    await this.doc.send(
-      new UpdateCommand({
-        TableName: this.table,
-        Key: windowCounterKey(queue, shard),
-        ...buildUpdate({ add: { n: delta } }),
-      }),
-    );
-  }
 
   /** Adds to a queue's totals, written with this instance's other counts about once a second. */
   addStats(queue: string, deltas: Partial<Record<StatName, number>>): Promise<void> {

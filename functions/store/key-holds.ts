@@ -33,6 +33,8 @@ export interface HeldMessage {
 
 export interface HoldMarker {
   key: string;
+  /** The key's `holding` token when it was marked (store/key-states.ts). */
+  token?: number;
   /** When the sweep last appended a wake record for the key. */
   wokenAt?: number;
 }
@@ -45,17 +47,12 @@ export class KeyHolds {
     private readonly table: string,
   ) {}
 
-  /** Holds a message: its shard's marker first (the sweep must find every key with holds), then the item. */
-  async put(queue: string, held: Omit<HeldMessage, 'deliveries'>, ttl: number): Promise<void> {
-    await this.doc.send(
-      new UpdateCommand({
-        TableName: this.table,
-        Key: keyHoldsMarkerKey(queue, held.shard, held.key),
-        UpdateExpression: 'SET #k = :k',
-        ExpressionAttributeNames: { '#k': 'key' },
-        ExpressionAttributeValues: { ':k': held.key },
-      }),
-    );
+  /**
+   * Holds a message: its shard's marker first (the sweep must find every key with holds), then the
+   * item. `token`: the key's `holding` token, written to the key after this.
+   */
+  async put(queue: string, held: Omit<HeldMessage, 'deliveries'>, ttl: number, token: number): Promise<void> {
+    await this.mark(queue, held.shard, held.key, token);
     try {
       await this.doc.send(
         new PutCommand({
@@ -78,6 +75,19 @@ export class KeyHolds {
     } catch (err) {
       if (!isConditionFailed(err)) throw err;
     }
+  }
+
+  /** Marks the key as one with held messages on its shard. */
+  async mark(queue: string, shard: string, key: string, token: number): Promise<void> {
+    await this.doc.send(
+      new UpdateCommand({
+        TableName: this.table,
+        Key: keyHoldsMarkerKey(queue, shard, key),
+        UpdateExpression: 'SET #k = :k, #t = :t',
+        ExpressionAttributeNames: { '#k': 'key', '#t': 't' },
+        ExpressionAttributeValues: { ':k': key, ':t': token },
+      }),
+    );
   }
 
   /** The key's first held messages, in log order. */
@@ -155,7 +165,11 @@ export class KeyHolds {
     );
     for await (const page of pages)
       for (const item of page.Items ?? [])
-        markers.push({ key: String(item.key), ...(typeof item.w === 'number' ? { wokenAt: item.w } : {}) });
+        markers.push({
+          key: String(item.key),
+          ...(typeof item.t === 'number' ? { token: item.t } : {}),
+          ...(typeof item.w === 'number' ? { wokenAt: item.w } : {}),
+        });
     return markers;
   }
 
@@ -170,11 +184,28 @@ export class KeyHolds {
     );
   }
 
-  /** The key's hold area was found empty: its marker goes. */
-  async unmark(queue: string, shard: string, key: string): Promise<void> {
-    await this.doc.send(
-      new DeleteCommand({ TableName: this.table, Key: keyHoldsMarkerKey(queue, shard, key) }),
-    );
+  /**
+   * The key's hold area was found empty: its marker goes; with `token`, only if nobody marked it
+   * since (admission holds messages while receivers empty the hold area).
+   */
+  async unmark(queue: string, shard: string, key: string, token?: number): Promise<void> {
+    try {
+      await this.doc.send(
+        new DeleteCommand({
+          TableName: this.table,
+          Key: keyHoldsMarkerKey(queue, shard, key),
+          ...(token !== undefined
+            ? {
+                ConditionExpression: 'attribute_not_exists(#t) OR #t = :t',
+                ExpressionAttributeNames: { '#t': 't' },
+                ExpressionAttributeValues: { ':t': token },
+              }
+            : {}),
+        }),
+      );
+    } catch (err) {
+      if (!isConditionFailed(err)) throw err;
+    }
   }
 }
 

@@ -4,7 +4,7 @@ import {
   QueryCommand,
   UpdateCommand,
 } from '@aws-sdk/lib-dynamodb';
-import { buildKeyCondition, buildUpdate } from './expression.js';
+import { buildKeyCondition, buildUpdate, Raw } from './expression.js';
 import { GSI1, gsi, keyStateKey, timeSortKey } from './keys.js';
 import { isConditionFailed, retryUnprocessed } from './util.js';
 
@@ -16,17 +16,59 @@ import { isConditionFailed, retryUnprocessed } from './util.js';
 
 export interface KeyState {
   key: string;
-  /** The last message of the key admitted from the log: the next one's `prev`. */
-  tail?: string;
   busy_with?: string;
   parked_at?: number;
   dead_message_id?: string;
   shard?: string;
   /**
-   * Lambda consumers on the lease layer: the key has messages in its hold area (store/key-holds.ts),
-   * which go before any newer message of the key.
+   * The key has messages in its hold area (store/key-holds.ts), which go before any newer message
+   * of the key. A token: who empties the hold area clears it only if nobody held more since.
    */
-  holding?: boolean;
+  holding?: number;
+  /** Ordered pull queues: the key's last head in the ranges (core/ordering.ts sequenceKey). */
+  head?: KeyHead;
+  /** Ordered pull queues: the last record admission decided for. */
+  sequenced?: string;
+  /** Ordered pull queues: the lease of the held message that holds the key (`busy_with`). */
+  lease_expires_at?: number;
+  lease_delivered_at?: number;
+  lease_consumer?: string;
+  /** Deliveries from the hold area so far: a held delivery's receipt generation. */
+  lease_gen?: number;
+}
+
+export interface KeyHead {
+  message_id: string;
+  sequence: string;
+  /** Its entry: the range (first sequence number) and index. */
+  range: string;
+  index: number;
+}
+
+export interface HeldLease {
+  expiresAt: number;
+  deliveredAt: number;
+  consumerId?: string;
+}
+
+const LEASE_ATTRIBUTES = ['lease_expires_at', 'lease_delivered_at', 'lease_consumer'];
+
+/** The held message's lease `:g` holds the key and is live at `:now`. */
+const HELD_LIVE = '#busy_with = :m AND #lease_gen = :g AND #lease_expires_at > :now';
+const HELD_EXPIRED = '#busy_with = :m AND #lease_gen = :g AND #lease_expires_at <= :now';
+
+/** What admission writes to a key of an ordered pull queue (core/ordering.ts KeyDecision). */
+export interface SequencedKey {
+  /** The key's `sequenced` as read: the write lands only if no other try moved it since. */
+  prev?: string;
+  sequenced: string;
+  head?: KeyHead;
+  busyWith?: string | null;
+  /** `busy_with` as read: a change of it lands only if nobody took the key meanwhile. */
+  holder?: string;
+  unpark: boolean;
+  /** Messages went to the hold area: the token their marker has, written after them. */
+  holding?: number;
 }
 
 export class KeyStates {
@@ -70,11 +112,6 @@ export class KeyStates {
     return out;
   }
 
-  /** Dispatch alone writes the tail, one invocation per shard at a time. */
-  setTail(queue: string, key: string, messageId: string): Promise<boolean> {
-    return this.update(queue, key, { set: { key, tail: messageId } });
-  }
-
   /** Takes the key for `messageId` when it is free (or already that message's). */
   claim(queue: string, key: string, messageId: string): Promise<boolean> {
     return this.update(queue, key, {
@@ -98,13 +135,119 @@ export class KeyStates {
   }
 
   /** Set before the key's first held message is written, so no reader of the key misses the hold area. */
-  setHolding(queue: string, key: string): Promise<boolean> {
-    return this.update(queue, key, { set: { key, holding: true } });
+  async setHolding(queue: string, key: string): Promise<number> {
+    const token = holdingToken();
+    await this.update(queue, key, { set: { key, holding: token } });
+    return token;
   }
 
-  /** The hold area was found empty. */
-  clearHolding(queue: string, key: string): Promise<boolean> {
-    return this.update(queue, key, { remove: ['holding'] });
+  /**
+   * The hold area was found empty. With the token read before it was found so, only if no message
+   * was held since and no held message holds the key (an ordered pull queue, where admission holds
+   * messages while receivers empty the hold area).
+   */
+  clearHolding(queue: string, key: string, token?: number): Promise<boolean> {
+    return this.update(queue, key, {
+      remove: ['holding'],
+      ...(token !== undefined
+        ? { condition: '#holding = :t AND attribute_not_exists(#busy_with)', values: { ':t': token } }
+        : {}),
+    });
+  }
+
+  /** Admission's decisions for a key of an ordered pull queue: once per record, whatever the tries. */
+  sequence(queue: string, key: string, w: SequencedKey): Promise<boolean> {
+    const remove = [
+      ...(w.busyWith === null ? ['busy_with'] : []),
+      ...(w.unpark ? ['parked_at', 'dead_message_id', 'gsi1pk', 'gsi1sk'] : []),
+    ];
+    return this.update(queue, key, {
+      set: {
+        key,
+        sequenced: w.sequenced,
+        head: w.head,
+        busy_with: w.busyWith ?? undefined,
+        holding: w.holding,
+      },
+      remove,
+      condition: [
+        w.prev === undefined ? 'attribute_not_exists(#sequenced)' : '#sequenced = :prev',
+        ...(w.busyWith === undefined
+          ? []
+          : [w.holder === undefined ? 'attribute_not_exists(#busy_with)' : '#busy_with = :holder']),
+      ].join(' AND '),
+      values: {
+        ...(w.prev === undefined ? {} : { ':prev': w.prev }),
+        ...(w.busyWith !== undefined && w.holder !== undefined ? { ':holder': w.holder } : {}),
+      },
+    });
+  }
+
+  /**
+   * A receiver takes the key for its first held message: free (or held by a head that was acked,
+   * `holder`), not parked, with a hold area. Answers the lease's generation, or undefined.
+   */
+  async claimHeld(
+    queue: string,
+    key: string,
+    messageId: string,
+    lease: HeldLease,
+    holder: string | undefined,
+  ): Promise<number | undefined> {
+    const out = await this.write(
+      queue,
+      key,
+      {
+        set: {
+          busy_with: messageId,
+          lease_expires_at: lease.expiresAt,
+          lease_delivered_at: lease.deliveredAt,
+          lease_consumer: lease.consumerId,
+          lease_gen: new Raw('if_not_exists(#lease_gen, :zero) + :one', { ':zero': 0, ':one': 1 }),
+        },
+        condition: `attribute_exists(#holding) AND attribute_not_exists(#parked_at) AND ${
+          holder === undefined ? 'attribute_not_exists(#busy_with)' : '#busy_with = :holder'
+        }`,
+        values: holder === undefined ? {} : { ':holder': holder },
+      },
+      'ALL_NEW',
+    );
+    return out?.lease_gen;
+  }
+
+  /**
+   * Ends the lease `generation` of the held message holding the key: released (its ack) or kept by
+   * it (a failure with a retry to come). `lease`: whether the lease must be live (a receipt's) or
+   * run out (the sweep's). False when the lease is not so.
+   */
+  endHeld(
+    queue: string,
+    key: string,
+    messageId: string,
+    generation: number,
+    now: number,
+    how: { release: boolean; lease: 'live' | 'expired' },
+  ): Promise<boolean> {
+    return this.update(queue, key, {
+      remove: [...LEASE_ATTRIBUTES, ...(how.release ? ['busy_with'] : [])],
+      condition: how.lease === 'live' ? HELD_LIVE : HELD_EXPIRED,
+      values: { ':m': messageId, ':g': generation, ':now': now },
+    });
+  }
+
+  extendHeld(
+    queue: string,
+    key: string,
+    messageId: string,
+    generation: number,
+    expiresAt: number,
+    now: number,
+  ): Promise<boolean> {
+    return this.update(queue, key, {
+      set: { lease_expires_at: expiresAt },
+      condition: HELD_LIVE,
+      values: { ':m': messageId, ':g': generation, ':now': now },
+    });
   }
 
   /** The holder was dead-lettered: its key is parked until a redrive or a skip. */
@@ -117,7 +260,7 @@ export class KeyStates {
         gsi1pk: gsi.parked(queue),
         gsi1sk: timeSortKey(now, messageId),
       },
-      remove: ['busy_with'],
+      remove: ['busy_with', ...LEASE_ATTRIBUTES],
       condition: '#busy_with = :m OR (attribute_not_exists(#busy_with) AND attribute_not_exists(#parked_at))',
       values: { ':m': messageId },
     });
@@ -146,7 +289,7 @@ export class KeyStates {
     queue: string,
     key: string,
     spec: Parameters<typeof buildUpdate>[0],
-    returnValues: 'NONE' | 'ALL_OLD',
+    returnValues: 'NONE' | 'ALL_OLD' | 'ALL_NEW',
   ): Promise<KeyState | undefined> {
     try {
       const out = await this.doc.send(
@@ -163,4 +306,12 @@ export class KeyStates {
       throw err;
     }
   }
+}
+
+/**
+ * A `holding` token: its time (ms × 1000) and a draw. Unique enough: two holds of one key in the
+ * same millisecond with the same draw are the only clash.
+ */
+export function holdingToken(): number {
+  return Date.now() * 1000 + Math.floor(Math.random() * 1000);
 }

@@ -28,11 +28,6 @@ export function historySk(generation: number): string {
   return `H#${String(generation).padStart(6, '0')}`;
 }
 
-/** Window counter of one shard: how many admitted messages are not yet acked or retired. */
-export function windowCounterKey(queue: string, shard: string): ItemKey {
-  return { pk: `Q#${queue}#W#${shard}`, sk: 'C' };
-}
-
 /** A queue's storage counter: payload bytes held unconsumed, and the acked total (acks write it anyway). */
 export function storageKey(queue: string): ItemKey {
   return { pk: `Q#${queue}#STORE`, sk: 'C' };
@@ -53,12 +48,9 @@ export const RECEIPT_SECRET_KEY: ItemKey = { pk: 'TENANT#RECEIPT_SECRET', sk: 'S
 export const GSI1 = 'gsi1';
 
 export const gsi = {
-  ready: (queue: string, shard: string) => `Q#${queue}#R#${shard}`,
   leased: (queue: string, shard: string) => `Q#${queue}#L#${shard}`,
   delayed: (queue: string, shard: string) => `Q#${queue}#D#${shard}`,
   dead: (queue: string) => `Q#${queue}#X`,
-  /** Messages of parked keys, held out of the window (sort: heldSortKey). */
-  held: (queue: string, shard: string) => `Q#${queue}#H#${shard}`,
   /** Parked key states, by parked time. */
   parked: (queue: string) => `Q#${queue}#P`,
   /** Running redrive jobs. */
@@ -81,15 +73,6 @@ export function encodeKey(key: string): string {
 /** Ordering state of one message key: who holds it, or that it is parked. */
 export function keyStateKey(queue: string, key: string): ItemKey {
   return { pk: `Q#${queue}#K#${encodeKey(key)}`, sk: 'K' };
-}
-
-/** Held messages of a parked key sort by key, then by log position. */
-export function heldSortKey(key: string, sequenceNumber: string): string {
-  return `${encodeKey(key)}.${seqSortKey(sequenceNumber)}`;
-}
-
-export function heldPrefix(key: string): string {
-  return `${encodeKey(key)}.`;
 }
 
 export function auditPk(queue: string): string {

@@ -1,6 +1,5 @@
 import {
   BatchGetCommand,
-  DeleteCommand,
   type DynamoDBDocumentClient,
   GetCommand,
   PutCommand,
@@ -10,19 +9,7 @@ import {
 import { type Envelope, payloadBytes } from '../core/envelope.js';
 import type { FailureReason } from '../core/retry-policy.js';
 import { buildKeyCondition, buildUpdate, Raw, type UpdateSpec } from './expression.js';
-import {
-  BODY_SK,
-  GSI1,
-  gsi,
-  heldPrefix,
-  heldSortKey,
-  historySk,
-  messagePk,
-  STATE_SK,
-  seqSortKey,
-  TTL_ATTRIBUTE,
-  timeSortKey,
-} from './keys.js';
+import { BODY_SK, GSI1, gsi, messagePk, STATE_SK, TTL_ATTRIBUTE, timeSortKey } from './keys.js';
 import { countAll, isConditionFailed, retryUnprocessed } from './util.js';
 
 /**
@@ -68,12 +55,8 @@ export interface StateItem {
   dead_reason?: FailureReason;
   /** The body inline when it is small; otherwise a `B` item holds it. */
   body?: string;
-  /** Ordered queues: the previous message of the same key, which must finish first. */
-  prev?: string;
   /** Payload bytes, for the queue's storage quota. */
   bytes?: number;
-  /** Ready-index position of the message's first entry, kept across retries. */
-  origin_sk?: string;
   /**
    * Lease layer: a retry waiting in the delay store reads its body from a segment (its first
    * entry's), which outlives the wait: no body is copied for it.
@@ -114,20 +97,6 @@ export interface HistoryRecord {
 /** Bodies up to this size ride in the state item, which then stays under 1 KB. */
 const INLINE_BODY_BYTES = 512;
 
-export type AdmitResult = 'admitted' | 'delayed' | 'held' | 'duplicate';
-
-/** What the ordering rules and the writes around a lease need of a ready message. */
-export type Candidate = Pick<StateItem, 'queue' | 'message_id' | 'entry' | 'shard' | 'seq' | 'key' | 'prev'>;
-
-/** What a lease write needs of the state item. */
-export type LeaseTarget = Pick<StateItem, 'pk' | 'queue' | 'shard' | 'message_id' | 'entry'>;
-
-export interface NewLease {
-  deliveredAt: number;
-  expiresAt: number;
-  consumerId?: string;
-}
-
 export class MessageStore {
   constructor(
     private readonly doc: DynamoDBDocumentClient,
@@ -135,40 +104,19 @@ export class MessageStore {
   ) {}
 
   /**
-   * Admits one log entry of a message into the window (or the delay store when it is not yet
-   * due). The condition on `entry` admits each entry once, however often it is in the log.
-   * Answers the state item as written too (the write's own answer: no extra read).
+   * A log entry not yet due (produce's `delay_seconds`) into the delay store, whence the sweep
+   * puts it back into the log as its next entry. The condition on `entry` takes each entry once,
+   * however often it is in the log.
    */
-  async admit(
-    shard: string,
-    seq: string,
-    env: Envelope,
-    now: number,
-    bodyTtl: number,
-    options: { held?: boolean; prev?: string } = {},
-  ): Promise<{ result: AdmitResult; item?: StateItem }> {
+  async delay(shard: string, seq: string, env: Envelope, bodyTtl: number): Promise<boolean> {
     const pk = messagePk(env.queue, env.message_id);
     const inlineBody = env.entry === 1 ? await this.putBody(env, bodyTtl) : inlineBodyOf(env);
     const dueAt = env.deliver_after ? Date.parse(env.deliver_after) : 0;
-    const held = options.held === true && env.key !== undefined;
-    const delayed = !held && dueAt > now;
-    const state: MessageState = held ? 'held' : delayed ? 'delayed' : 'ready';
-    const index = held
-      ? { gsi1pk: gsi.held(env.queue, shard), gsi1sk: heldSortKey(env.key as string, seq) }
-      : delayed
-        ? { gsi1pk: gsi.delayed(env.queue, shard), gsi1sk: timeSortKey(dueAt, env.message_id) }
-        : {
-            gsi1pk: gsi.ready(env.queue, shard),
-            // A retried message keeps the place of its first entry: behind its own successors it
-            // could sit past what receive reads, and on an ordered queue it holds their key.
-            gsi1sk: new Raw('if_not_exists(#origin_sk, :origin)', { ':origin': seqSortKey(seq) }),
-          };
     try {
-      const out = await this.doc.send(
+      await this.doc.send(
         new UpdateCommand({
           TableName: this.table,
           Key: { pk, sk: STATE_SK },
-          ReturnValues: 'ALL_NEW',
           ...buildUpdate({
             set: {
               queue: env.queue,
@@ -177,22 +125,16 @@ export class MessageStore {
               shard,
               seq,
               entry: env.entry,
-              state,
+              state: 'delayed',
               attempt: env.attempt,
               gen: new Raw('if_not_exists(#gen, :zero)', { ':zero': 0 }),
-              // Ordered queues: the message of the same key accepted just before this one.
-              prev:
-                options.prev === undefined
-                  ? undefined
-                  : new Raw('if_not_exists(#prev, :prev)', { ':prev': options.prev }),
               produced_at: Date.parse(env.produced_at),
               enqueued_at: Date.parse(env.enqueued_at),
               body: inlineBody,
               bytes: payloadBytes(env),
-              origin_sk: new Raw('if_not_exists(#origin_sk, :origin)', { ':origin': seqSortKey(seq) }),
-              // A held message keeps its delay for when its key's release makes it ready.
-              due_at: dueAt > now ? dueAt : undefined,
-              ...index,
+              due_at: dueAt,
+              gsi1pk: gsi.delayed(env.queue, shard),
+              gsi1sk: timeSortKey(dueAt, env.message_id),
             },
             remove: [
               'consumer_id',
@@ -209,9 +151,9 @@ export class MessageStore {
           }),
         }),
       );
-      return { result: held ? 'held' : delayed ? 'delayed' : 'admitted', item: out.Attributes as StateItem };
+      return true;
     } catch (err) {
-      if (isConditionFailed(err)) return { result: 'duplicate' };
+      if (isConditionFailed(err)) return false;
       throw err;
     }
   }
@@ -461,32 +403,6 @@ export class MessageStore {
     });
   }
 
-  /** Leases a ready message: one conditional write; undefined when another consumer won it. */
-  lease(item: LeaseTarget, lease: NewLease): Promise<StateItem | undefined> {
-    return this.leaseIf(item, lease, '#state = :ready AND #entry = :entry', { ':ready': 'ready' });
-  }
-
-  private leaseIf(
-    item: LeaseTarget,
-    lease: NewLease,
-    condition: string,
-    values: Record<string, unknown>,
-  ): Promise<StateItem | undefined> {
-    return this.updateState(item.queue, item.message_id, {
-      set: {
-        state: 'leased',
-        delivered_at: lease.deliveredAt,
-        lease_expires_at: lease.expiresAt,
-        consumer_id: lease.consumerId,
-        gsi1pk: gsi.leased(item.queue, item.shard),
-        gsi1sk: timeSortKey(lease.expiresAt, item.message_id),
-      },
-      add: { gen: 1 },
-      condition,
-      values: { ...values, ':entry': item.entry },
-    });
-  }
-
   async get(queue: string, messageId: string): Promise<StateItem | undefined> {
     const out = await this.doc.send(
       new GetCommand({
@@ -542,101 +458,11 @@ export class MessageStore {
     return moved !== undefined;
   }
 
-  /** Writes the history of a failed delivery once; false when it is already there. */
-  async putHistory(queue: string, messageId: string, record: HistoryRecord, ttl: number): Promise<boolean> {
-    try {
-      await this.doc.send(
-        new PutCommand({
-          TableName: this.table,
-          Item: {
-            pk: messagePk(queue, messageId),
-            sk: historySk(record.generation),
-            ...record,
-            [TTL_ATTRIBUTE]: ttl,
-          },
-          ConditionExpression: 'attribute_not_exists(pk)',
-        }),
-      );
-      return true;
-    } catch (err) {
-      if (isConditionFailed(err)) return false;
-      throw err;
-    }
-  }
-
-  async deleteHistory(queue: string, messageId: string, generation: number): Promise<void> {
-    // A plain delete: a batch write may hand the item back unprocessed, and the history of an
-    // attempt that never happened would stay in the message's DLQ history and trace.
-    await this.doc.send(
-      new DeleteCommand({
-        TableName: this.table,
-        Key: { pk: messagePk(queue, messageId), sk: historySk(generation) },
-      }),
-    );
-  }
-
   /**
-   * Ends the lease `generation` as a failed attempt: into the delay store for a retry, or the
-   * DLQ. `expired` says which lease may end: a live one (nack) or an expired one (sweep).
-   */
-  async fail(
-    item: Pick<StateItem, 'queue' | 'message_id' | 'shard'>,
-    generation: number,
-    outcome: { kind: 'retry'; nextAttempt: number; dueAt: number } | { kind: 'dead'; reason: FailureReason },
-    lease: 'live' | 'expired',
-    now: number,
-    deadTtl: number,
-  ): Promise<boolean> {
-    const set =
-      outcome.kind === 'retry'
-        ? {
-            state: 'delayed',
-            attempt: outcome.nextAttempt,
-            due_at: outcome.dueAt,
-            gsi1pk: gsi.delayed(item.queue, item.shard),
-            gsi1sk: timeSortKey(outcome.dueAt, item.message_id),
-          }
-        : {
-            state: 'dead',
-            dead_at: now,
-            dead_reason: outcome.reason,
-            gsi1pk: gsi.dead(item.queue),
-            gsi1sk: timeSortKey(now, item.message_id),
-            [TTL_ATTRIBUTE]: deadTtl,
-          };
-    const failed = await this.updateState(item.queue, item.message_id, {
-      set,
-      remove: ['consumer_id', 'lease_expires_at'],
-      condition: `#state = :leased AND #gen = :gen AND #lease_expires_at ${lease === 'live' ? '>' : '<='} :now`,
-      values: { ':leased': 'leased', ':gen': generation, ':now': now },
-    });
-    return failed !== undefined;
-  }
-
-  /**
-   * After entry `entry + 1` was appended to the log: the delay store (or DLQ) item is retired
-   * from its index. Dispatch may have admitted the new entry first; then nothing is left to do.
-   */
-  async markRequeued(
-    queue: string,
-    messageId: string,
-    entry: number,
-    from: 'delayed' | 'dead' = 'delayed',
-  ): Promise<void> {
-    // If dispatch admitted the new entry first, the condition fails and nothing is left to retire.
-    await this.updateState(queue, messageId, {
-      // `entry` stays: admission of entry + 1 moves it on.
-      set: { state: 'requeued' },
-      remove: ['gsi1pk', 'gsi1sk', 'due_at', TTL_ATTRIBUTE],
-      condition: '#state = :from AND #entry = :entry',
-      values: { ':from': from, ':entry': entry },
-    });
-  }
-
-  /**
-   * The lease layer's form of markRequeued: the item moves straight to `ranged` at the position
-   * the new entry landed at, so admission only has to read it to know that copy is the entry
-   * (no write), and a second copy of the entry in the log is passed over.
+   * After entry `entry + 1` was appended to the log: the item moves from the delay store (or DLQ)
+   * straight to `ranged` at the position the new entry landed at, so admission only has to read it
+   * to know that copy is the entry (no write), and a second copy of the entry in the log is passed
+   * over.
    */
   async markRanged(
     item: Pick<StateItem, 'queue' | 'message_id' | 'entry'>,
@@ -680,38 +506,6 @@ export class MessageStore {
       });
     }
     return out;
-  }
-
-  /** Held messages of one key on a shard, in log order. */
-  async heldOf(queue: string, shard: string, key: string, limit: number): Promise<StateItem[]> {
-    const out = await this.doc.send(
-      new QueryCommand({
-        TableName: this.table,
-        IndexName: GSI1,
-        ...buildKeyCondition('#gsi1pk = :pk AND begins_with(#gsi1sk, :prefix)', {
-          ':pk': gsi.held(queue, shard),
-          ':prefix': heldPrefix(key),
-        }),
-        Limit: limit,
-      }),
-    );
-    return (out.Items ?? []) as StateItem[];
-  }
-
-  countHeld(queue: string, shard: string, key: string): Promise<number> {
-    return this.countIndex('#gsi1pk = :pk AND begins_with(#gsi1sk, :prefix)', {
-      ':pk': gsi.held(queue, shard),
-      ':prefix': heldPrefix(key),
-    });
-  }
-
-  /** A held message of a released key goes to the ready index, keeping its log position. */
-  async releaseHeld(item: StateItem): Promise<boolean> {
-    return this.transition(item, 'held', {
-      state: 'ready',
-      gsi1pk: gsi.ready(item.queue, item.shard),
-      gsi1sk: item.origin_sk ?? seqSortKey(item.seq),
-    });
   }
 
   /** Removes a dead letter for good; the tombstone remembers it until its TTL. */

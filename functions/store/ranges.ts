@@ -38,8 +38,11 @@ export class RangeStore {
     private readonly table: string,
   ) {}
 
-  /** Writes a new range once; false when a range already starts there (a retried admission). */
-  async create(queue: string, range: NewRange, ttl: number): Promise<boolean> {
+  /**
+   * Writes a new range once; false when a range already starts there (a retried admission).
+   * `held` entries are finished from the start: their messages went to their key's hold area.
+   */
+  async create(queue: string, range: NewRange, ttl: number, held: readonly number[] = []): Promise<boolean> {
     const input: PutCommandInput = {
       TableName: this.table,
       Item: {
@@ -55,6 +58,7 @@ export class RangeStore {
         E: {},
         O: {},
         C: {},
+        ...(held.length ? { F: new Set(held) } : {}),
         [TTL_ATTRIBUTE]: ttl,
       },
       ConditionExpression: 'attribute_not_exists(pk)',

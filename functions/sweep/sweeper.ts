@@ -1,17 +1,11 @@
 import type { Logger } from '@aws-lambda-powertools/logger';
 import type { RangeAdmission } from '../admission/range-admission.js';
-import type { Failures } from '../consume/failures.js';
+import type { HeldDelivery } from '../consume/held-delivery.js';
 import type { KeyOrder } from '../consume/key-order.js';
 import type { FailedEntry, RangeFailures } from '../consume/range-failures.js';
 import type { Requeue } from '../consume/requeue.js';
 import { mapLimit } from '../core/async.js';
-import {
-  consumerNamespace,
-  type QueueConfig,
-  streamName,
-  type TenantConfig,
-  usesRanges,
-} from '../core/config.js';
+import { consumerNamespace, type QueueConfig, streamName, type TenantConfig } from '../core/config.js';
 import { expiredEntries, gapCap, type Range, stuckEntries } from '../core/ranges.js';
 import type { ShardDirectory } from '../log/stream.js';
 import type { Redrives } from '../operations/redrive.js';
@@ -19,7 +13,7 @@ import type { Counters } from '../store/counters.js';
 import type { KeyHolds } from '../store/key-holds.js';
 import type { KeyStates } from '../store/key-states.js';
 import { gsi, timeSortKey } from '../store/keys.js';
-import type { MessageStore, StateItem } from '../store/messages.js';
+import type { MessageStore } from '../store/messages.js';
 import type { RangeStore } from '../store/ranges.js';
 import type { SegmentStore } from '../store/segments.js';
 
@@ -36,10 +30,10 @@ export interface SweeperDeps {
   keyOrder: KeyOrder;
   keys: KeyStates;
   holds: KeyHolds;
-  failures: Failures;
   ranges: RangeStore;
   segments: SegmentStore;
   rangeFailures: RangeFailures;
+  held: HeldDelivery;
   admission: RangeAdmission;
   requeue: Requeue;
   redrives: Redrives;
@@ -123,15 +117,12 @@ export class Sweeper {
     const shards = await this.deps.shards.shards(streamName(this.deps.tenant.tenant, ns.queue));
     await Promise.all(
       shards.map(async (shard) => {
-        report.expired += usesRanges(ns.config, ns.consumer)
-          ? await this.expireRanges(ns, shard)
-          : await this.expireLeases(ns.name, ns.config, shard);
+        report.expired += await this.expireRanges(ns, shard);
         report.requeued += await this.requeueDue(ns, shard);
         if (ns.config.ordered)
-          report.released +=
-            ns.consumer === undefined
-              ? await this.deps.keyOrder.releaseStragglers(ns.name, shard)
-              : await this.wakeHeld(ns.name, shard);
+          if (ns.consumer === undefined)
+            report.expired += await this.deps.held.sweep(ns.name, ns.config, shard);
+          else report.released += await this.wakeHeld(ns.name, shard);
       }),
     );
   }
@@ -205,8 +196,9 @@ export class Sweeper {
       );
       return outcome !== undefined;
     });
-    // A Lambda consumer's lease ends with its invocation: none outlives the gap cap's reason.
-    const stuck = ns.consumer === undefined ? stuckEntries(open, gapCap(config), now) : [];
+    // A Lambda consumer's lease ends with its invocation: none outlives the gap cap's reason. An
+    // ordered queue's is its key's head, which its key's next messages wait for in the hold area.
+    const stuck = ns.consumer === undefined && !config.ordered ? stuckEntries(open, gapCap(config), now) : [];
     await mapLimit(stuck, 16, async ({ range, index }) => {
       const target = await this.entryOf(queue, range, index);
       if (target) await this.deps.rangeFailures.evict(config, target, now);
@@ -257,39 +249,5 @@ export class Sweeper {
     const lease = range.leases.get(index);
     if (!entry || !lease) return undefined;
     return { queue, range, index, sequence: entry.sequence, envelope: entry.envelope, lease };
-  }
-
-  private async expireLeases(queue: string, config: QueueConfig, shard: string): Promise<number> {
-    let total = 0;
-    for (;;) {
-      const now = this.now();
-      const expired = await this.deps.messages.partition(gsi.leased(queue, shard), {
-        limit: PAGE,
-        below: timeSortKey(now + 1, ''),
-      });
-      // The index is eventually consistent: the write decides, with the lease's own expiry.
-      const moved = await mapLimit(expired, 16, (item) => this.expire(queue, config, item, now));
-      // Failures.fail has already given the window slots back.
-      const n = moved.filter(Boolean).length;
-      total += n;
-      if (expired.length < PAGE || n === 0) return total;
-    }
-  }
-
-  private async expire(queue: string, config: QueueConfig, item: StateItem, now: number): Promise<boolean> {
-    if ((item.lease_expires_at ?? Number.POSITIVE_INFINITY) > now) return false;
-    const outcome = await this.deps.failures.fail(
-      queue,
-      config,
-      item,
-      {
-        generation: item.gen,
-        reason: 'lease_expired',
-        deliveredAt: item.delivered_at ?? now,
-        lease: 'expired',
-      },
-      now,
-    );
-    return outcome !== undefined;
   }
 }

@@ -5,8 +5,8 @@ import { startTestRuntime, type TestRuntime } from '../helpers/runtime.js';
 /**
  * DynamoDB Local reports index capacity, which dynalite does not: index write units per delivered
  * message on the happy path (produce, receive, ack; one consumer, no contention), measured at the
- * SDK client. The lease layer (unordered pull queues) writes no index on that path; an ordered
- * queue still keeps a state item per message, re-keyed in gsi1 at admission, lease and ack.
+ * SDK client. The lease layer writes no index on that path, on unordered and ordered queues alike
+ * (a key's item is in gsi1 only while the key is parked).
  */
 
 let t: TestRuntime;
@@ -44,11 +44,11 @@ async function indexUnitsPerMessage(queue: string, key?: string): Promise<number
 }
 
 describe('index write units per delivered message', () => {
-  it('are none on the lease layer', async () => {
+  it('are none on an unordered queue', async () => {
     expect(await indexUnitsPerMessage('jobs')).toBe(0);
   });
 
-  it('are four on the per-message layout an ordered queue still uses (admission, lease, ack)', async () => {
-    expect(await indexUnitsPerMessage('ledger', 'k')).toBeGreaterThanOrEqual(4);
+  it('are none on an ordered queue, whose keys admission writes', async () => {
+    expect(await indexUnitsPerMessage('ledger', 'k')).toBe(0);
   });
 });

@@ -204,8 +204,9 @@ describe('TenantStack (tenants/local.json)', () => {
             // dlq_retention_hours defaults to 336: 14 days.
             { Id: 'claims-jobs', Prefix: 'claims/jobs/', ExpirationInDays: 14, Status: 'Enabled' },
             { Id: 'claims-ledger', Prefix: 'claims/ledger/', ExpirationInDays: 14, Status: 'Enabled' },
-            // The lease layer's queues (not ordered ledger): retention 96 h and a last lease of 1 h.
+            // Segments: retention 96 h and a last lease of 1 h.
             { Id: 'segments-jobs', Prefix: 'segments/jobs/', ExpirationInDays: 5, Status: 'Enabled' },
+            { Id: 'segments-ledger', Prefix: 'segments/ledger/', ExpirationInDays: 5, Status: 'Enabled' },
             {
               Id: 'abort-incomplete-uploads',
               AbortIncompleteMultipartUpload: { DaysAfterInitiation: 1 },

@@ -1,8 +1,4 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { QueueConfig } from '../../functions/core/config.js';
-import { buildServices } from '../../functions/services.js';
-import { messagePk } from '../../functions/store/keys.js';
-import type { StateItem } from '../../functions/store/messages.js';
 import { queueApi } from '../helpers/queue-api.js';
 import { startTestRuntime, type TestRuntime } from '../helpers/runtime.js';
 
@@ -275,44 +271,15 @@ describe('release', () => {
 
 describe('a failure that loses its race', () => {
   it('leaves no history of an attempt that did not end (the lease had already ended)', async () => {
-    const { messages, failures } = buildServices(t.runtime.config, t.runtime.clients);
-    // A name the tenant does not have: the sweep never touches its state.
-    const queue = 'ghost';
-    const now = Date.now();
-    const at = new Date(now).toISOString();
-    const envelope = {
-      v: 1 as const,
-      message_id: 'g-1',
-      queue,
-      produced_at: at,
-      enqueued_at: at,
-      attempt: 1,
-      entry: 1,
-      payload: 1,
-    };
-    expect((await messages.admit('shardId-000000000000', '1', envelope, now, now + 60_000)).result).toBe(
-      'admitted',
-    );
-    const target = {
-      pk: messagePk(queue, 'g-1'),
-      queue,
-      shard: 'shardId-000000000000',
-      message_id: 'g-1',
-      entry: 1,
-    };
-    const leased = await messages.lease(target, { deliveredAt: now - 2000, expiresAt: now - 1000 });
-    expect(leased?.state).toBe('leased');
-    const config = t.runtime.config.tenant.queues.jobs as QueueConfig;
-    const outcome = await failures.fail(
-      queue,
-      config,
-      leased as StateItem,
-      { generation: (leased as StateItem).gen, reason: 'nack', deliveredAt: now - 2000, lease: 'live' },
-      now,
-    );
-    expect(outcome).toBeUndefined();
-    expect(await messages.history(queue, 'g-1')).toEqual([]);
-    expect((await messages.get(queue, 'g-1'))?.state).toBe('leased');
+    const q = queueApi(t, 'jobs');
+    await q.produce([{ message_id: 'g-1', payload: 1 }]);
+    const [m] = await q.receiveAll(1, 8000, { lease_seconds: 1 });
+    expect(m?.message_id).toBe('g-1');
+    await new Promise((r) => setTimeout(r, 1300));
+    const late = await q.nack({ receipt: m?.receipt, error: 'too late' });
+    expect(late.status).toBe(409);
+    const trace = (await t.api('/queues/jobs/messages/g-1')).body;
+    expect(trace.attempts.map((a: { error: string | null }) => a.error)).not.toContain('too late');
   });
 });
 

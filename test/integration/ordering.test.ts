@@ -195,7 +195,8 @@ describe('key parking', () => {
     expect(meanwhile.map((m) => m.message_id)).toEqual(['free-1']);
     await q.ack(meanwhile.map((m) => m.receipt));
     const parked = (await t.api('/queues/park/keys/parked')).body.keys;
-    expect(parked).toEqual([expect.objectContaining({ key: 'acct-1', dead_message_id: 'p-0', held: 1 })]);
+    // p-1 and p-2 waited in the key's hold area from their admission (p-0 was in flight); p-3 too.
+    expect(parked).toEqual([expect.objectContaining({ key: 'acct-1', dead_message_id: 'p-0', held: 3 })]);
     const trace = await t.api('/queues/park/messages/p-3');
     expect(trace.body.state).toBe('held');
 

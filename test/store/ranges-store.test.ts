@@ -3,6 +3,7 @@ import { type AwsClients, createClients } from '../../functions/aws/clients.js';
 import type { Envelope } from '../../functions/core/envelope.js';
 import { entryStatus, RANGE_ENTRIES, type Range } from '../../functions/core/ranges.js';
 import { KeyHolds } from '../../functions/store/key-holds.js';
+import { KeyStates } from '../../functions/store/key-states.js';
 import { RangeStore } from '../../functions/store/ranges.js';
 import { SEGMENT_ITEM_MAX_BYTES, SegmentStore } from '../../functions/store/segments.js';
 import { DYNAMODB, startTestRuntime, type TestRuntime } from '../helpers/runtime.js';
@@ -257,25 +258,95 @@ describe.each([DYNAMODB])('the lease layer store on %s', () => {
       index: 0,
       envelope: env(Number(sequence), 10),
     });
-    await holds.put(Q, held('300'), 0);
-    await holds.put(Q, held('25'), 0);
-    await holds.put(Q, held('1000'), 0);
-    await holds.put(Q, held('300'), 0);
+    await holds.put(Q, held('300'), 0, 7);
+    await holds.put(Q, held('25'), 0, 7);
+    await holds.put(Q, held('1000'), 0, 7);
+    await holds.put(Q, held('300'), 0, 7);
     expect((await holds.first(Q, 'acct/7', 10)).map((h) => h.sequence)).toEqual(['25', '300', '1000']);
     expect(await holds.count(Q, 'acct/7')).toBe(3);
     expect(await holds.has(Q, 'acct/7', '300')).toBe(true);
     expect(await holds.begin(Q, 'acct/7', '25')).toBe(1);
     expect(await holds.begin(Q, 'acct/7', '25')).toBe(2);
     // Holding it again (a batch offered again) keeps its delivery count.
-    await holds.put(Q, held('25'), 0);
+    await holds.put(Q, held('25'), 0, 7);
     expect((await holds.first(Q, 'acct/7', 1))[0]?.deliveries).toBe(2);
-    expect(await holds.marked(Q, SHARD)).toEqual([{ key: 'acct/7' }]);
+    expect(await holds.marked(Q, SHARD)).toEqual([{ key: 'acct/7', token: 7 }]);
+    // Marked again since (token 8): an unmark with the token read before leaves it.
+    await holds.mark(Q, SHARD, 'acct/7', 8);
+    await holds.unmark(Q, SHARD, 'acct/7', 7);
+    expect(await holds.marked(Q, SHARD)).toEqual([{ key: 'acct/7', token: 8 }]);
     await holds.woke(Q, SHARD, 'acct/7', 42);
-    expect(await holds.marked(Q, SHARD)).toEqual([{ key: 'acct/7', wokenAt: 42 }]);
+    expect(await holds.marked(Q, SHARD)).toEqual([{ key: 'acct/7', token: 8, wokenAt: 42 }]);
     await holds.remove(Q, 'acct/7', '25');
     expect(await holds.begin(Q, 'acct/7', '25')).toBeUndefined();
     await holds.unmark(Q, SHARD, 'acct/7');
     expect(await holds.marked(Q, SHARD)).toEqual([]);
+  });
+
+  it('writes the entries admission held as finished from the start: never leased, never acked', async () => {
+    next += 1000;
+    const start = String(next);
+    const r = {
+      shard: SHARD,
+      start,
+      last: String(next + 2),
+      count: 3,
+      base: next,
+      enqueuedAt: 1,
+      segment: { id: start, offset: 0, store: 'ddb' as const },
+    };
+    expect(await ranges.create(Q, r, 0, [1, 2])).toBe(true);
+    const now = Date.now();
+    const read = await got(start);
+    expect([0, 1, 2].map((i) => entryStatus(read, i, now))).toEqual(['free', 'failed', 'failed']);
+    expect(await ranges.ack(Q, r, [1], now)).toBeUndefined();
+    expect(await ranges.ackHeld(Q, r, 1, now)).toBeDefined();
+  });
+
+  it("sequences a key once per record, and leases a held message in the key's own item", async () => {
+    const keys = new KeyStates(clients.doc, t.runtime.config.tableName);
+    const head = { message_id: 'h-1', sequence: '501', range: '500', index: 1 };
+    const first = { sequenced: '501', head, unpark: false };
+    expect(await keys.sequence(Q, 'seq/1', first)).toBe(true);
+    // A second try of the same admission, or another admitter: refused.
+    expect(await keys.sequence(Q, 'seq/1', first)).toBe(false);
+    expect(await keys.sequence(Q, 'seq/1', { ...first, prev: '501', sequenced: '509', holding: 11 })).toBe(
+      true,
+    );
+    const state = (await keys.getMany(Q, ['seq/1'])).get('seq/1');
+    expect(state).toMatchObject({ sequenced: '509', head });
+    expect(state?.holding).toBe(11);
+
+    const now = Date.now();
+    const hold = { expiresAt: now + 60_000, deliveredAt: now, consumerId: 'w-1' };
+    expect(await keys.claimHeld(Q, 'seq/1', 'h-2', hold, undefined)).toBe(1);
+    // The key is held by it: nobody else takes it, and only its live lease ends or extends.
+    expect(await keys.claimHeld(Q, 'seq/1', 'h-3', hold, undefined)).toBeUndefined();
+    expect(await keys.extendHeld(Q, 'seq/1', 'h-2', 2, now + 90_000, now)).toBe(false);
+    expect(await keys.extendHeld(Q, 'seq/1', 'h-2', 1, now + 90_000, now)).toBe(true);
+    expect(await keys.endHeld(Q, 'seq/1', 'h-2', 1, now, { release: true, lease: 'expired' })).toBe(false);
+    expect(await keys.endHeld(Q, 'seq/1', 'h-2', 1, now, { release: true, lease: 'live' })).toBe(true);
+    expect(await keys.endHeld(Q, 'seq/1', 'h-2', 1, now, { release: true, lease: 'live' })).toBe(false);
+    expect(await keys.claimHeld(Q, 'seq/1', 'h-3', hold, undefined)).toBe(2);
+    expect(await keys.endHeld(Q, 'seq/1', 'h-3', 2, now + 61_000, { release: false, lease: 'expired' })).toBe(
+      true,
+    );
+    // Kept by h-3 for its retry: a claim must name it.
+    expect(await keys.claimHeld(Q, 'seq/1', 'h-4', hold, undefined)).toBeUndefined();
+    expect(await keys.claimHeld(Q, 'seq/1', 'h-4', hold, 'h-3')).toBe(3);
+  });
+
+  it('clears a hold area mark only with the token read, and only when no held message holds the key', async () => {
+    const keys = new KeyStates(clients.doc, t.runtime.config.tableName);
+    const token = await keys.setHolding(Q, 'tok/1');
+    const newer = await keys.setHolding(Q, 'tok/1');
+    expect(await keys.clearHolding(Q, 'tok/1', token)).toBe(false);
+    const now = Date.now();
+    await keys.claimHeld(Q, 'tok/1', 'x', { expiresAt: now + 1000, deliveredAt: now }, undefined);
+    expect(await keys.clearHolding(Q, 'tok/1', newer)).toBe(false);
+    await keys.endHeld(Q, 'tok/1', 'x', 1, now, { release: true, lease: 'live' });
+    expect(await keys.clearHolding(Q, 'tok/1', newer)).toBe(true);
+    expect((await keys.getMany(Q, ['tok/1'])).get('tok/1')?.holding).toBeUndefined();
   });
 
   async function got(start: string) {

@@ -65,6 +65,11 @@ describe('entry status', () => {
     expect(isFinished(r)).toBe(false);
     expect(isFinished(range('1', { count: 2, acked: new Set([0]), failed: new Set([1]) }))).toBe(true);
   });
+
+  it('counts a held entry acked after its hold once: the range is not finished while another is leased', () => {
+    const held = range('1', { count: 2, acked: new Set([0]), failed: new Set([0]) });
+    expect(isFinished(held)).toBe(false);
+  });
 });
 
 describe('window and ranges', () => {

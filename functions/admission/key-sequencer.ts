@@ -1,0 +1,156 @@
+import { mapLimit } from '../core/async.js';
+import type { Envelope } from '../core/envelope.js';
+import { type KeyDecision, type SequencerKeyView, type SequenceStep, sequenceKey } from '../core/ordering.js';
+import { compareSequence, type EntryStatus, entryStatus } from '../core/ranges.js';
+import type { KeyHolds } from '../store/key-holds.js';
+import { holdingToken, type KeyHead, type KeyState, type KeyStates } from '../store/key-states.js';
+import type { RangeStore } from '../store/ranges.js';
+
+/**
+ * Per-key order of an ordered pull queue, decided at admission (core/ordering.ts sequenceKey):
+ * dispatch reads each shard in log order, one batch at a time, so it is the one writer that puts
+ * a key's messages in their place: the key's head in the ranges, the delay store, or the key's
+ * hold area. The hold items are written before the key says it has them (a receiver that empties
+ * the hold area clears the key only with the token it read: store/key-states.ts clearHolding),
+ * and the key before the ranges, so a retried admission finds what it decided.
+ */
+
+export interface KeySequencerDeps {
+  keys: KeyStates;
+  holds: KeyHolds;
+  ranges: RangeStore;
+}
+
+export interface SequencedEntry {
+  sequence: string;
+  envelope: Envelope;
+  due: boolean;
+}
+
+export interface SequencePlan {
+  /** One step per entry, in the order given. */
+  steps: SequenceStep[];
+  keys: Map<string, { state: KeyState | undefined; decision: KeyDecision; entries: SequencedEntry[] }>;
+}
+
+/** Where an admitted entry lands: its range (first sequence number) and index. */
+export type Positions = ReadonlyMap<string, { range: string; index: number }>;
+
+export class KeySequencer {
+  constructor(private readonly deps: KeySequencerDeps) {}
+
+  /** What becomes of each entry (of one shard, in log order), from its key as it is now. */
+  async plan(queue: string, shard: string, entries: readonly SequencedEntry[]): Promise<SequencePlan> {
+    const byKey = new Map<string, SequencedEntry[]>();
+    for (const e of entries) {
+      const key = e.envelope.key ?? '';
+      byKey.set(key, [...(byKey.get(key) ?? []), e]);
+    }
+    const states = await this.deps.keys.getMany(queue, [...byKey.keys()]);
+    const heads = new Map(
+      await mapLimit(
+        [...states.values()],
+        16,
+        async (state) =>
+          [state.key, state.head && (await headStatus(this.deps.ranges, queue, shard, state.head))] as const,
+      ),
+    );
+    const keys: SequencePlan['keys'] = new Map();
+    const stepOf = new Map<SequencedEntry, SequenceStep>();
+    for (const [key, list] of byKey) {
+      const state = states.get(key);
+      const decision = sequenceKey(
+        view(state, heads.get(key)),
+        list.map((e) => ({
+          message_id: e.envelope.message_id,
+          sequence: e.sequence,
+          entry: e.envelope.entry,
+          due: e.due,
+        })),
+      );
+      for (const [i, e] of list.entries()) stepOf.set(e, decision.steps[i] as SequenceStep);
+      keys.set(key, { state, decision, entries: list });
+    }
+    return { steps: entries.map((e) => stepOf.get(e) as SequenceStep), keys };
+  }
+
+  /** The hold items, then each key's decisions; before the ranges are written. */
+  async apply(
+    queue: string,
+    shard: string,
+    plan: SequencePlan,
+    positions: Positions,
+    ttl: number,
+  ): Promise<void> {
+    await mapLimit([...plan.keys], 16, async ([key, { state, decision, entries }]) => {
+      const held = entries.filter((_, i) => decision.steps[i] === 'hold');
+      const token = holdingToken();
+      for (const e of held) {
+        const at = positions.get(e.sequence);
+        if (!at) throw new Error(`no position for held entry ${e.sequence}`);
+        await this.deps.holds.put(
+          queue,
+          { key, shard, sequence: e.sequence, range: at.range, index: at.index, envelope: e.envelope },
+          ttl,
+          token,
+        );
+      }
+      const last = entries.at(-1) as SequencedEntry;
+      // Replayed only: an earlier try wrote the key.
+      if (state?.sequenced !== undefined && compareSequence(last.sequence, state.sequenced) <= 0) return;
+      const head = decision.head && positions.get(decision.head.sequence);
+      const wrote = await this.deps.keys.sequence(queue, key, {
+        ...(state?.sequenced !== undefined ? { prev: state.sequenced } : {}),
+        sequenced: last.sequence,
+        ...(decision.head && head
+          ? {
+              head: {
+                message_id: decision.head.message_id,
+                sequence: decision.head.sequence,
+                range: head.range,
+                index: head.index,
+              },
+            }
+          : {}),
+        ...(decision.busyWith !== undefined ? { busyWith: decision.busyWith } : {}),
+        ...(state?.busy_with !== undefined ? { holder: state.busy_with } : {}),
+        unpark: decision.unpark,
+        ...(held.length ? { holding: token } : {}),
+      });
+      // A receiver took the key meanwhile (or, never expected, another admission of the shard
+      // moved `sequenced`): the batch is offered again and decided from the key as it is then.
+      if (!wrote) throw new Error(`key ${key} of ${queue} changed while its records were sequenced`);
+    });
+  }
+}
+
+/**
+ * Where a key's head is, read consistently: its entry's status, or acked when its range is gone
+ * below the shard's commit point (finished, and past the retention). Undefined while its range is
+ * not written yet (its admission is under way).
+ */
+export async function headStatus(
+  ranges: RangeStore,
+  queue: string,
+  shard: string,
+  head: KeyHead,
+): Promise<EntryStatus | undefined> {
+  const range = await ranges.get(queue, shard, head.range);
+  if (range) return entryStatus(range, head.index, Date.now());
+  const commit = await ranges.commitHint(queue, shard);
+  return commit !== undefined && compareSequence(commit, head.range) > 0 ? 'acked' : undefined;
+}
+
+function view(state: KeyState | undefined, status: EntryStatus | undefined): SequencerKeyView {
+  const head = state?.head;
+  return {
+    ...(state?.busy_with !== undefined ? { busy_with: state.busy_with } : {}),
+    ...(state?.parked_at !== undefined ? { parked_at: state.parked_at } : {}),
+    ...(state?.dead_message_id !== undefined ? { dead_message_id: state.dead_message_id } : {}),
+    ...(state?.holding !== undefined ? { holding: state.holding } : {}),
+    ...(state?.sequenced !== undefined ? { sequenced: state.sequenced } : {}),
+    ...(head ? { head: { message_id: head.message_id, sequence: head.sequence } } : {}),
+    headDone: head === undefined || status === 'acked' || status === 'failed',
+    headAcked: status === 'acked',
+  };
+}

@@ -1,0 +1,343 @@
+import { headStatus } from '../admission/key-sequencer.js';
+import type { AckStatus, NackRequest } from '../api/schemas.js';
+import { mapLimit } from '../core/async.js';
+import { type QueueConfig, streamName } from '../core/config.js';
+import type { Envelope } from '../core/envelope.js';
+import { entryStatus } from '../core/ranges.js';
+import type { Delivery } from '../core/receipt.js';
+import { afterFailure, type FailureReason, type Outcome } from '../core/retry-policy.js';
+import type { ShardDirectory } from '../log/stream.js';
+import type { Counters } from '../store/counters.js';
+import type { HeldMessage, KeyHolds } from '../store/key-holds.js';
+import type { KeyState, KeyStates } from '../store/key-states.js';
+import type { RangeStore } from '../store/ranges.js';
+import type { SegmentStore } from '../store/segments.js';
+import type { StorageMeter } from '../store/storage.js';
+import type { RangeFailures } from './range-failures.js';
+
+/**
+ * An ordered pull queue's held messages (admission put them in their key's hold area:
+ * admission/key-sequencer.ts), delivered in log order once their key is free: its head done, no
+ * message holding it, not parked. The key's own item holds the lease (`busy_with` and the lease
+ * attributes), so one conditional write both takes the key and leases the message. An ack marks
+ * the entry acked where it was admitted (trace reads it there), then frees the key, then removes
+ * the hold item; a crash in between is finished by the next receiver or the sweep, which look at
+ * that entry before they deliver.
+ */
+
+export interface HeldDeliveryDeps {
+  tenant: string;
+  keys: KeyStates;
+  holds: KeyHolds;
+  ranges: RangeStore;
+  segments: SegmentStore;
+  failures: RangeFailures;
+  shards: ShardDirectory;
+  counters: Counters;
+  storage: StorageMeter;
+  now?: () => number;
+}
+
+/** A marker is stale once this long older than its key's hold area. */
+const STALE_MARKER_MS = 60_000;
+
+export interface HeldLeased {
+  held: HeldMessage;
+  envelope: Envelope;
+  generation: number;
+  deliveredAt: number;
+  expiresAt: number;
+}
+
+export class HeldDelivery {
+  constructor(private readonly deps: HeldDeliveryDeps) {}
+
+  private now(): number {
+    return this.deps.now?.() ?? Date.now();
+  }
+
+  /** Up to `want` held messages, one per key, of keys free to give their next. */
+  async leaseSome(
+    queue: string,
+    want: number,
+    lease: { expiresAt: number; consumerId: string },
+  ): Promise<HeldLeased[]> {
+    const shards = await this.deps.shards.shards(streamName(this.deps.tenant, queue));
+    const marked = (
+      await Promise.all(
+        shards.map(async (shard) =>
+          (await this.deps.holds.marked(queue, shard)).map((m) => ({ shard, key: m.key })),
+        ),
+      )
+    ).flat();
+    if (!marked.length) return [];
+    const states = await this.deps.keys.getMany(
+      queue,
+      marked.map((m) => m.key),
+    );
+    const free = shuffle(marked.filter((m) => mayDrain(states.get(m.key))));
+    const leased: HeldLeased[] = [];
+    for (let i = 0; i < free.length && leased.length < want; i += want - leased.length) {
+      const round = free.slice(i, i + want - leased.length);
+      const got = await mapLimit(round, 8, (m) =>
+        this.leaseFirst(queue, m.shard, states.get(m.key) as KeyState, lease),
+      );
+      for (const g of got) if (g) leased.push(g);
+    }
+    return leased;
+  }
+
+  /** The key's first held message, if the key is free for it; tidies what a crash left. */
+  private async leaseFirst(
+    queue: string,
+    shard: string,
+    state: KeyState,
+    lease: { expiresAt: number; consumerId: string },
+  ): Promise<HeldLeased | undefined> {
+    const { keys, holds } = this.deps;
+    const holder = await this.freeHolder(queue, shard, state);
+    if (holder === false) return undefined;
+    const [held] = await holds.first(queue, state.key, 1);
+    if (!held) {
+      // Admission marks and holds before it sets a new token, which makes these conditions fail.
+      if (await keys.clearHolding(queue, state.key, state.holding))
+        await holds.unmark(queue, shard, state.key, state.holding);
+      return undefined;
+    }
+    if (!(await this.stillHeld(queue, held))) return undefined;
+    const now = this.now();
+    if (held.envelope.deliver_after && Date.parse(held.envelope.deliver_after) > now) return undefined;
+    const envelope = await this.deps.segments.resolve(queue, held.envelope);
+    if (!envelope) return undefined;
+    const generation = await keys.claimHeld(
+      queue,
+      state.key,
+      held.envelope.message_id,
+      { expiresAt: lease.expiresAt, deliveredAt: now, consumerId: lease.consumerId },
+      holder,
+    );
+    if (generation === undefined) return undefined;
+    return { held, envelope, generation, deliveredAt: now, expiresAt: lease.expiresAt };
+  }
+
+  /**
+   * Whether the key's head is done: false when it is not; otherwise the message holding the key
+   * that the claim replaces (its head, acked: released lazily), or undefined when none does.
+   */
+  private async freeHolder(
+    queue: string,
+    shard: string,
+    state: KeyState,
+  ): Promise<string | undefined | false> {
+    const head = state.head;
+    if (!head) return state.busy_with === undefined ? undefined : false;
+    const status = await headStatus(this.deps.ranges, queue, shard, head);
+    if (status !== 'acked' && status !== 'failed') return false;
+    if (state.busy_with === undefined) return undefined;
+    return state.busy_with === head.message_id && status === 'acked' ? state.busy_with : false;
+  }
+
+  /**
+   * Whether the held message is still to deliver: its entry is finished as held. Acked there, a
+   * crash came between its ack and the hold item's removal; not finished, admission changed its
+   * mind on a retry (the entry is a head in the ranges): either way the hold item goes.
+   */
+  private async stillHeld(queue: string, held: HeldMessage): Promise<boolean> {
+    const range = await this.deps.ranges.get(queue, held.shard, held.range);
+    // Not admitted yet: its admission is under way.
+    if (!range) return false;
+    const status = entryStatus(range, held.index, this.now());
+    if (status === 'failed') return true;
+    await this.deps.holds.remove(queue, held.key, held.sequence);
+    return false;
+  }
+
+  /** The key of a held delivery, from its entry (a receipt does not carry it). */
+  async keyOf(queue: string, d: Delivery): Promise<string | undefined> {
+    const range = d.entry && (await this.deps.ranges.get(queue, d.shard, d.entry.range));
+    if (!range || !d.entry) return undefined;
+    const entries = await this.deps.segments.get(queue, d.shard, range.segment);
+    return entries?.[range.segment.offset + d.entry.index]?.envelope.key;
+  }
+
+  async ack(queue: string, d: Delivery): Promise<AckStatus> {
+    const key = await this.keyOf(queue, d);
+    const live = key !== undefined && (await this.live(queue, key, d));
+    if (!live || key === undefined) return 'stale_receipt';
+    const now = this.now();
+    const entry = d.entry as NonNullable<Delivery['entry']>;
+    await this.deps.ranges.ackHeld(queue, { shard: d.shard, start: entry.range }, entry.index, now);
+    // Acked where it was admitted: from here on, whoever finds its hold item removes it.
+    await this.deps.keys.endHeld(queue, key, d.messageId, d.generation, now, {
+      release: true,
+      lease: 'live',
+    });
+    const sequence = await this.sequenceOf(queue, d);
+    if (sequence) await this.deps.holds.remove(queue, key, sequence);
+    await this.deps.storage.release(queue, entry.bytes, 1);
+    return 'acked';
+  }
+
+  /** The failed attempt of a live held delivery; undefined when the receipt is stale. */
+  async nack(
+    queue: string,
+    config: QueueConfig,
+    d: Delivery,
+    req: Pick<NackRequest, 'retryable' | 'error' | 'retry_after_seconds' | 'release'>,
+  ): Promise<{ outcome: Outcome; attempt: number } | undefined> {
+    const key = await this.keyOf(queue, d);
+    const state = key !== undefined ? await this.live(queue, key, d) : undefined;
+    const held = state && (await this.heldOf(queue, state.key, d));
+    if (!state || !held) return undefined;
+    const reason: FailureReason = req.retryable ? 'nack' : 'non_retryable';
+    const outcome = await this.fail(queue, config, held, state, {
+      reason,
+      error: req.error,
+      live: d.generation,
+    });
+    return outcome && { outcome, attempt: held.envelope.attempt };
+  }
+
+  async extend(queue: string, d: Delivery, expiresAt: number): Promise<boolean> {
+    const key = await this.keyOf(queue, d);
+    if (key === undefined) return false;
+    return this.deps.keys.extendHeld(queue, key, d.messageId, d.generation, expiresAt, this.now());
+  }
+
+  /**
+   * A failed held delivery: the key first (its lease ended, the key kept for the retry, or parked
+   * behind it dead), then the failure, then the hold item. `live`: the receipt's generation,
+   * whose live lease this ends; without it, a lease that ran out (the sweep).
+   */
+  private async fail(
+    queue: string,
+    config: QueueConfig,
+    held: HeldMessage,
+    /** The key as read before: its lease is the attempt's. */
+    state: KeyState,
+    f: { reason: FailureReason; error?: string | undefined; live?: number },
+  ): Promise<Outcome | undefined> {
+    const key = state.key;
+    const now = this.now();
+    const id = held.envelope.message_id;
+    const envelope = await this.deps.segments.resolve(queue, held.envelope);
+    if (!envelope) throw new Error(`the payload of held message ${id} is gone`);
+    const expected = afterFailure(config, { attempt: envelope.attempt, reason: f.reason, now });
+    if (f.live !== undefined) {
+      const ended =
+        expected.kind === 'dead'
+          ? await this.deps.keys.park(queue, key, id, held.shard, now)
+          : await this.deps.keys.endHeld(queue, key, id, f.live, now, { release: false, lease: 'live' });
+      if (!ended) return undefined;
+    } else if (expected.kind === 'dead') await this.deps.keys.park(queue, key, id, held.shard, now);
+    const outcome = await this.deps.failures.failHeld(
+      config,
+      {
+        queue,
+        shard: held.shard,
+        sequence: held.sequence,
+        envelope,
+        lease: {
+          expiresAt: state.lease_expires_at ?? now,
+          deliveredAt: state.lease_delivered_at ?? now,
+          ...(state.lease_consumer !== undefined ? { consumerId: state.lease_consumer } : {}),
+        },
+      },
+      {
+        reason: f.reason,
+        ...(f.error !== undefined ? { error: f.error } : {}),
+        lease: f.live ? 'live' : 'expired',
+      },
+      now,
+    );
+    await this.deps.holds.remove(queue, key, held.sequence);
+    return outcome;
+  }
+
+  /** The key, if the held delivery `d` still holds it with a live lease. */
+  private async live(queue: string, key: string, d: Delivery): Promise<KeyState | undefined> {
+    const state = (await this.deps.keys.getMany(queue, [key])).get(key);
+    const live =
+      state?.busy_with === d.messageId &&
+      state.lease_gen === d.generation &&
+      (state.lease_expires_at ?? 0) > this.now();
+    return live ? state : undefined;
+  }
+
+  private async heldOf(queue: string, key: string, d: Delivery): Promise<HeldMessage | undefined> {
+    const [first] = await this.deps.holds.first(queue, key, 1);
+    return first?.envelope.message_id === d.messageId && first.range === d.entry?.range ? first : undefined;
+  }
+
+  private async sequenceOf(queue: string, d: Delivery): Promise<string | undefined> {
+    const range = d.entry && (await this.deps.ranges.get(queue, d.shard, d.entry.range));
+    if (!range || !d.entry) return undefined;
+    return (await this.deps.segments.get(queue, d.shard, range.segment))?.[
+      range.segment.offset + d.entry.index
+    ]?.sequence;
+  }
+
+  /**
+   * The sweep's part, per shard: a held delivery whose lease ran out is a failed attempt; what a
+   * crash left between an ack's or a failure's writes is finished. Answers the attempts failed.
+   */
+  async sweep(queue: string, config: QueueConfig, shard: string): Promise<number> {
+    const markers = await this.deps.holds.marked(queue, shard);
+    if (!markers.length) return 0;
+    const states = await this.deps.keys.getMany(
+      queue,
+      markers.map((m) => m.key),
+    );
+    const now = this.now();
+    // A marker whose key holds nothing, left by an emptying that stopped between its two writes.
+    // Old only: admission marks a key just before it sets its token.
+    const stale = markers.filter(
+      (m) => states.get(m.key)?.holding === undefined && (m.token ?? 0) < (now - STALE_MARKER_MS) * 1000,
+    );
+    await mapLimit(stale, 8, (m) => this.deps.holds.unmark(queue, shard, m.key, m.token ?? 0));
+    const failed = await mapLimit([...states.values()], 8, async (state) => {
+      const holder = state.busy_with ?? (state.parked_at !== undefined ? state.dead_message_id : undefined);
+      if (holder === undefined || (state.lease_expires_at ?? 0) > now) return false;
+      const [held] = await this.deps.holds.first(queue, state.key, 1);
+      if (held?.envelope.message_id !== holder) return false;
+      const range = await this.deps.ranges.get(queue, held.shard, held.range);
+      if (range && entryStatus(range, held.index, now) === 'acked') {
+        // Acked before a crash: the key and the hold item were left to free.
+        if (state.lease_gen !== undefined && state.busy_with === holder)
+          await this.deps.keys.endHeld(queue, state.key, holder, state.lease_gen, now, {
+            release: true,
+            lease: 'expired',
+          });
+        await this.deps.holds.remove(queue, state.key, held.sequence);
+        return false;
+      }
+      // Parked behind it, or kept for its retry, by a failure that stopped before it was written;
+      // or its lease ran out.
+      const reason: FailureReason = state.parked_at !== undefined ? 'non_retryable' : 'lease_expired';
+      if (state.lease_expires_at !== undefined && state.lease_gen !== undefined) {
+        const expected = afterFailure(config, { attempt: held.envelope.attempt, reason, now });
+        const ended = { release: false, lease: 'expired' } as const;
+        if (!(await this.deps.keys.endHeld(queue, state.key, holder, state.lease_gen, now, ended)))
+          return false;
+        if (expected.kind === 'dead') await this.deps.keys.park(queue, state.key, holder, held.shard, now);
+      }
+      return (await this.fail(queue, config, held, state, { reason })) !== undefined;
+    });
+    return failed.filter(Boolean).length;
+  }
+}
+
+/** A key worth a look for its hold area: held messages, not parked, nothing of its held in flight. */
+function mayDrain(state: KeyState | undefined): state is KeyState {
+  return (
+    state?.holding !== undefined && state.parked_at === undefined && state.lease_expires_at === undefined
+  );
+}
+
+function shuffle<T>(items: T[]): T[] {
+  for (let i = items.length - 1; i > 0; i--) {
+    const j = Math.floor(Math.random() * (i + 1));
+    [items[i], items[j]] = [items[j] as T, items[i] as T];
+  }
+  return items;
+}
