@@ -15,6 +15,7 @@ beforeAll(async () => {
       poison: { ordered: true, shards: 1, backoff_seconds: [0], max_attempts: 2 },
       park: { ordered: true, shards: 1, backoff_seconds: [0], max_attempts: 3 },
       deep: { ordered: true, shards: 1, backoff_seconds: [0], max_attempts: 3 },
+      held: { ordered: true, shards: 1, backoff_seconds: [0], max_attempts: 3 },
     },
   });
 });
@@ -146,6 +147,58 @@ describe('retried key holder', () => {
     expect(next?.message_id).toBe('deep-1');
     await q.ack([next?.receipt as string]);
   }, 40_000);
+});
+
+describe('a key with messages waiting behind its head', () => {
+  it('holds its later messages behind one produced with a delay (defect 4)', async () => {
+    const q = queueApi(t, 'held');
+    await q.produce([{ message_id: 'dl-0', key: 'late', payload: 0, delay_seconds: 2 }]);
+    await q.produce([
+      { message_id: 'dl-1', key: 'late', payload: 1 },
+      { message_id: 'dl-other', key: 'other', payload: 0 },
+    ]);
+    const first = await q.receiveAll(1, 5000);
+    expect(first.map((m) => m.message_id)).toEqual(['dl-other']);
+    await q.ack(first.map((m) => m.receipt));
+    expect(await q.receive({ wait_seconds: 1 })).toEqual([]);
+    const order: string[] = [];
+    const deadline = Date.now() + 15_000;
+    while (order.length < 2 && Date.now() < deadline) {
+      await t.runtime.sweep.fire();
+      const got = await q.receive({ max_messages: 10, wait_seconds: 1 });
+      for (const m of got) order.push(m.message_id);
+      if (got.length) await q.ack(got.map((m) => m.receipt));
+    }
+    expect(order).toEqual(['dl-0', 'dl-1']);
+  }, 30_000);
+
+  it('takes back a held message whose lease ran out, as a failed attempt, and keeps the order', async () => {
+    const q = queueApi(t, 'held');
+    await q.produce([0, 1, 2].map((i) => ({ message_id: `hx-${i}`, key: 'hx', payload: i })));
+    const [head] = await q.receiveAll(1, 5000);
+    expect(head?.message_id).toBe('hx-0');
+    await q.ack([head?.receipt as string]);
+    // hx-1 comes from the key's hold area; its lease runs out.
+    const [held] = await q.receiveAll(1, 5000, { lease_seconds: 1 });
+    expect(held).toMatchObject({ message_id: 'hx-1', attempt: 1 });
+    await new Promise((r) => setTimeout(r, 1200));
+    expect((await q.ack([held?.receipt as string]))[0]?.status).toBe('stale_receipt');
+    const order: [string, number][] = [];
+    const deadline = Date.now() + 15_000;
+    while (order.length < 2 && Date.now() < deadline) {
+      await t.runtime.sweep.fire();
+      const got = await q.receive({ max_messages: 10, wait_seconds: 1 });
+      for (const m of got) order.push([m.message_id, m.attempt]);
+      if (got.length) await q.ack(got.map((m) => m.receipt));
+    }
+    expect(order).toEqual([
+      ['hx-1', 2],
+      ['hx-2', 1],
+    ]);
+    const trace = (await t.api('/queues/held/messages/hx-1')).body;
+    expect(trace.state).toBe('acked');
+    expect(trace.attempts).toEqual([expect.objectContaining({ attempt: 1, reason: 'lease_expired' })]);
+  }, 30_000);
 });
 
 describe('key parking', () => {
