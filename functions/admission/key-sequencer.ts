@@ -85,16 +85,16 @@ export class KeySequencer {
     await mapLimit([...plan.keys], 16, async ([key, { state, decision, entries }]) => {
       const held = entries.filter((_, i) => decision.steps[i] === 'hold');
       const token = holdingToken();
-      for (const e of held) {
-        const at = positions.get(e.sequence);
-        if (!at) throw new Error(`no position for held entry ${e.sequence}`);
-        await this.deps.holds.put(
-          queue,
-          { key, shard, sequence: e.sequence, range: at.range, index: at.index, envelope: e.envelope },
-          ttl,
-          token,
-        );
-      }
+      await this.deps.holds.put(
+        queue,
+        held.map((e) => {
+          const at = positions.get(e.sequence);
+          if (!at) throw new Error(`no position for held entry ${e.sequence}`);
+          return { key, shard, sequence: e.sequence, range: at.range, index: at.index, envelope: e.envelope };
+        }),
+        ttl,
+        token,
+      );
       const last = entries.at(-1) as SequencedEntry;
       // Replayed only: an earlier try wrote the key.
       if (state?.sequenced !== undefined && compareSequence(last.sequence, state.sequenced) <= 0) return;

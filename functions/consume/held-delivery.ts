@@ -152,18 +152,22 @@ export class HeldDelivery {
     return false;
   }
 
-  /** The key of a held delivery, from its entry (a receipt does not carry it). */
-  async keyOf(queue: string, d: Delivery): Promise<string | undefined> {
+  /** The key and log position of a held delivery, from its entry (a receipt does not carry them). */
+  private async entryOf(queue: string, d: Delivery): Promise<{ key: string; sequence: string } | undefined> {
     const range = d.entry && (await this.deps.ranges.get(queue, d.shard, d.entry.range));
     if (!range || !d.entry) return undefined;
-    const entries = await this.deps.segments.get(queue, d.shard, range.segment);
-    return entries?.[range.segment.offset + d.entry.index]?.envelope.key;
+    const entry = (await this.deps.segments.get(queue, d.shard, range.segment))?.[
+      range.segment.offset + d.entry.index
+    ];
+    return entry?.envelope.key === undefined
+      ? undefined
+      : { key: entry.envelope.key, sequence: entry.sequence };
   }
 
   async ack(queue: string, d: Delivery): Promise<AckStatus> {
-    const key = await this.keyOf(queue, d);
-    const live = key !== undefined && (await this.live(queue, key, d));
-    if (!live || key === undefined) return 'stale_receipt';
+    const at = await this.entryOf(queue, d);
+    if (!at || !(await this.live(queue, at.key, d))) return 'stale_receipt';
+    const { key, sequence } = at;
     const now = this.now();
     const entry = d.entry as NonNullable<Delivery['entry']>;
     await this.deps.ranges.ackHeld(queue, { shard: d.shard, start: entry.range }, entry.index, now);
@@ -172,8 +176,7 @@ export class HeldDelivery {
       release: true,
       lease: 'live',
     });
-    const sequence = await this.sequenceOf(queue, d);
-    if (sequence) await this.deps.holds.remove(queue, key, sequence);
+    await this.deps.holds.remove(queue, key, sequence);
     await this.deps.storage.release(queue, entry.bytes, 1);
     return 'acked';
   }
@@ -185,8 +188,8 @@ export class HeldDelivery {
     d: Delivery,
     req: Pick<NackRequest, 'retryable' | 'error' | 'retry_after_seconds' | 'release'>,
   ): Promise<{ outcome: Outcome; attempt: number } | undefined> {
-    const key = await this.keyOf(queue, d);
-    const state = key !== undefined ? await this.live(queue, key, d) : undefined;
+    const at = await this.entryOf(queue, d);
+    const state = at && (await this.live(queue, at.key, d));
     const held = state && (await this.heldOf(queue, state.key, d));
     if (!state || !held) return undefined;
     const reason: FailureReason = req.retryable ? 'nack' : 'non_retryable';
@@ -199,9 +202,9 @@ export class HeldDelivery {
   }
 
   async extend(queue: string, d: Delivery, expiresAt: number): Promise<boolean> {
-    const key = await this.keyOf(queue, d);
-    if (key === undefined) return false;
-    return this.deps.keys.extendHeld(queue, key, d.messageId, d.generation, expiresAt, this.now());
+    const at = await this.entryOf(queue, d);
+    if (!at) return false;
+    return this.deps.keys.extendHeld(queue, at.key, d.messageId, d.generation, expiresAt, this.now());
   }
 
   /**
@@ -267,14 +270,6 @@ export class HeldDelivery {
   private async heldOf(queue: string, key: string, d: Delivery): Promise<HeldMessage | undefined> {
     const [first] = await this.deps.holds.first(queue, key, 1);
     return first?.envelope.message_id === d.messageId && first.range === d.entry?.range ? first : undefined;
-  }
-
-  private async sequenceOf(queue: string, d: Delivery): Promise<string | undefined> {
-    const range = d.entry && (await this.deps.ranges.get(queue, d.shard, d.entry.range));
-    if (!range || !d.entry) return undefined;
-    return (await this.deps.segments.get(queue, d.shard, range.segment))?.[
-      range.segment.offset + d.entry.index
-    ]?.sequence;
   }
 
   /**

@@ -114,16 +114,16 @@ export class KeyedDelivery {
     if (!state.holding) state.holding = await keys.setHolding(namespace, state.key);
     // A retry's entry points at its payload: the hold area keeps the payload itself.
     const envelope = await this.inv.resolve(l.envelope);
+    const held = {
+      key: state.key,
+      shard: this.shard,
+      sequence: l.sequence,
+      range: l.range.start,
+      index: l.index,
+    };
     await holds.put(
       namespace,
-      {
-        key: state.key,
-        shard: this.shard,
-        sequence: l.sequence,
-        range: l.range.start,
-        index: l.index,
-        envelope,
-      },
+      [{ ...held, envelope }],
       retentionTtls(config, Date.now()).deadTtl,
       state.holding,
     );

@@ -6,6 +6,7 @@ import {
   QueryCommand,
   UpdateCommand,
 } from '@aws-sdk/lib-dynamodb';
+import { mapLimit } from '../core/async.js';
 import type { Envelope } from '../core/envelope.js';
 import { keyHoldKey, keyHoldPk, keyHoldsMarkerKey, keyHoldsMarkerPk, TTL_ATTRIBUTE } from './keys.js';
 import { countAll, isConditionFailed } from './util.js';
@@ -48,11 +49,23 @@ export class KeyHolds {
   ) {}
 
   /**
-   * Holds a message: its shard's marker first (the sweep must find every key with holds), then the
-   * item. `token`: the key's `holding` token, written to the key after this.
+   * Holds messages of one key and shard, in any order (the hold area sorts them by log position):
+   * their shard's marker first (whoever empties hold areas must find every key that has one), then
+   * the items. `token`: the key's `holding` token, written to the key after this.
    */
-  async put(queue: string, held: Omit<HeldMessage, 'deliveries'>, ttl: number, token: number): Promise<void> {
-    await this.mark(queue, held.shard, held.key, token);
+  async put(
+    queue: string,
+    held: readonly Omit<HeldMessage, 'deliveries'>[],
+    ttl: number,
+    token: number,
+  ): Promise<void> {
+    const first = held[0];
+    if (!first) return;
+    await this.mark(queue, first.shard, first.key, token);
+    await mapLimit(held, 8, (h) => this.putItem(queue, h, ttl));
+  }
+
+  private async putItem(queue: string, held: Omit<HeldMessage, 'deliveries'>, ttl: number): Promise<void> {
     try {
       await this.doc.send(
         new PutCommand({

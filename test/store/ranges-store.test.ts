@@ -258,17 +258,17 @@ describe.each([DYNAMODB])('the lease layer store on %s', () => {
       index: 0,
       envelope: env(Number(sequence), 10),
     });
-    await holds.put(Q, held('300'), 0, 7);
-    await holds.put(Q, held('25'), 0, 7);
-    await holds.put(Q, held('1000'), 0, 7);
-    await holds.put(Q, held('300'), 0, 7);
+    await holds.put(Q, [held('300')], 0, 7);
+    await holds.put(Q, [held('25')], 0, 7);
+    await holds.put(Q, [held('1000')], 0, 7);
+    await holds.put(Q, [held('300')], 0, 7);
     expect((await holds.first(Q, 'acct/7', 10)).map((h) => h.sequence)).toEqual(['25', '300', '1000']);
     expect(await holds.count(Q, 'acct/7')).toBe(3);
     expect(await holds.has(Q, 'acct/7', '300')).toBe(true);
     expect(await holds.begin(Q, 'acct/7', '25')).toBe(1);
     expect(await holds.begin(Q, 'acct/7', '25')).toBe(2);
     // Holding it again (a batch offered again) keeps its delivery count.
-    await holds.put(Q, held('25'), 0, 7);
+    await holds.put(Q, [held('25')], 0, 7);
     expect((await holds.first(Q, 'acct/7', 1))[0]?.deliveries).toBe(2);
     expect(await holds.marked(Q, SHARD)).toEqual([{ key: 'acct/7', token: 7 }]);
     // Marked again since (token 8): an unmark with the token read before leaves it.
