@@ -10,9 +10,9 @@ import type { RangeStore } from '../store/ranges.js';
  * Per-key order of an ordered pull queue, decided at admission (core/ordering.ts sequenceKey):
  * dispatch reads each shard in log order, one batch at a time, so it is the one writer that puts
  * a key's messages in their place: the key's head in the ranges, the delay store, or the key's
- * hold area. The hold items are written before the key says it has them (a receiver that empties
- * the hold area clears the key only with the token it read: store/key-states.ts clearHolding),
- * and the key before the ranges, so a retried admission finds what it decided.
+ * hold area. The key's decisions are written first (a batch offered again replays them), then
+ * the hold items, then the key's `holding` token (a receiver that empties the hold area clears
+ * the key only with the token it read: store/key-states.ts clearHolding), then the ranges.
  */
 
 export interface KeySequencerDeps {
@@ -83,7 +83,18 @@ export class KeySequencer {
     ttl: number,
   ): Promise<void> {
     await mapLimit([...plan.keys], 16, async ([key, { state, decision, entries }]) => {
+      const last = entries.at(-1) as SequencedEntry;
+      // Replayed only (an earlier try wrote the key), or decided now: the key first, so a key that
+      // changed meanwhile fails the batch before anything was held on its decisions.
+      const replayed = state?.sequenced !== undefined && compareSequence(last.sequence, state.sequenced) <= 0;
+      if (!replayed && !(await this.sequence(queue, key, state, decision, last, positions)))
+        // A receiver took the key meanwhile (or, never expected, another admission of the shard
+        // moved `sequenced`): the batch is offered again and decided from the key as it is then.
+        throw new Error(`key ${key} of ${queue} changed while its records were sequenced`);
       const held = entries.filter((_, i) => decision.steps[i] === 'hold');
+      if (!held.length) return;
+      // The hold items, then the key's token: a receiver empties a hold area only with the token
+      // it read, so nothing held here is left behind.
       const token = holdingToken();
       await this.deps.holds.put(
         queue,
@@ -95,31 +106,35 @@ export class KeySequencer {
         ttl,
         token,
       );
-      const last = entries.at(-1) as SequencedEntry;
-      // Replayed only: an earlier try wrote the key.
-      if (state?.sequenced !== undefined && compareSequence(last.sequence, state.sequenced) <= 0) return;
-      const head = decision.head && positions.get(decision.head.sequence);
-      const wrote = await this.deps.keys.sequence(queue, key, {
-        ...(state?.sequenced !== undefined ? { prev: state.sequenced } : {}),
-        sequenced: last.sequence,
-        ...(decision.head && head
-          ? {
-              head: {
-                message_id: decision.head.message_id,
-                sequence: decision.head.sequence,
-                range: head.range,
-                index: head.index,
-              },
-            }
-          : {}),
-        ...(decision.busyWith !== undefined ? { busyWith: decision.busyWith } : {}),
-        ...(state?.busy_with !== undefined ? { holder: state.busy_with } : {}),
-        unpark: decision.unpark,
-        ...(held.length ? { holding: token } : {}),
-      });
-      // A receiver took the key meanwhile (or, never expected, another admission of the shard
-      // moved `sequenced`): the batch is offered again and decided from the key as it is then.
-      if (!wrote) throw new Error(`key ${key} of ${queue} changed while its records were sequenced`);
+      await this.deps.keys.setHolding(queue, key, token);
+    });
+  }
+
+  private sequence(
+    queue: string,
+    key: string,
+    state: KeyState | undefined,
+    decision: KeyDecision,
+    last: SequencedEntry,
+    positions: Positions,
+  ): Promise<boolean> {
+    const head = decision.head && positions.get(decision.head.sequence);
+    return this.deps.keys.sequence(queue, key, {
+      ...(state?.sequenced !== undefined ? { prev: state.sequenced } : {}),
+      sequenced: last.sequence,
+      ...(decision.head && head
+        ? {
+            head: {
+              message_id: decision.head.message_id,
+              sequence: decision.head.sequence,
+              range: head.range,
+              index: head.index,
+            },
+          }
+        : {}),
+      ...(decision.busyWith !== undefined ? { busyWith: decision.busyWith } : {}),
+      ...(state?.busy_with !== undefined ? { holder: state.busy_with } : {}),
+      unpark: decision.unpark,
     });
   }
 }

@@ -117,6 +117,13 @@ export class HeldDelivery {
       holder,
     );
     if (generation === undefined) return undefined;
+    // Acked meanwhile: an ack marks the entry before it frees the key, so a claim that followed
+    // that ack's release finds the mark here, and gives the key back.
+    if (!(await this.stillHeld(queue, held))) {
+      const release = { release: true, lease: 'live' } as const;
+      await keys.endHeld(queue, state.key, held.envelope.message_id, generation, this.now(), release);
+      return undefined;
+    }
     return { held, envelope, generation, deliveredAt: now, expiresAt: lease.expiresAt };
   }
 
@@ -139,17 +146,14 @@ export class HeldDelivery {
 
   /**
    * Whether the held message is still to deliver: its entry is finished as held. Acked there, a
-   * crash came between its ack and the hold item's removal; not finished, admission changed its
-   * mind on a retry (the entry is a head in the ranges): either way the hold item goes.
+   * crash came between its ack and the hold item's removal, which is done now. Not admitted yet
+   * (admission writes the ranges last): not yet.
    */
   private async stillHeld(queue: string, held: HeldMessage): Promise<boolean> {
     const range = await this.deps.ranges.get(queue, held.shard, held.range);
-    // Not admitted yet: its admission is under way.
-    if (!range) return false;
-    const status = entryStatus(range, held.index, this.now());
-    if (status === 'failed') return true;
-    await this.deps.holds.remove(queue, held.key, held.sequence);
-    return false;
+    const status = range && entryStatus(range, held.index, this.now());
+    if (status === 'acked') await this.deps.holds.remove(queue, held.key, held.sequence);
+    return status === 'failed';
   }
 
   /** The key and log position of a held delivery, from its entry (a receipt does not carry them). */

@@ -67,8 +67,6 @@ export interface SequencedKey {
   /** `busy_with` as read: a change of it lands only if nobody took the key meanwhile. */
   holder?: string;
   unpark: boolean;
-  /** Messages went to the hold area: the token their marker has, written after them. */
-  holding?: number;
 }
 
 export class KeyStates {
@@ -135,8 +133,7 @@ export class KeyStates {
   }
 
   /** Set before the key's first held message is written, so no reader of the key misses the hold area. */
-  async setHolding(queue: string, key: string): Promise<number> {
-    const token = holdingToken();
+  async setHolding(queue: string, key: string, token = holdingToken()): Promise<number> {
     await this.update(queue, key, { set: { key, holding: token } });
     return token;
   }
@@ -167,7 +164,6 @@ export class KeyStates {
         sequenced: w.sequenced,
         head: w.head,
         busy_with: w.busyWith ?? undefined,
-        holding: w.holding,
       },
       remove,
       condition: [

@@ -310,9 +310,11 @@ describe.each([DYNAMODB])('the lease layer store on %s', () => {
     expect(await keys.sequence(Q, 'seq/1', first)).toBe(true);
     // A second try of the same admission, or another admitter: refused.
     expect(await keys.sequence(Q, 'seq/1', first)).toBe(false);
-    expect(await keys.sequence(Q, 'seq/1', { ...first, prev: '501', sequenced: '509', holding: 11 })).toBe(
-      true,
-    );
+    expect(await keys.sequence(Q, 'seq/1', { ...first, prev: '501', sequenced: '509' })).toBe(true);
+    // A change of the key's holder lands only on the holder read.
+    const release = { ...first, prev: '509', sequenced: '510', busyWith: null };
+    expect(await keys.sequence(Q, 'seq/1', { ...release, holder: 'h-0' })).toBe(false);
+    expect(await keys.setHolding(Q, 'seq/1', 11)).toBe(11);
     const state = (await keys.getMany(Q, ['seq/1'])).get('seq/1');
     expect(state).toMatchObject({ sequenced: '509', head });
     expect(state?.holding).toBe(11);
