@@ -196,13 +196,22 @@ export class HeldDelivery {
     const state = at && (await this.live(queue, at.key, d));
     const held = state && (await this.heldOf(queue, state.key, d));
     if (!state || !held) return undefined;
+    const attempt = held.envelope.attempt;
+    if (req.release) {
+      // Given back without an attempt: the key is free, and the message is still first in its hold area.
+      const release = { release: true, lease: 'live' } as const;
+      const now = this.now();
+      if (!(await this.deps.keys.endHeld(queue, state.key, d.messageId, d.generation, now, release)))
+        return undefined;
+      return { outcome: { kind: 'retry', nextAttempt: attempt, dueAt: now }, attempt };
+    }
     const reason: FailureReason = req.retryable ? 'nack' : 'non_retryable';
     const outcome = await this.fail(queue, config, held, state, {
       reason,
       error: req.error,
       live: d.generation,
     });
-    return outcome && { outcome, attempt: held.envelope.attempt };
+    return outcome && { outcome, attempt };
   }
 
   async extend(queue: string, d: Delivery, expiresAt: number): Promise<boolean> {

@@ -259,7 +259,7 @@ describe('cost', () => {
     while (seen.length < N) {
       const got = await q.receiveAll(1, 10_000, { max_messages: 10 });
       expect(got).toHaveLength(1);
-      seen.push((got[0]?.payload as { i: number }).i);
+      seen.push(...got.map((m) => (m.payload as { i: number }).i));
       await q.ack(got.map((m) => m.receipt));
     }
     expect(seen).toEqual(Array.from({ length: N }, (_, i) => i));

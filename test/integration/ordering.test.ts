@@ -149,6 +149,20 @@ describe('retried key holder', () => {
   }, 40_000);
 });
 
+/** Receives and acks, firing the sweep between receives, until `n` messages came: them, in order. */
+async function ackInTurn(queue: string, n: number): Promise<Received[]> {
+  const q = queueApi(t, queue);
+  const came: Received[] = [];
+  const deadline = Date.now() + 15_000;
+  while (came.length < n && Date.now() < deadline) {
+    await t.runtime.sweep.fire();
+    const got = await q.receive({ max_messages: 10, wait_seconds: 1 });
+    came.push(...got);
+    if (got.length) await q.ack(got.map((m) => m.receipt));
+  }
+  return came;
+}
+
 describe('a key with messages waiting behind its head', () => {
   it('holds its later messages behind one produced with a delay (defect 4)', async () => {
     const q = queueApi(t, 'held');
@@ -161,15 +175,7 @@ describe('a key with messages waiting behind its head', () => {
     expect(first.map((m) => m.message_id)).toEqual(['dl-other']);
     await q.ack(first.map((m) => m.receipt));
     expect(await q.receive({ wait_seconds: 1 })).toEqual([]);
-    const order: string[] = [];
-    const deadline = Date.now() + 15_000;
-    while (order.length < 2 && Date.now() < deadline) {
-      await t.runtime.sweep.fire();
-      const got = await q.receive({ max_messages: 10, wait_seconds: 1 });
-      for (const m of got) order.push(m.message_id);
-      if (got.length) await q.ack(got.map((m) => m.receipt));
-    }
-    expect(order).toEqual(['dl-0', 'dl-1']);
+    expect((await ackInTurn('held', 2)).map((m) => m.message_id)).toEqual(['dl-0', 'dl-1']);
   }, 30_000);
 
   it('takes back a held message whose lease ran out, as a failed attempt, and keeps the order', async () => {
@@ -183,14 +189,7 @@ describe('a key with messages waiting behind its head', () => {
     expect(held).toMatchObject({ message_id: 'hx-1', attempt: 1 });
     await new Promise((r) => setTimeout(r, 1200));
     expect((await q.ack([held?.receipt as string]))[0]?.status).toBe('stale_receipt');
-    const order: [string, number][] = [];
-    const deadline = Date.now() + 15_000;
-    while (order.length < 2 && Date.now() < deadline) {
-      await t.runtime.sweep.fire();
-      const got = await q.receive({ max_messages: 10, wait_seconds: 1 });
-      for (const m of got) order.push([m.message_id, m.attempt]);
-      if (got.length) await q.ack(got.map((m) => m.receipt));
-    }
+    const order = (await ackInTurn('held', 2)).map((m) => [m.message_id, m.attempt]);
     expect(order).toEqual([
       ['hx-1', 2],
       ['hx-2', 1],
@@ -198,6 +197,25 @@ describe('a key with messages waiting behind its head', () => {
     const trace = (await t.api('/queues/held/messages/hx-1')).body;
     expect(trace.state).toBe('acked');
     expect(trace.attempts).toEqual([expect.objectContaining({ attempt: 1, reason: 'lease_expired' })]);
+  }, 30_000);
+});
+
+describe('a held message given back', () => {
+  it('comes again first, with the same attempt and no history', async () => {
+    const q = queueApi(t, 'held');
+    await q.produce([0, 1, 2].map((i) => ({ message_id: `gb-${i}`, key: 'gb', payload: i })));
+    const [head] = await q.receiveAll(1, 5000);
+    await q.ack([head?.receipt as string]);
+    const [held] = await q.receiveAll(1, 5000);
+    expect(held?.message_id).toBe('gb-1');
+    const back = await q.nack({ receipt: held?.receipt, release: true });
+    expect(back.body).toMatchObject({ status: 'retry_scheduled', attempt: 1 });
+    const order = (await ackInTurn('held', 2)).map((m) => [m.message_id, m.attempt]);
+    expect(order).toEqual([
+      ['gb-1', 1],
+      ['gb-2', 1],
+    ]);
+    expect((await t.api('/queues/held/messages/gb-1')).body.attempts).toEqual([]);
   }, 30_000);
 });
 
