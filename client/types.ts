@@ -74,6 +74,8 @@ export interface QueueStats {
   depth: number;
   in_flight: number;
   delayed: number;
+  /** Ordered queues: messages waiting in their keys' hold areas (0 on other queues). */
+  held: number;
   dlq_depth: number;
   parked_keys: number;
   oldest_unacked_age_seconds: number;
