@@ -307,7 +307,16 @@ export class HeldDelivery {
       const holder = state.busy_with ?? (state.parked_at !== undefined ? state.dead_message_id : undefined);
       if (holder === undefined || (state.lease_expires_at ?? 0) > now) return false;
       const [held] = await this.deps.holds.first(queue, state.key, 1);
-      if (held?.envelope.message_id !== holder) return false;
+      const leftover = state.lease_expires_at !== undefined && state.lease_gen !== undefined;
+      if (held?.envelope.message_id !== holder) {
+        // A held message's lease whose message left the hold area (acked, then the release failed
+        // or stopped): nothing of it is in flight, so the key is free again.
+        if (leftover && state.busy_with === holder) {
+          const release = { release: true, lease: 'expired' } as const;
+          await this.deps.keys.endHeld(queue, state.key, holder, state.lease_gen as number, now, release);
+        }
+        return false;
+      }
       const range = await this.deps.ranges.get(queue, held.shard, held.range);
       if (range && entryStatus(range, held.index, now) === 'acked') {
         // Acked before a crash: the key and the hold item were left to free.
@@ -322,10 +331,10 @@ export class HeldDelivery {
       // Parked behind it, or kept for its retry, by a failure that stopped before it was written;
       // or its lease ran out.
       const reason: FailureReason = state.parked_at !== undefined ? 'non_retryable' : 'lease_expired';
-      if (state.lease_expires_at !== undefined && state.lease_gen !== undefined) {
+      if (leftover) {
         const expected = afterFailure(config, { attempt: held.envelope.attempt, reason, now });
         const ended = { release: false, lease: 'expired' } as const;
-        if (!(await this.deps.keys.endHeld(queue, state.key, holder, state.lease_gen, now, ended)))
+        if (!(await this.deps.keys.endHeld(queue, state.key, holder, state.lease_gen as number, now, ended)))
           return false;
         if (expected.kind === 'dead') await this.deps.keys.park(queue, state.key, holder, held.shard, now);
       }

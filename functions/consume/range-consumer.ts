@@ -277,6 +277,8 @@ export class RangeConsumer {
             acked++;
             bytes += x.d.entry?.bytes ?? 0;
           }
+          // An ordered queue's head: acked in its range too, which frees its key (released lazily).
+          if (ok && config.ordered) await this.deps.ranges.ackHeld(queue, range, index, now);
         }
         statuses.set(x.receipt, ok ? 'acked' : 'stale_receipt');
       }

@@ -178,6 +178,10 @@ export class RangeFailures {
    */
   async evict(config: QueueConfig, e: FailedEntry, now: number): Promise<boolean> {
     const { messages, ranges } = this.deps;
+    // An ordered queue's head: its key names it first, so the key stays closed once the entry is
+    // finished in its range (the moved lease's ack releases it: RangeConsumer.ack).
+    const key = config.ordered && !isNamespace(e.queue) ? e.envelope.key : undefined;
+    if (key !== undefined && !(await this.deps.keys.claim(e.queue, key, e.envelope.message_id))) return false;
     const at = { shard: e.range.shard, seq: e.sequence };
     const item = await messages.evictLease(at, e.envelope, e.lease, sourceOf(e));
     if (!item) return false;

@@ -136,9 +136,18 @@ export class KeyedDelivery {
    */
   async drain(state: KeyState): Promise<void> {
     const { holds, keys, namespace } = this.deps;
-    while (state.holding && state.busy_with === undefined && state.parked_at === undefined) {
+    while (state.holding && state.parked_at === undefined) {
       if (!this.inv.mayStart()) return;
       const held = await holds.first(namespace, state.key, HOLD_PAGE);
+      if (state.busy_with !== undefined) {
+        // Busy with its own first held message: the key was marked for a failure of it that did
+        // not finish (an AWS call failed after the mark), which is finished now (failHeld knows one
+        // that landed before its hold item went). Busy with any other, the key waits.
+        const first = held[0];
+        if (first?.envelope.message_id === state.busy_with)
+          await this.failHeld(first, state, { reason: 'lease_expired' }, 'expired');
+        return;
+      }
       if (!held.length) {
         await holds.unmark(namespace, this.shard, state.key);
         await keys.clearHolding(namespace, state.key);
@@ -156,34 +165,43 @@ export class KeyedDelivery {
     const { holds, namespace } = this.deps;
     const deliveries = await holds.begin(namespace, h.key, h.sequence);
     if (deliveries === undefined) return;
-    const failHeld = (reason: FailureReason, error: string | undefined, lease: 'live' | 'expired') =>
-      this.fail(state, h.envelope, { reason, error }, async () => {
-        const outcome = await this.deps.failures.failHeld(
-          this.deps.config,
-          {
-            queue: namespace,
-            shard: h.shard,
-            sequence: h.sequence,
-            envelope: h.envelope,
-            lease: this.inv.leaseView(),
-          },
-          { reason, ...(error !== undefined ? { error } : {}), lease },
-          Date.now(),
-        );
-        if (outcome) await holds.remove(namespace, h.key, h.sequence);
-        return outcome;
-      });
     // Begun before and never finished, too often: the invocations that delivered it crashed or timed out.
     if (takenOverTooOften({ takeovers: deliveries - 1 })) {
-      await failHeld('lease_expired', undefined, 'expired');
+      await this.failHeld(h, state, { reason: 'lease_expired' }, 'expired');
       return;
     }
-    const handled = await this.inv.deliver(h.envelope, (f) => failHeld(f.reason, f.error, 'live'));
+    const handled = await this.inv.deliver(h.envelope, (f) => this.failHeld(h, state, f, 'live'));
     if (!handled) return;
     // Acked where it was admitted first (trace reads it there), then out of the hold area.
     await this.deps.ranges.ackHeld(namespace, { shard: h.shard, start: h.range }, h.index, Date.now());
     await holds.remove(namespace, h.key, h.sequence);
     this.inv.count('acked');
+  }
+
+  /** A failed delivery of a held message: the key marked, then the failure, then out of the hold area. */
+  private failHeld(
+    h: HeldMessage,
+    state: KeyState,
+    f: { reason: FailureReason; error?: string | undefined },
+    lease: 'live' | 'expired',
+  ): Promise<Outcome | undefined> {
+    const { holds, namespace } = this.deps;
+    return this.fail(state, h.envelope, f, async () => {
+      const outcome = await this.deps.failures.failHeld(
+        this.deps.config,
+        {
+          queue: namespace,
+          shard: h.shard,
+          sequence: h.sequence,
+          envelope: h.envelope,
+          lease: this.inv.leaseView(),
+        },
+        { reason: f.reason, ...(f.error !== undefined ? { error: f.error } : {}), lease },
+        Date.now(),
+      );
+      if (outcome) await holds.remove(namespace, h.key, h.sequence);
+      return outcome;
+    });
   }
 
   /**

@@ -187,14 +187,20 @@ export class KeyHolds {
   }
 
   async woke(queue: string, shard: string, key: string, now: number): Promise<void> {
-    await this.doc.send(
-      new UpdateCommand({
-        TableName: this.table,
-        Key: keyHoldsMarkerKey(queue, shard, key),
-        UpdateExpression: 'SET w = :w',
-        ExpressionAttributeValues: { ':w': now },
-      }),
-    );
+    try {
+      await this.doc.send(
+        new UpdateCommand({
+          TableName: this.table,
+          Key: keyHoldsMarkerKey(queue, shard, key),
+          UpdateExpression: 'SET w = :w',
+          // Unmarked meanwhile (its hold area was emptied): not written back without its key.
+          ConditionExpression: 'attribute_exists(pk)',
+          ExpressionAttributeValues: { ':w': now },
+        }),
+      );
+    } catch (err) {
+      if (!isConditionFailed(err)) throw err;
+    }
   }
 
   /**

@@ -141,11 +141,16 @@ export class Sweeper {
       markers.map((m) => m.key),
     );
     const now = this.now();
-    const due = markers.filter((m) => {
-      const state = states.get(m.key);
-      const free = state?.busy_with === undefined && state?.parked_at === undefined;
-      return free && now - (m.wokenAt ?? 0) >= WAKE_EVERY_MS;
-    });
+    const due = (
+      await mapLimit(markers, 8, async (m) => {
+        const state = states.get(m.key);
+        if (state?.parked_at !== undefined || now - (m.wokenAt ?? 0) < WAKE_EVERY_MS) return [];
+        if (state?.busy_with === undefined) return [m];
+        // Busy with its own first held message: a failure of it that never landed (keyed-delivery.ts).
+        const [first] = await this.deps.holds.first(namespace, m.key, 1);
+        return first?.envelope.message_id === state.busy_with ? [m] : [];
+      })
+    ).flat();
     const woken = await mapLimit(due, 8, async (m) => {
       if (!(await this.deps.requeue.wake(namespace, m.key, now))) return false;
       await this.deps.holds.woke(namespace, shard, m.key, now);
@@ -196,9 +201,8 @@ export class Sweeper {
       );
       return outcome !== undefined;
     });
-    // A Lambda consumer's lease ends with its invocation: none outlives the gap cap's reason. An
-    // ordered queue's is its key's head, which its key's next messages wait for in the hold area.
-    const stuck = ns.consumer === undefined && !config.ordered ? stuckEntries(open, gapCap(config), now) : [];
+    // A Lambda consumer's lease ends with its invocation: none outlives the gap cap's reason.
+    const stuck = ns.consumer === undefined ? stuckEntries(open, gapCap(config), now) : [];
     await mapLimit(stuck, 16, async ({ range, index }) => {
       const target = await this.entryOf(queue, range, index);
       if (target) await this.deps.rangeFailures.evict(config, target, now);

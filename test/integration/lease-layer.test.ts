@@ -24,6 +24,7 @@ beforeAll(async () => {
       retried: { shards: 1, backoff_seconds: [1] },
       gap: { shards: 1, window_size: 6, lease_seconds: 60 },
       keyed: { shards: 1, ordered: true },
+      gapkeyed: { shards: 1, window_size: 6, lease_seconds: 60, ordered: true },
       hot: { shards: 1, ordered: true },
     },
   });
@@ -160,6 +161,31 @@ describe('the gap cap', () => {
     const stats = await q.stats();
     expect(stats.in_flight).toBe(0);
     expect(stats.depth).toBe(0);
+  }, 60_000);
+
+  it("moves an ordered queue's slow head out too, and its key stays closed until that lease's ack", async () => {
+    const q = queueApi(t, 'gapkeyed');
+    await q.produce([
+      { message_id: 'slow-head', key: 'a', payload: 0 },
+      { message_id: 'a-next', key: 'a', payload: 1 },
+    ]);
+    const [slow] = await q.receiveAll(1, 10_000);
+    expect(slow?.message_id).toBe('slow-head');
+    const ids = Array.from({ length: 20 }, (_, i) => `kf-${i}`);
+    await q.produce(ids.map((id) => ({ message_id: id, key: id, payload: id })));
+    const seen = new Set<string>();
+    const until = Date.now() + 20_000;
+    while (seen.size < ids.length && Date.now() < until) {
+      const got = await q.receive({ max_messages: 10, wait_seconds: 1 });
+      for (const m of got) seen.add(m.message_id);
+      if (got.length) await q.ack(got.map((m) => m.receipt));
+    }
+    expect([...seen].sort()).toEqual([...ids].sort());
+    expect((await q.ack([slow?.receipt as string]))[0]?.status).toBe('acked');
+    const [next] = await q.receiveAll(1, 10_000);
+    expect(next?.message_id).toBe('a-next');
+    await q.ack([next?.receipt as string]);
+    expect((await t.api('/queues/gapkeyed/messages/slow-head')).body.state).toBe('acked');
   }, 60_000);
 
   it('fails a moved lease that expires like any other, and a nack of one answers as usual', async () => {
