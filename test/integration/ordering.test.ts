@@ -1,5 +1,6 @@
 import { performance } from 'node:perf_hooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildServices } from '../../functions/services.js';
 import { queueApi, type Received } from '../helpers/queue-api.js';
 import { startTestRuntime, type TestRuntime } from '../helpers/runtime.js';
 
@@ -197,6 +198,30 @@ describe('a key with messages waiting behind its head', () => {
     const trace = (await t.api('/queues/held/messages/hx-1')).body;
     expect(trace.state).toBe('acked');
     expect(trace.attempts).toEqual([expect.objectContaining({ attempt: 1, reason: 'lease_expired' })]);
+  }, 30_000);
+});
+
+describe('a key left busy by an ack that stopped half way', () => {
+  it('is freed by the sweep once the held lease it kept runs out', async () => {
+    const q = queueApi(t, 'held');
+    await q.produce([0, 1, 2].map((i) => ({ message_id: `hw-${i}`, key: 'hw', payload: i })));
+    const [head] = await q.receiveAll(1, 5000);
+    await q.ack([head?.receipt as string]);
+    const [held] = await q.receiveAll(1, 5000, { lease_seconds: 1 });
+    expect(held?.message_id).toBe('hw-1');
+    // The ack's first writes landed (the entry acked, the hold item gone), the key's release not.
+    const { ranges, holds } = buildServices(t.runtime.config, t.runtime.clients);
+    const [h] = await holds.first('held', 'hw', 1);
+    await ranges.ackHeld(
+      'held',
+      { shard: h?.shard as string, start: h?.range as string },
+      h?.index as number,
+      Date.now(),
+    );
+    await holds.remove('held', 'hw', h?.sequence as string);
+    await new Promise((r) => setTimeout(r, 1200));
+    expect((await ackInTurn('held', 1)).map((m) => [m.message_id, m.attempt])).toEqual([['hw-2', 1]]);
+    expect((await t.api('/queues/held/messages/hw-1')).body.state).toBe('acked');
   }, 30_000);
 });
 
