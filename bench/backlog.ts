@@ -88,7 +88,6 @@ export interface BacklogRun {
     requests: Record<string, number>;
     totalRequests: number;
     apiRequests: number;
-    dispatchInvocations: number;
   };
   latencyMs: { receive: { p50: number; p99: number }; ack: { p50: number; p99: number } };
   meter: MeterSnapshot;
@@ -225,7 +224,6 @@ async function measureSize(
       requests: Object.fromEntries(Object.entries(s.meter.requests).map(([op, c]) => [op, c / n])),
       totalRequests: s.meter.totalRequests / n,
       apiRequests: s.api.total / n,
-      dispatchInvocations: (s.probe.dispatchInvocations + s.probe.dispatchFullWindowInvocations) / n,
     },
     latencyMs: { receive: p('receive'), ack: p('ack') },
     meter: s.meter,
@@ -341,7 +339,6 @@ export function printBacklog(report: BacklogReport): void {
         ),
         row('DynamoDB RRU / msg', (r) => r.perMessage.readUnits, R.readUnitsPerMessage),
         row('API requests / msg', (r) => r.perMessage.apiRequests),
-        row('dispatch invocations / msg (refill)', (r) => r.perMessage.dispatchInvocations),
         row('receive p50 ms', (r) => r.latencyMs.receive.p50, R.receiveP50),
         row('receive p99 ms', (r) => r.latencyMs.receive.p99, R.receiveP99),
         row('ack p50 ms', (r) => r.latencyMs.ack.p50, R.ackP50),

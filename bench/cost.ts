@@ -52,11 +52,8 @@ export interface PerMessageUsage extends CapacityPerMessage {
   emptyReceives: number;
   /** Receipts per ack request (the workload asks for WORKLOAD.ackBatch). */
   receiptsPerAck: number;
-  /** Measured (bench/probe.ts), or the AWS model when the probe recognised no dispatch invocation. */
+  /** The AWS model, a lower bound: one invocation per full batch per shard. */
   dispatchInvocations: number;
-  dispatchMeasured: boolean;
-  /** Lower bound on AWS: one invocation per full batch per shard. */
-  dispatchInvocationsModel: number;
   lambdaInvocations: number;
   lambdaGbSeconds: number;
 }
@@ -96,14 +93,12 @@ export const COST_NOTES = [
     'INDEXES): DynamoDB Local reports index writes, dynalite does not (run with --dynamodb-local to measure them; ' +
     'without, the WRU and $ totals leave them out and are lower bounds). A write refused by its condition (consumers ' +
     'racing for one message) is billed 1 WRU on AWS and reported by neither emulator: bench/probe.ts counts them.',
-  'Lambda invocations = API requests (each is one api invocation) + dispatch invocations, counted by the window ' +
-    'counter each invocation reads first and writes last (bench/probe.ts); a layout without that counter falls back ' +
-    'to the AWS model, duration unmeasured. Locally a produce nudges the pollers, so dispatch runs more often than ' +
-    'on AWS, whose event source polls each shard once a second; at high rates it approaches ceil(records/100) per ' +
-    'shard (the "AWS model" row).',
-  "Lambda duration = each API request's time at the client (a receive's long poll included: Lambda bills the wait) + " +
-    'dispatch from window read to window write, at 0.5 GB arm64. Measured on 2 loaded cores against emulators: ' +
-    'an upper-side estimate.',
+  'Lambda invocations = API requests (each is one api invocation) + dispatch invocations by the AWS model (its ' +
+    'event source polls each shard once a second; at high rates a batch of 100 records per invocation), a lower ' +
+    'bound whose duration is not measured (not counted in GB-s).',
+  "Lambda duration = each API request's time at the client (a receive's long poll included: Lambda bills the wait), " +
+    'at 0.5 GB arm64. Measured on 2 loaded cores against emulators: an upper-side estimate for the api, without ' +
+    "dispatch's.",
   "Kinesis reads by the event source mapping are free in provisioned mode (the stack's); on-demand bills the bytes.",
   "SQS: the consumer's own compute is not counted (leaseq's api function is part of the queue, so it is); SQS " +
     "figures leave out empty receives, leaseq's include those its workers made.",
@@ -135,9 +130,7 @@ export function perMessageUsage(usage: RunUsage, background: Background): PerMes
       .filter(([op]) => filter(op))
       .reduce((a, [, c]) => a + c, 0);
   const { probe, api } = usage;
-  const measuredDispatch = probe.dispatchInvocations + probe.dispatchFullWindowInvocations;
-  const modelDispatch = Math.ceil(n / usage.shards / DEPLOYMENT.dispatchBatchSize) * usage.shards;
-  const dispatch = measuredDispatch > 0 ? measuredDispatch : modelDispatch;
+  const dispatch = Math.ceil(n / usage.shards / DEPLOYMENT.dispatchBatchSize) * usage.shards;
   return {
     ...capacityPerMessage(meter, probe.failedConditionalWrites, usage.indexReported, n),
     awsRequests: sum((op) => !UNBILLED_OPERATIONS.test(op)) / n,
@@ -151,10 +144,8 @@ export function perMessageUsage(usage: RunUsage, background: Background): PerMes
     emptyReceives: api.emptyReceives / n,
     receiptsPerAck: n / (api.requests.ack ?? n),
     dispatchInvocations: dispatch / n,
-    dispatchMeasured: measuredDispatch > 0,
-    dispatchInvocationsModel: modelDispatch / n,
     lambdaInvocations: (api.total + dispatch) / n,
-    lambdaGbSeconds: ((api.seconds + probe.dispatchSeconds) * DEPLOYMENT.lambdaMemoryGb) / n,
+    lambdaGbSeconds: (api.seconds * DEPLOYMENT.lambdaMemoryGb) / n,
   };
 }
 
@@ -323,13 +314,7 @@ export function printCost(costs: RunCost[], sqs: SqsCost[], fixed: FixedMonthly[
         ['  of which empty receives', ...q((u) => u.emptyReceives)],
         ['  receipts per ack request', ...q((u) => u.receiptsPerAck)],
         ['Lambda invocations', ...q((u) => u.lambdaInvocations)],
-        [
-          '  of which dispatch',
-          ...costs.map((c) =>
-            c.perMessage.dispatchMeasured ? c.perMessage.dispatchInvocations : 'model (not recognised)',
-          ),
-        ],
-        ['  dispatch, AWS model ceil(n/100)/shard', ...q((u) => u.dispatchInvocationsModel)],
+        ['  of which dispatch (AWS model ceil(n/100)/shard)', ...q((u) => u.dispatchInvocations)],
         ['Lambda GB-s (0.5 GB × duration)', ...q((u) => u.lambdaGbSeconds)],
       ],
     ),
