@@ -212,6 +212,29 @@ describe('an ordered queue with a Lambda consumer', () => {
     expect((await services().keys.getMany(NS, ['hk'])).get('hk')?.busy_with).toBeUndefined();
   });
 
+  it('finishes the failure of a held message that marked its key but was never written', async () => {
+    const q = queueApi(t, 'ledger');
+    await q.produce([
+      { message_id: 'w-1', key: 'wk', payload: { n: 1, poison: true } },
+      { message_id: 'w-2', key: 'wk', payload: { n: 2 } },
+      { message_id: 'w-3', key: 'wk', payload: { n: 3 } },
+    ]);
+    await until(() => allIn(['w-1'], 'dead'));
+    await until(() => allIn(['w-2', 'w-3'], 'held'));
+    // As if w-2, delivered from the hold area, failed and its key was marked busy with its retry,
+    // and then the failure's write failed: no retry of w-2 is on its way.
+    expect(await services().keys.unpark(NS, 'wk', 'w-1', 'w-2')).toBe(true);
+    await until(() => allIn(['w-2', 'w-3'], 'acked'));
+    expect(
+      calls.filter((c) => c.key === 'wk' && c.n > 1).map((c) => [c.message_id, c.attempt, c.ok]),
+    ).toEqual([
+      ['w-2', 2, true],
+      ['w-3', 1, true],
+    ]);
+    const trace = await services().tracer.trace(NS, 'w-2');
+    expect(trace.attempts.map((a) => a.reason)).toEqual(['lease_expired']);
+  });
+
   it('redrives a dead holder first, then the messages held behind it, in order', async () => {
     const q = queueApi(t, 'ledger');
     const poisoned = (key: string) => [
