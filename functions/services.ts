@@ -70,7 +70,6 @@ export function buildServices(config: RuntimeConfig, clients: AwsClients) {
       segments,
       failures: rangeFailures,
       shards,
-      counters,
       storage,
     }),
     admission: new RangeAdmission({

@@ -7,7 +7,6 @@ import { entryStatus } from '../core/ranges.js';
 import type { Delivery } from '../core/receipt.js';
 import { afterFailure, type FailureReason, type Outcome } from '../core/retry-policy.js';
 import type { ShardDirectory } from '../log/stream.js';
-import type { Counters } from '../store/counters.js';
 import type { HeldMessage, KeyHolds } from '../store/key-holds.js';
 import type { KeyState, KeyStates } from '../store/key-states.js';
 import type { RangeStore } from '../store/ranges.js';
@@ -33,12 +32,11 @@ export interface HeldDeliveryDeps {
   segments: SegmentStore;
   failures: RangeFailures;
   shards: ShardDirectory;
-  counters: Counters;
   storage: StorageMeter;
   now?: () => number;
 }
 
-/** A marker is stale once this long older than its key's hold area. */
+/** A marker whose key holds nothing is removed once it is this old (admission marks just before it holds). */
 const STALE_MARKER_MS = 60_000;
 
 export interface HeldLeased {
