@@ -33,13 +33,10 @@ export interface Trace {
 }
 
 const STATE: Record<StateItem['state'], TraceState> = {
-  ready: 'pending',
-  requeued: 'pending',
   leased: 'leased',
   delayed: 'delayed',
   acked: 'acked',
   dead: 'dead',
-  held: 'held',
   purged: 'purged',
   ranged: 'pending',
 };
@@ -139,8 +136,7 @@ export class Tracer {
       });
     }
     if (state && state.state !== 'ranged') {
-      if (state.entry > 1 || state.state !== 'requeued')
-        add(state.enqueued_at, 'enqueued', { entry: state.entry, shard: state.shard, sequence: state.seq });
+      add(state.enqueued_at, 'enqueued', { entry: state.entry, shard: state.shard, sequence: state.seq });
       if (state.state === 'leased' || state.state === 'acked') {
         add(state.delivered_at, 'delivered', {
           attempt: state.attempt,

@@ -22,16 +22,7 @@ import { countAll, isConditionFailed, retryUnprocessed } from './util.js';
  * `ranged`: the message's current entry is in the lease layer (store/ranges.ts), which holds its
  * lease and ack; the item only remembers where (shard, seq), for its history, trace and retries.
  */
-export type MessageState =
-  | 'ready'
-  | 'leased'
-  | 'delayed'
-  | 'requeued'
-  | 'dead'
-  | 'acked'
-  | 'held'
-  | 'purged'
-  | 'ranged';
+export type MessageState = 'leased' | 'delayed' | 'dead' | 'acked' | 'purged' | 'ranged';
 
 export interface StateItem {
   pk: string;
@@ -145,9 +136,8 @@ export class MessageStore {
               TTL_ATTRIBUTE,
             ],
             // `dead`: a redriven message re-enters as its next entry.
-            condition:
-              'attribute_not_exists(#pk) OR (#state IN (:delayed, :requeued, :dead) AND #entry < :entry)',
-            values: { ':delayed': 'delayed', ':requeued': 'requeued', ':dead': 'dead', ':entry': env.entry },
+            condition: 'attribute_not_exists(#pk) OR (#state IN (:delayed, :dead) AND #entry < :entry)',
+            values: { ':delayed': 'delayed', ':dead': 'dead', ':entry': env.entry },
           }),
         }),
       );
@@ -203,10 +193,9 @@ export class MessageStore {
         TTL_ATTRIBUTE,
       ],
       condition:
-        '(#state IN (:delayed, :requeued, :dead) AND #entry < :entry) OR (#state = :ranged AND #shard = :shard AND #seq = :seq)',
+        '(#state IN (:delayed, :dead) AND #entry < :entry) OR (#state = :ranged AND #shard = :shard AND #seq = :seq)',
       values: {
         ':delayed': 'delayed',
-        ':requeued': 'requeued',
         ':dead': 'dead',
         ':ranged': 'ranged',
         ':entry': env.entry,
