@@ -65,6 +65,7 @@ import { endToEnd, produce, WORKLOAD } from './workload.js';
  * --dynamodb-local   AWS's DynamoDB Local (Java) instead of dynalite, which reports no index write
  *                    units; also LEASEQ_DYNAMODB=dynamodb-local
  * --baseline FILE    an earlier bench/results/*.json: its figures beside these, and the throughput goal
+ * --only RUNS        only these produce and end-to-end runs (comma-separated, e.g. c16,c4-nack)
  */
 
 const TENANT = {
@@ -128,6 +129,8 @@ interface Options {
   peer: boolean;
   dynamodb: DynamoDbEmulator;
   baseline: { file: string; goals: GoalRow[] } | undefined;
+  /** The produce and end-to-end runs to do (--only); all when undefined. */
+  only: ReadonlySet<string> | undefined;
 }
 
 const SCOPE_NOTE =
@@ -142,6 +145,7 @@ function parseOptions(): Options {
       'skip-peer': { type: 'boolean', default: false },
       'dynamodb-local': { type: 'boolean', default: false },
       baseline: { type: 'string' },
+      only: { type: 'string' },
     },
   });
   const integer = (name: string, raw: string, min: number) => {
@@ -161,7 +165,22 @@ function parseOptions(): Options {
       ? 'dynamodb-local'
       : parseDynamoDbEmulator(process.env[DYNAMODB_EMULATOR_ENV]),
     baseline: values.baseline === undefined ? undefined : readBaseline(values.baseline),
+    only: values.only === undefined ? undefined : parseOnly(values.only),
   };
+}
+
+/** --only's run names, each one the bench has. */
+function parseOnly(raw: string): ReadonlySet<string> {
+  const known = [...PRODUCE_RUNS, ...END_TO_END_RUNS].map((r) => r.queue);
+  const names = raw
+    .split(',')
+    .map((n) => n.trim())
+    .filter(Boolean);
+  const unknown = names.filter((n) => !known.includes(n));
+  if (!names.length || unknown.length) {
+    throw new Error(`--only takes run names among ${known.join(', ')}, got ${raw}`);
+  }
+  return new Set(names);
 }
 
 /** The goal rows of an earlier run of this bench. */
@@ -175,7 +194,13 @@ function readBaseline(file: string): { file: string; goals: GoalRow[] } {
 
 type Measured = Pick<Report, 'backgroundRequestsPerSecond' | 'background' | 'produce' | 'endToEnd'>;
 
-async function measure(runtime: Runtime, messages: number): Promise<Measured> {
+async function measure(
+  runtime: Runtime,
+  messages: number,
+  only: ReadonlySet<string> | undefined,
+): Promise<Measured> {
+  const chosen = <T extends { queue: string }>(runs: readonly T[]) =>
+    runs.filter((r) => !only || only.has(r.queue));
   const admin: Endpoint = { url: runtime.url, key: runtime.adminKey };
   const { meter } = runtime.clients;
   const probe = new CostProbe();
@@ -189,7 +214,7 @@ async function measure(runtime: Runtime, messages: number): Promise<Measured> {
   const background = meter.snapshot();
 
   const produceResults: RunResult[] = [];
-  for (const run of PRODUCE_RUNS) {
+  for (const run of chosen(PRODUCE_RUNS)) {
     progress(`${run.queue}: producing ${messages} messages in batches of ${run.batchSize}`);
     const api: Endpoint = { ...admin, tally: new ApiTally() };
     meter.reset();
@@ -221,7 +246,7 @@ async function measure(runtime: Runtime, messages: number): Promise<Measured> {
   }
 
   const endToEndResults: RunResult[] = [];
-  for (const run of END_TO_END_RUNS) {
+  for (const run of chosen(END_TO_END_RUNS)) {
     progress(`${run.queue}: ${messages} messages through ${describeRun(run)}`);
     const api: Endpoint = { ...admin, tally: new ApiTally() };
     meter.reset();
@@ -398,7 +423,7 @@ async function main(): Promise<void> {
       ADMIN_KEY,
       options.dynamodb,
     );
-    measured = await measure(runtime, options.messages);
+    measured = await measure(runtime, options.messages, options.only);
   } finally {
     await runtime?.close();
     rmSync(dataDir, { recursive: true, force: true });

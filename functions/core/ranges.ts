@@ -148,9 +148,11 @@ export interface Pick {
 
 /**
  * What a receiver leases: up to `want` free entries, in as few ranges as it can (a lease write,
- * and later its ack, costs a unit per range), starting at a random range with free entries so
- * receivers reading the same ranges at once mostly take different ones (a lease write fails whole
- * when one of its entries was taken). Grouped by range: one write each.
+ * and later its ack, costs a unit per range). A lease write fails whole when one of its entries
+ * was taken, so receivers reading the same ranges at once must mostly take different entries: each
+ * range's free entries are cut into blocks of `want` and the receiver starts at a random block of
+ * all of them (two receivers collide only when they draw the same block, not merely the same
+ * range), then takes the rest of that range and the ranges after it. Grouped by range: one write each.
  */
 export function pickEntries(
   ranges: readonly Range[],
@@ -159,13 +161,18 @@ export function pickEntries(
 ): Pick[] {
   const open = ranges.map((range) => ({ range, free: freeEntries(range) })).filter((r) => r.free.length > 0);
   if (!open.length || want <= 0) return [];
-  const first = Math.floor(random() * open.length);
+  const blocks = open.flatMap((r, k) =>
+    Array.from({ length: Math.ceil(r.free.length / want) }, (_, b) => ({ k, offset: b * want })),
+  );
+  const first = blocks[Math.floor(random() * blocks.length)] as { k: number; offset: number };
   const picks: Pick[] = [];
   let left = want;
-  for (let k = 0; k < open.length && left > 0; k++) {
-    const { range, free } = open[(first + k) % open.length] as { range: Range; free: number[] };
-    const indexes = free.slice(0, left);
-    picks.push({ range, indexes });
+  for (let step = 0; step < open.length && left > 0; step++) {
+    const { range, free } = open[(first.k + step) % open.length] as { range: Range; free: number[] };
+    // The first range from the drawn block on, round to its start; every later one from its start.
+    const from = step === 0 ? first.offset : 0;
+    const indexes = [...free.slice(from), ...free.slice(0, from)].slice(0, left);
+    picks.push({ range, indexes: indexes.sort((x, y) => x - y) });
     left -= indexes.length;
   }
   return picks;

@@ -131,10 +131,11 @@ describe('the gap cap', () => {
 });
 
 describe('picking entries to lease', () => {
-  it('takes up to `want` free entries from as few ranges as it can, from a random one on', () => {
+  it('takes up to `want` free entries from as few ranges as it can, from a random block on', () => {
     const a = range('1', { leases: new Map([[1, lease(9)]]) });
     const b = range('2');
     const c = range('3', { count: 2 });
+    // Blocks of 6: a's four free entries, b's five, c's two: three blocks.
     expect(pickEntries([a, b, c], 6, () => 0).map((p) => [p.range.start, p.indexes])).toEqual([
       ['1', [0, 2, 3, 4]],
       ['2', [0, 1]],
@@ -150,6 +151,19 @@ describe('picking entries to lease', () => {
     ]);
     expect(pickEntries([a, b, c], 100, () => 0.99).flatMap((p) => p.indexes)).toHaveLength(11);
     expect(pickEntries([], 5)).toEqual([]);
+  });
+
+  it('cuts a range with more free entries than wanted into blocks, so two receivers can take both halves', () => {
+    const r = range('1', { count: 20 });
+    const first = pickEntries([r], 10, () => 0.2);
+    const second = pickEntries([r], 10, () => 0.7);
+    expect(first.map((p) => [p.range.start, p.indexes])).toEqual([['1', [0, 1, 2, 3, 4, 5, 6, 7, 8, 9]]]);
+    expect(second.map((p) => [p.range.start, p.indexes])).toEqual([
+      ['1', [10, 11, 12, 13, 14, 15, 16, 17, 18, 19]],
+    ]);
+    // A block shorter than `want` is topped up from the start of its own range before the next one.
+    const top = pickEntries([range('1', { count: 14 }), range('2')], 10, () => 0.5);
+    expect(top.map((p) => [p.range.start, p.indexes])).toEqual([['1', [0, 1, 2, 3, 4, 5, 10, 11, 12, 13]]]);
   });
 
   it('never picks an entry twice nor one that is not free', () => {
