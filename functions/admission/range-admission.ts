@@ -5,6 +5,7 @@ import {
   admittedTotal,
   compareSequence,
   isFinished,
+  passOnMark,
   type Range,
   rangeSizes,
   windowSize,
@@ -126,16 +127,22 @@ export class RangeAdmission {
       config.dedup_window_seconds,
     );
     const passedOver = new Set(producerIds.filter((_, i) => !claims[i]));
-    // A retry's entry: the sweep marked its message `ranged` where it landed, so a read tells
-    // whether this copy is it; only an entry whose mark is not there yet (a crash, or a read that
-    // lags) needs the conditional write.
-    const retries = records.filter((r) => r.envelope.entry > 1);
+    // A retry of an entry that waited in its range: the copy that finishes that entry is it.
+    const passedOn = await this.passOn(
+      queue,
+      records.filter((r) => r.envelope.from),
+    );
+    // A retry's entry from the delay store: the sweep marked its message `ranged` where it landed,
+    // so a read tells whether this copy is it; only an entry whose mark is not there yet (a crash,
+    // or a read that lags) needs the conditional write.
+    const retries = records.filter((r) => r.envelope.entry > 1 && !r.envelope.from);
     const items = await this.deps.messages.getMany(
       queue,
       retries.map((r) => r.envelope.message_id),
     );
     const keep = await mapLimit(records, 16, async (r) => {
       if (passedOver.has(r)) return false;
+      if (r.envelope.from) return passedOn.has(r);
       if (r.envelope.entry === 1) return true;
       const item = items.get(r.envelope.message_id);
       if (item?.state === 'ranged' && item.entry === r.envelope.entry && item.shard === shard)
@@ -144,6 +151,41 @@ export class RangeAdmission {
       return this.deps.messages.enterRange(shard, r.sequence, r.envelope);
     });
     return records.filter((_, i) => keep[i]);
+  }
+
+  /**
+   * Retry entries of entries that waited in their ranges: each finishes its entry with its mark,
+   * before it is written into a range (a crash in between: the batch offered again finds its own
+   * mark). A second copy of one retry (the sweep appended it again) finds another's and is passed
+   * over; so is one whose entry the gap cap moved to the delay store.
+   */
+  private async passOn(queue: string, records: LogRecord[]): Promise<Set<LogRecord>> {
+    const passed = new Set<LogRecord>();
+    const byRange = new Map<string, Map<number, LogRecord>>();
+    for (const r of records) {
+      const from = r.envelope.from as NonNullable<Envelope['from']>;
+      const name = `${from.shard}\u0000${from.range}`;
+      const group = byRange.get(name) ?? new Map<number, LogRecord>();
+      // Two copies in one batch: the first is the one.
+      if (!group.has(from.index)) group.set(from.index, r);
+      byRange.set(name, group);
+    }
+    const mark = (r: LogRecord) => ({
+      index: (r.envelope.from as NonNullable<Envelope['from']>).index,
+      mark: passOnMark(Date.parse(r.envelope.enqueued_at), r.sequence),
+    });
+    await mapLimit([...byRange.values()], 8, async (group) => {
+      const copies = [...group.values()];
+      const from = copies[0]?.envelope.from as NonNullable<Envelope['from']>;
+      const origin = { shard: from.shard, start: from.range };
+      if (await this.deps.ranges.passOn(queue, origin, copies.map(mark))) {
+        for (const r of copies) passed.add(r);
+        return;
+      }
+      // One of them is not the copy that finishes its entry: one at a time.
+      for (const r of copies) if (await this.deps.ranges.passOn(queue, origin, [mark(r)])) passed.add(r);
+    });
+    return passed;
   }
 
   /**

@@ -1,6 +1,6 @@
 import { isNamespace, type QueueConfig } from '../core/config.js';
 import type { Envelope } from '../core/envelope.js';
-import { entryStatus, type Lease, type Range } from '../core/ranges.js';
+import { entryStatus, type Lease, payloadSource, type Range, waitsInRange } from '../core/ranges.js';
 import { retentionTtls } from '../core/retention.js';
 import { afterFailure, type FailureReason, type Outcome } from '../core/retry-policy.js';
 import type { Counters } from '../store/counters.js';
@@ -65,6 +65,15 @@ export class RangeFailures {
   ): Promise<Outcome | undefined> {
     const outcome = this.outcomeOf(config, e, f, now);
     const key = config.ordered && !isNamespace(e.queue) ? e.envelope.key : undefined;
+    if (
+      outcome.kind === 'retry' &&
+      f.lease === 'live' &&
+      !f.release &&
+      !e.evicted &&
+      !isNamespace(e.queue) &&
+      waitsInRange(config, outcome.dueAt, now)
+    )
+      return this.waitInRange(config, e, f, outcome, now);
     if (key === undefined) return this.failEntry(config, e, f, outcome, now);
     const id = e.envelope.message_id;
     if (outcome.kind === 'retry') await this.deps.keys.claim(e.queue, key, id);
@@ -89,6 +98,67 @@ export class RangeFailures {
           ...(f.retryAfterSeconds !== undefined ? { retryAfterSeconds: f.retryAfterSeconds } : {}),
           now,
         });
+  }
+
+  /**
+   * A nack whose retry is due soon: the attempt goes into a history item of its own, then the
+   * entry waits in its range (the lease ends there) until the sweep appends its retry entry. No
+   * state item, no index: two writes. The history item is taken back when the range write does
+   * not land (the entry was acked, or its lease expired first and the sweep's failure records it).
+   */
+  private async waitInRange(
+    config: QueueConfig,
+    e: FailedEntry,
+    f: EntryFailure,
+    outcome: Extract<Outcome, { kind: 'retry' }>,
+    now: number,
+  ): Promise<Outcome | undefined> {
+    const { messages, ranges } = this.deps;
+    const id = e.envelope.message_id;
+    const ttls = retentionTtls(config, now);
+    await messages.putHistory(e.queue, id, attemptRecord(e.envelope, e.lease, f, now), ttls.deadTtl);
+    if (await ranges.retry(e.queue, e.range, e.index, e.lease.deliveredAt, outcome.dueAt, now))
+      return this.finished(e, outcome, f, now, ttls);
+    const fresh = await ranges.get(e.queue, e.range.shard, e.range.start);
+    const waiting = fresh?.retrying.get(e.index);
+    // This very write landed (the SDK retried it after a lost answer): done. Another nack of the
+    // same delivery that won keeps the history item (it is the same attempt's).
+    if (waiting) return waiting.dueAt === outcome.dueAt ? this.finished(e, outcome, f, now, ttls) : undefined;
+    await messages.deleteHistory(e.queue, id, e.envelope.entry);
+    // The lease ran out just before: the nack still ends the delivery, through the delay store.
+    if (fresh && entryStatus(fresh, e.index, now) === 'expired')
+      return this.failEntry(config, e, f, outcome, now);
+    return undefined;
+  }
+
+  /**
+   * The gap cap on a waiting retry (sweeper.ts): the message moves to the delay store, due when
+   * it was, then the entry is finished in its range. If its retry entry was admitted first, the
+   * item is taken back. A crash in between leaves the item, which the next pass recognises.
+   */
+  async moveRetry(config: QueueConfig, e: FailedEntry, now: number): Promise<boolean> {
+    const { messages, ranges } = this.deps;
+    const waiting = e.range.retrying.get(e.index);
+    if (!waiting) return false;
+    const env = e.envelope;
+    const ttls = retentionTtls(config, now);
+    const at = { shard: e.range.shard, seq: e.sequence };
+    const outcome = { kind: 'retry' as const, nextAttempt: env.attempt + 1, dueAt: waiting.dueAt };
+    // No attempt in it: the nack's history item has it.
+    const item =
+      (await messages.failFromRange(at, env, outcome, now, ttls, { source: sourceOf(e) })) ??
+      (await messages
+        .get(e.queue, env.message_id)
+        .then((existing) =>
+          existing?.state === 'delayed' && existing.shard === at.shard && existing.seq === at.seq
+            ? existing
+            : undefined,
+        ));
+    if (!item) return false;
+    if (await ranges.moveRetry(e.queue, e.range, e.index)) return true;
+    const fresh = await ranges.get(e.queue, e.range.shard, e.range.start);
+    if (!fresh?.retrying.has(e.index)) await messages.undoFailFromRange(item, ttls.tombstoneTtl, false);
+    return false;
   }
 
   private async failEntry(
@@ -241,14 +311,6 @@ function attemptRecord(
   };
 }
 
-/** Where an entry's payload is: the entry itself, or the entry a retry's entry points to (never a chain). */
 function sourceOf(e: FailedEntry): SegmentSource {
-  return (
-    e.envelope.ref ?? {
-      shard: e.range.shard,
-      id: e.range.segment.id,
-      store: e.range.segment.store,
-      index: e.range.segment.offset + e.index,
-    }
-  );
+  return payloadSource(e.range, e.index, e.envelope.ref);
 }

@@ -1,9 +1,10 @@
 import { mapLimit } from '../core/async.js';
 import { namespaceParts, streamName, type TenantConfig } from '../core/config.js';
 import type { Envelope, PayloadRef } from '../core/envelope.js';
+import { payloadSource, type Range } from '../core/ranges.js';
 import type { StreamLog } from '../log/stream.js';
 import { type MessageStore, type StateItem, type StoredBody, storedBody } from '../store/messages.js';
-import type { SegmentStore } from '../store/segments.js';
+import type { SegmentEntry, SegmentStore } from '../store/segments.js';
 
 /**
  * Puts messages back into their queue's stream as their next entry: due retries (the sweep) and
@@ -75,6 +76,44 @@ export class Requeue {
       });
     });
     return landed;
+  }
+
+  /**
+   * The retry entries of nacked entries that waited in their ranges (core/ranges.ts waitsInRange),
+   * each pointing back at the entry it retries (`from`) and at its payload (`ref`). Answers each
+   * one's sequence number where it landed.
+   */
+  async appendRetries(
+    queue: string,
+    waiting: readonly { range: Range; index: number; entry: SegmentEntry }[],
+    now: number,
+  ): Promise<(string | undefined)[]> {
+    if (!waiting.length) return [];
+    const envelopes: Envelope[] = waiting.map(({ range, index, entry }) => {
+      const { payload: _payload, claim: _claim, ...rest } = storedBody(entry.envelope);
+      return {
+        v: 1,
+        ...rest,
+        queue,
+        attempt: entry.envelope.attempt + 1,
+        entry: entry.envelope.entry + 1,
+        enqueued_at: new Date(now).toISOString(),
+        ref: payloadSource(range, index, entry.envelope.ref),
+        from: { shard: range.shard, range: range.start, index },
+      };
+    });
+    const appended = await this.deps.log.append(
+      streamName(this.deps.tenant.tenant, queue),
+      envelopes.map((env) => ({
+        partitionKey: env.key ?? env.message_id,
+        data: Buffer.from(JSON.stringify(env)),
+      })),
+      { preserveKeyOrder: false },
+    );
+    return waiting.map((_, i) => {
+      const at = appended[i];
+      return at?.ok ? at.sequenceNumber : undefined;
+    });
   }
 
   /**

@@ -61,6 +61,17 @@ export const envelopeSchema = z.object({
       index: z.number().int().min(0),
     })
     .optional(),
+  /**
+   * A retry entry of a nacked entry that waited in its range (core/ranges.ts waitsInRange): where
+   * that entry is. Its admission finishes that entry, once (a second copy is passed over).
+   */
+  from: z
+    .object({
+      shard: z.string(),
+      range: z.string(),
+      index: z.number().int().min(0),
+    })
+    .optional(),
 });
 
 export type Envelope = z.infer<typeof envelopeSchema>;

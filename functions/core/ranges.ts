@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import type { PayloadRef } from './envelope.js';
 
 /**
  * The lease layer over the log (DESIGN §2a): the rules, with no AWS in them. Per shard, the
@@ -7,7 +8,9 @@ import { createHash } from 'node:crypto';
  * path). Every entry is leased at most once in its range: a retry re-enters the log as a new
  * entry, so the position of an entry names one delivery, and nothing turns an entry back from
  * leased to free (but a Lambda consumer giving back leases it never started: its namespace has no
- * pull receivers, which are what rely on this). Two consequences the code relies on:
+ * pull receivers, which are what rely on this). A nacked entry whose retry is due soon waits in its
+ * range (`retrying`: neither leasable nor finished) until the sweep appends its retry entry, whose
+ * admission finishes it (`passedOn`). Two consequences the code relies on:
  * - below the lowest range with a free entry (the lease frontier) nothing is leasable, ever;
  * - below the lowest unfinished range (the commit point) everything is finished, for good.
  */
@@ -45,6 +48,14 @@ export interface SegmentRef {
   store: 'ddb' | 's3';
 }
 
+/**
+ * A nacked entry waiting in its range for its retry entry (see waitsInRange). The failed delivery
+ * is in the message's history item, not here: a range stays under 1 KB with every entry waiting.
+ */
+export interface Retrying {
+  dueAt: number;
+}
+
 export interface Range {
   shard: string;
   /** Sequence number of the first entry: the range's name. */
@@ -62,13 +73,18 @@ export interface Range {
   /** When the latest of its acks was written: an entry's own ack was at or before it. */
   ackedAt?: number;
   failed: ReadonlySet<number>;
+  /** Unfinished entries waiting for their retry entry. */
+  retrying: ReadonlyMap<number, Retrying>;
+  /** Finished entries whose retry entry was admitted: the mark admission left (passOnMark). */
+  passedOn: ReadonlyMap<number, string>;
 }
 
-export type EntryStatus = 'free' | 'leased' | 'expired' | 'acked' | 'failed';
+export type EntryStatus = 'free' | 'leased' | 'expired' | 'retrying' | 'acked' | 'failed';
 
 export function entryStatus(range: Range, index: number, now: number): EntryStatus {
   if (range.acked.has(index)) return 'acked';
   if (range.failed.has(index)) return 'failed';
+  if (range.retrying.has(index)) return 'retrying';
   const lease = range.leases.get(index);
   if (!lease) return 'free';
   return lease.expiresAt > now ? 'leased' : 'expired';
@@ -77,7 +93,8 @@ export function entryStatus(range: Range, index: number, now: number): EntryStat
 export function freeEntries(range: Range): number[] {
   const out: number[] = [];
   for (let i = 0; i < range.count; i++)
-    if (!range.leases.has(i) && !range.acked.has(i) && !range.failed.has(i)) out.push(i);
+    if (!range.leases.has(i) && !range.retrying.has(i) && !range.acked.has(i) && !range.failed.has(i))
+      out.push(i);
   return out;
 }
 
@@ -131,6 +148,69 @@ export function stuckEntries(
     [...range.leases.keys()]
       .filter((index) => range.base + index < limit && entryStatus(range, index, now) === 'leased')
       .map((index) => ({ range, index })),
+  );
+}
+
+/**
+ * Whether a nacked entry waits in its range for its retry instead of moving to the delay store:
+ * on an unordered pull queue, when the retry is due no later than a lease could have held the
+ * entry anyway. The delay store costs an item and its index going in and out (~5 write units a
+ * failed attempt); waiting costs the range one write and the retry's admission a share of one.
+ */
+export function waitsInRange(
+  config: { ordered: boolean; lease_seconds: number },
+  dueAt: number,
+  now: number,
+): boolean {
+  return !config.ordered && dueAt - now <= config.lease_seconds * 1000;
+}
+
+/** Entries whose retry is due: the sweep appends their retry entries. */
+export function dueRetries(range: Range, now: number): number[] {
+  return [...range.retrying].filter(([, r]) => r.dueAt <= now).map(([index]) => index);
+}
+
+/**
+ * Waiting retries further than `cap` below the head: like a stuck lease, they would hold the
+ * commit point, and a full window would keep their retry entries out of the ranges for good.
+ */
+export function stuckRetries(ranges: readonly Range[], cap: number): { range: Range; index: number }[] {
+  const limit = admittedTotal(ranges.at(-1)) - cap;
+  return ranges.flatMap((range) =>
+    [...range.retrying.keys()]
+      .filter((index) => range.base + index < limit)
+      .map((index) => ({ range, index })),
+  );
+}
+
+/**
+ * What admission writes on an entry whose retry entry it admitted (at `sequence`, appended at
+ * `appendedAt`): a short hash names the copy (a second copy of the same retry is passed over), the
+ * time says where trace looks for it in the log.
+ */
+export function passOnMark(appendedAt: number, sequence: string): string {
+  const seconds = Math.floor(appendedAt / 1000).toString(36);
+  return `p${seconds}.${createHash('sha256').update(sequence).digest('base64url').slice(0, 6)}`;
+}
+
+/** The time of a pass-on mark (to the second), and whether `sequence` is the copy it names. */
+export function readPassOnMark(mark: string): { appendedAt: number; names: (sequence: string) => boolean } {
+  const appendedAt = Number.parseInt(mark.slice(1).split('.')[0] ?? '', 36) * 1000;
+  return { appendedAt, names: (sequence) => passOnMark(appendedAt, sequence) === mark };
+}
+
+/**
+ * Where an entry's payload is: the entry itself, or the entry a retry's entry points to (`ref`:
+ * never a chain, so a payload is always read from the message's first entry).
+ */
+export function payloadSource(range: Range, index: number, ref: PayloadRef | undefined): PayloadRef {
+  return (
+    ref ?? {
+      shard: range.shard,
+      id: range.segment.id,
+      store: range.segment.store,
+      index: range.segment.offset + index,
+    }
   );
 }
 

@@ -15,17 +15,27 @@ const MAX_PAGES = 10;
 export class LogLookup {
   constructor(private readonly kinesis: KinesisClient) {}
 
+  /** The first record of `messageId` near `atMs` (`accept`ed, when given: one copy among several). */
   async findAround(
     stream: string,
     shards: readonly string[],
     messageId: string,
     atMs: number,
+    accept: (sequence: string) => boolean = () => true,
   ): Promise<{ shard: string; sequence: string } | undefined> {
-    const found = await Promise.all(shards.map((shard) => this.inShard(stream, shard, messageId, atMs)));
+    const found = await Promise.all(
+      shards.map((shard) => this.inShard(stream, shard, messageId, atMs, accept)),
+    );
     return found.find((f) => f !== undefined);
   }
 
-  private async inShard(stream: string, shard: string, messageId: string, atMs: number) {
+  private async inShard(
+    stream: string,
+    shard: string,
+    messageId: string,
+    atMs: number,
+    accept: (sequence: string) => boolean,
+  ) {
     let iterator = (
       await this.kinesis.send(
         new GetShardIteratorCommand({
@@ -42,7 +52,7 @@ export class LogLookup {
       const out = await this.kinesis.send(new GetRecordsCommand({ ShardIterator: iterator, Limit: 1000 }));
       for (const r of out.Records ?? []) {
         if ((r.ApproximateArrivalTimestamp?.getTime() ?? 0) > atMs + AFTER_MS) return undefined;
-        if (r.Data && Buffer.from(r.Data).includes(needle) && r.SequenceNumber)
+        if (r.Data && Buffer.from(r.Data).includes(needle) && r.SequenceNumber && accept(r.SequenceNumber))
           return { shard, sequence: r.SequenceNumber };
       }
       if (!out.Records?.length && out.MillisBehindLatest === 0) return undefined;

@@ -217,17 +217,20 @@ export class Operations {
   /** A shard of the lease layer: its unfinished ranges, from the commit point on. */
   private async rangeShardStats(queue: string, shard: string, now: number) {
     const { ranges, messages } = this.deps;
-    const [open, delayed] = await Promise.all([
+    const [open, inDelayStore] = await Promise.all([
       ranges.commitHint(queue, shard).then((hint) => ranges.from(queue, shard, hint, STATS_RANGES)),
       messages.count(gsi.delayed(queue, shard)),
     ]);
     let ready = 0;
     let inFlight = 0;
+    // Retries waiting in their ranges are delayed as much as those in the delay store.
+    let delayed = inDelayStore;
     for (const range of open) {
       for (let i = 0; i < range.count; i++) {
         const status = entryStatus(range, i, now);
         if (status === 'free') ready++;
         else if (status === 'leased' || status === 'expired') inFlight++;
+        else if (status === 'retrying') delayed++;
       }
     }
     const oldest = open.find((r) => !isFinished(r))?.enqueuedAt;

@@ -2,7 +2,7 @@ import { decodeTime, isValid } from 'ulid';
 import { namespaceParts, streamName } from '../core/config.js';
 import type { Envelope } from '../core/envelope.js';
 import { MessageNotFoundError } from '../core/errors.js';
-import { type EntryStatus, entryStatus, type Range } from '../core/ranges.js';
+import { type EntryStatus, entryStatus, type Range, readPassOnMark } from '../core/ranges.js';
 import type { LogLookup } from '../log/lookup.js';
 import type { ShardDirectory } from '../log/stream.js';
 import type { DedupStore } from '../store/dedup.js';
@@ -45,8 +45,12 @@ const ENTRY_STATE: Record<Exclude<EntryStatus, 'failed'>, TraceState> = {
   free: 'pending',
   leased: 'leased',
   expired: 'leased',
+  retrying: 'delayed',
   acked: 'acked',
 };
+
+/** How many retries that waited in their ranges trace follows from entry to entry. */
+const MAX_HOPS = 100;
 
 export interface TracerDeps {
   tenant: string;
@@ -88,6 +92,21 @@ export class Tracer {
     return entry ? { range, index, envelope: entry.envelope } : undefined;
   }
 
+  /**
+   * Where a retry that waited in its range went on: the copy its pass-on mark names, in the log
+   * after it (the mark says when it was appended).
+   */
+  private async retryOf(
+    queue: string,
+    at: { shard: string; sequence: string },
+    messageId: string,
+    mark: string,
+  ) {
+    const { appendedAt, names } = readPassOnMark(mark);
+    const stream = streamName(this.deps.tenant, namespaceParts(queue).queue);
+    return this.deps.lookup.findAround(stream, [at.shard], messageId, appendedAt, names);
+  }
+
   /** `queue` may be a Lambda consumer's namespace: the producer's acceptance is its queue's. */
   async trace(queue: string, messageId: string): Promise<Trace> {
     const [items, accepted] = await Promise.all([
@@ -107,8 +126,21 @@ export class Tracer {
         : state
           ? undefined
           : (accepted ?? (await this.findInLog(queue, messageId)));
-    const ranged = position ? await this.entryAt(queue, position.shard, position.sequence) : undefined;
-    if (!state && !accepted && !ranged) throw new MessageNotFoundError(messageId);
+    const first = position ? await this.entryAt(queue, position.shard, position.sequence) : undefined;
+    if (!state && !accepted && !first) throw new MessageNotFoundError(messageId);
+    // Retries that waited in their ranges: from entry to entry, to the message's latest.
+    const hops: { envelope: Envelope; at: { shard: string; sequence: string } }[] = [];
+    let ranged = first;
+    let at = position;
+    for (let hop = 0; ranged && at && hop < MAX_HOPS; hop++) {
+      const mark = ranged.range.passedOn.get(ranged.index);
+      const next = mark ? await this.retryOf(queue, at, messageId, mark) : undefined;
+      const entry = next && (await this.entryAt(queue, next.shard, next.sequence));
+      if (!next || !entry) break;
+      hops.push({ envelope: entry.envelope, at: next });
+      ranged = entry;
+      at = next;
+    }
 
     const events: TraceEvent[] = [];
     const add = (at: number | undefined, event: string, detail: Record<string, unknown> = {}) => {
@@ -146,17 +178,25 @@ export class Tracer {
       if (state.state === 'acked') add((state as StateItem & { acked_at?: number }).acked_at, 'acked');
       if (state.state === 'delayed') add(state.due_at, 'retry_due', { attempt: state.attempt });
     }
+    for (const hop of hops.slice(0, -1))
+      add(Date.parse(hop.envelope.enqueued_at), 'enqueued', {
+        entry: hop.envelope.entry,
+        shard: hop.at.shard,
+        sequence: hop.at.sequence,
+      });
     let rangedState: TraceState | undefined;
-    if (ranged && position) {
+    if (ranged && at) {
       const { range, index, envelope } = ranged;
       const status = entryStatus(range, index, Date.now());
       const lease = range.leases.get(index);
       if (envelope.entry > 1)
         add(Date.parse(envelope.enqueued_at), 'enqueued', {
           entry: envelope.entry,
-          shard: position.shard,
-          sequence: position.sequence,
+          shard: at.shard,
+          sequence: at.sequence,
         });
+      const waiting = range.retrying.get(index);
+      if (waiting) add(waiting.dueAt, 'retry_due', { attempt: envelope.attempt + 1 });
       if (lease && status !== 'failed')
         add(lease.deliveredAt, 'delivered', {
           attempt: envelope.attempt,
@@ -169,7 +209,7 @@ export class Tracer {
       else if (
         envelope.key !== undefined &&
         (!state || state.state === 'ranged') &&
-        (await this.deps.holds.has(queue, envelope.key, position.sequence))
+        (await this.deps.holds.has(queue, envelope.key, at.sequence))
       )
         rangedState = 'held';
     }
@@ -180,8 +220,8 @@ export class Tracer {
     return {
       message_id: messageId,
       state: rangedState ?? (state ? STATE[state.state] : 'pending'),
-      shard: state?.shard ?? position?.shard ?? null,
-      sequence: state?.seq ?? position?.sequence ?? null,
+      shard: (hops.length ? at?.shard : undefined) ?? state?.shard ?? position?.shard ?? null,
+      sequence: (hops.length ? at?.sequence : undefined) ?? state?.seq ?? position?.sequence ?? null,
       enqueued_at: producedAt !== undefined ? iso(producedAt) : null,
       attempts: history.map(attemptView),
       events,

@@ -1,5 +1,6 @@
 import {
   BatchGetCommand,
+  DeleteCommand,
   type DynamoDBDocumentClient,
   GetCommand,
   PutCommand,
@@ -9,7 +10,7 @@ import {
 import { type Envelope, payloadBytes } from '../core/envelope.js';
 import type { FailureReason } from '../core/retry-policy.js';
 import { buildKeyCondition, buildUpdate, Raw, type UpdateSpec } from './expression.js';
-import { BODY_SK, GSI1, gsi, messagePk, STATE_SK, TTL_ATTRIBUTE, timeSortKey } from './keys.js';
+import { BODY_SK, GSI1, gsi, historySk, messagePk, STATE_SK, TTL_ATTRIBUTE, timeSortKey } from './keys.js';
 import { countAll, isConditionFailed, retryUnprocessed } from './util.js';
 
 /**
@@ -84,6 +85,13 @@ export interface HistoryRecord {
   delivered_at: number;
   failed_at: number;
 }
+
+/**
+ * An item of this life that the entry at `:shard`/`:seq` (number `:entry`) may move: one `ranged`
+ * there, or at an earlier entry (its retries since waited in their ranges, which write no item).
+ */
+const RANGED_HERE_OR_BEFORE =
+  '(#state = :ranged AND ((#shard = :shard AND #seq = :seq) OR (#entry < :entry AND #produced_at = :produced_at)))';
 
 /** Bodies up to this size ride in the state item, which then stays under 1 KB. */
 const INLINE_BODY_BYTES = 512;
@@ -261,10 +269,16 @@ export class MessageStore {
       // replaced; otherwise only this entry's own `ranged` item moves, or its evicted lease.
       condition: options.evicted
         ? `#state = :leased AND #shard = :shard AND #seq = :seq AND #lease_expires_at ${options.evicted === 'live' ? '>' : '<='} :now`
-        : 'attribute_not_exists(#pk) OR #produced_at < :produced_at OR (#state = :ranged AND #shard = :shard AND #seq = :seq)',
+        : `attribute_not_exists(#pk) OR #produced_at < :produced_at OR ${RANGED_HERE_OR_BEFORE}`,
       values: options.evicted
         ? { ':leased': 'leased', ':shard': shard, ':seq': seq, ':now': now }
-        : { ':ranged': 'ranged', ':shard': shard, ':seq': seq, ':produced_at': Date.parse(env.produced_at) },
+        : {
+            ':ranged': 'ranged',
+            ':shard': shard,
+            ':seq': seq,
+            ':entry': env.entry,
+            ':produced_at': Date.parse(env.produced_at),
+          },
     });
   }
 
@@ -291,12 +305,12 @@ export class MessageStore {
         gsi1pk: gsi.leased(env.queue, at.shard),
         gsi1sk: timeSortKey(lease.expiresAt, env.message_id),
       },
-      condition:
-        'attribute_not_exists(#pk) OR #produced_at < :produced_at OR (#state = :ranged AND #shard = :shard AND #seq = :seq)',
+      condition: `attribute_not_exists(#pk) OR #produced_at < :produced_at OR ${RANGED_HERE_OR_BEFORE}`,
       values: {
         ':ranged': 'ranged',
         ':shard': at.shard,
         ':seq': at.seq,
+        ':entry': env.entry,
         ':produced_at': Date.parse(env.produced_at),
       },
     });
@@ -564,6 +578,34 @@ export class MessageStore {
     return out;
   }
 
+  /**
+   * A failed attempt as an item of its own (`H#<entry>`): a retry that waits in its range has no
+   * state item to hold it. Lives as long as a dead letter would, so a DLQ entry has every attempt.
+   */
+  async putHistory(queue: string, messageId: string, record: HistoryRecord, ttl: number): Promise<void> {
+    await this.doc.send(
+      new PutCommand({
+        TableName: this.table,
+        Item: {
+          pk: messagePk(queue, messageId),
+          sk: historySk(record.generation),
+          ...record,
+          [TTL_ATTRIBUTE]: ttl,
+        },
+      }),
+    );
+  }
+
+  /** Takes back putHistory's record when its failure did not land. */
+  async deleteHistory(queue: string, messageId: string, generation: number): Promise<void> {
+    await this.doc.send(
+      new DeleteCommand({
+        TableName: this.table,
+        Key: { pk: messagePk(queue, messageId), sk: historySk(generation) },
+      }),
+    );
+  }
+
   /** An operator's action on the message, kept for its trace. */
   async putEvent(
     queue: string,
@@ -623,7 +665,12 @@ export function mergeHistory(
   items: readonly HistoryRecord[] | undefined,
   state: StateItem | undefined,
 ): HistoryRecord[] {
-  return [...(items ?? []), ...(state?.hist ?? [])].sort((a, b) => a.generation - b.generation);
+  // One record a delivery: a nack whose range write never landed (a crash) leaves its item, and the
+  // sweep then records the same delivery's expiry; the nack's, with its error, is the one kept.
+  const byDelivery = new Map<number, HistoryRecord>();
+  for (const h of [...(items ?? []), ...(state?.hist ?? [])])
+    if (!byDelivery.has(h.generation)) byDelivery.set(h.generation, h);
+  return [...byDelivery.values()].sort((a, b) => a.generation - b.generation);
 }
 
 function inlineBodyOf(env: Envelope): string | undefined {

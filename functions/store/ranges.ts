@@ -6,7 +6,7 @@ import {
   QueryCommand,
   UpdateCommand,
 } from '@aws-sdk/lib-dynamodb';
-import { consumerTag, type Lease, type Range } from '../core/ranges.js';
+import { consumerTag, type Lease, type Range, type Retrying } from '../core/ranges.js';
 import { rangeCursorKey, rangesPk, seqSortKey, TTL_ATTRIBUTE } from './keys.js';
 import { isConditionFailed } from './util.js';
 
@@ -20,9 +20,16 @@ import { isConditionFailed } from './util.js';
  *   sg/so/ss segment id, offset, store · E entry → lease expiry · O entry → "<delivered>.<tag>"
  *   C consumer tag → consumer id · A acked entries · at time of the latest ack
  *   F entries finished onto the retry path
+ *   R<entry> a nacked entry waiting for its retry: "w<due>" (base 36; its lease's `E` and `O`
+ *     removed, so no ack or extend of it lands: the message's history item keeps the delivery),
+ *     then its pass-on mark (passOnMark) once its retry entry was admitted, or "x" once it moved
+ *     to the delay store. Top-level attributes: a write can set them on items that never had one.
  */
 
-export type NewRange = Omit<Range, 'leases' | 'acked' | 'failed'>;
+export type NewRange = Omit<Range, 'leases' | 'acked' | 'failed' | 'retrying' | 'passedOn'>;
+
+/** What a retry's mark is set to when the gap cap moves it to the message's item instead. */
+const MOVED_MARK = 'x';
 
 export interface NewLease {
   expiresAt: number;
@@ -220,9 +227,10 @@ export class RangeStore {
     const cond: string[] = ['attribute_exists(pk)'];
     indexes.forEach((index, k) => {
       names[`#k${k}`] = String(index);
+      names[`#r${k}`] = retryAttribute(index);
       values[`:o${k}`] = how.stamp(index);
       set.push(`#E.#k${k} = :e`, `#O.#k${k} = :o${k}`);
-      cond.push(how.condition(k));
+      cond.push(`${how.condition(k)} AND attribute_not_exists(#r${k})`);
     });
     if (lease.consumerId !== undefined) {
       Object.assign(names, { '#C': 'C', '#tag': tag });
@@ -294,6 +302,75 @@ export class RangeStore {
     now: number,
   ): Promise<Range | undefined> {
     return this.finish(queue, range, [index], 'F', lease, now);
+  }
+
+  /**
+   * A nack whose retry waits in the range (core/ranges.ts waitsInRange): ends the live lease of
+   * the delivery made at `deliveredAt` and marks the entry waiting until `dueAt`.
+   */
+  retry(
+    queue: string,
+    range: Pick<Range, 'shard' | 'start'>,
+    index: number,
+    deliveredAt: number,
+    dueAt: number,
+    now: number,
+  ): Promise<Range | undefined> {
+    return this.update(queue, range, {
+      UpdateExpression: 'REMOVE #E.#k0, #O.#k0 SET #r0 = :w',
+      ConditionExpression: `${liveCondition(0)} AND begins_with(#O.#k0, :o) AND ${unfinishedCondition(0)}`,
+      ExpressionAttributeNames: {
+        '#E': 'E',
+        '#O': 'O',
+        '#A': 'A',
+        '#F': 'F',
+        '#k0': String(index),
+        '#r0': retryAttribute(index),
+      },
+      ExpressionAttributeValues: {
+        ':w': `w${dueAt.toString(36)}`,
+        ':o': `${deliveredAt.toString(36)}.`,
+        ':now': now,
+        ':v0': index,
+      },
+    });
+  }
+
+  /**
+   * Admission of retry entries: finishes the entries they retry, each marked with its copy's mark.
+   * A mark already there is this copy's admission offered again. All or none.
+   */
+  passOn(
+    queue: string,
+    range: Pick<Range, 'shard' | 'start'>,
+    marks: readonly { index: number; mark: string }[],
+  ): Promise<Range | undefined> {
+    const names: Record<string, string> = { '#A': 'A', '#F': 'F' };
+    const values: Record<string, unknown> = { ':set': new Set(marks.map((m) => m.index)), ':w': 'w' };
+    const set: string[] = [];
+    const cond = marks.map(({ index, mark }, k) => {
+      names[`#r${k}`] = retryAttribute(index);
+      values[`:v${k}`] = index;
+      values[`:m${k}`] = mark;
+      set.push(`#r${k} = :m${k}`);
+      return `((begins_with(#r${k}, :w) AND ${unfinishedCondition(k)}) OR #r${k} = :m${k})`;
+    });
+    return this.update(queue, range, {
+      UpdateExpression: `SET ${set.join(', ')} ADD #F :set`,
+      ConditionExpression: cond.join(' AND '),
+      ExpressionAttributeNames: names,
+      ExpressionAttributeValues: values,
+    });
+  }
+
+  /** The gap cap: a waiting retry moved to the message's item (the delay store) is finished here. */
+  moveRetry(queue: string, range: Pick<Range, 'shard' | 'start'>, index: number): Promise<Range | undefined> {
+    return this.update(queue, range, {
+      UpdateExpression: 'SET #r0 = :x ADD #F :set',
+      ConditionExpression: `begins_with(#r0, :w) AND ${unfinishedCondition(0)}`,
+      ExpressionAttributeNames: { '#A': 'A', '#F': 'F', '#r0': retryAttribute(index) },
+      ExpressionAttributeValues: { ':x': MOVED_MARK, ':w': 'w', ':set': new Set([index]), ':v0': index },
+    });
   }
 
   /** Moves a live lease to a new expiry. */
@@ -395,6 +472,24 @@ function unfinishedCondition(k: number): string {
   return `NOT contains(#A, :v${k}) AND NOT contains(#F, :v${k})`;
 }
 
+function retryAttribute(index: number): string {
+  return `R${index}`;
+}
+
+/** Waiting retries and pass-on marks, from an item's `R<entry>` attributes. */
+function retriesOf(item: Item, finished: (index: number) => boolean) {
+  const retrying = new Map<number, Retrying>();
+  const passedOn = new Map<number, string>();
+  for (const [name, value] of Object.entries(item)) {
+    if (!/^R\d+$/.test(name) || typeof value !== 'string') continue;
+    const index = Number(name.slice(1));
+    if (value.startsWith('w')) {
+      if (!finished(index)) retrying.set(index, { dueAt: Number.parseInt(value.slice(1), 36) });
+    } else if (value !== MOVED_MARK) passedOn.set(index, value);
+  }
+  return { retrying, passedOn };
+}
+
 function toRange(shard: string, item: Item): Range {
   const leases = new Map<number, Lease>();
   const consumers = (item.C ?? {}) as Record<string, string>;
@@ -410,6 +505,9 @@ function toRange(shard: string, item: Item): Range {
     });
   }
   const numbers = (v: unknown) => new Set([...((v as Set<number> | undefined) ?? [])].map(Number));
+  const acked = numbers(item.A);
+  const failed = numbers(item.F);
+  const { retrying, passedOn } = retriesOf(item, (index) => acked.has(index) || failed.has(index));
   return {
     shard,
     start: String(item.sk).replace(/^0+(?=.)/, ''),
@@ -419,8 +517,10 @@ function toRange(shard: string, item: Item): Range {
     enqueuedAt: Number(item.t),
     segment: { id: String(item.sg), offset: Number(item.so), store: item.ss === 's3' ? 's3' : 'ddb' },
     leases,
-    acked: numbers(item.A),
+    acked,
     ...(typeof item.at === 'number' ? { ackedAt: item.at } : {}),
-    failed: numbers(item.F),
+    failed,
+    retrying,
+    passedOn,
   };
 }

@@ -6,7 +6,16 @@ import type { FailedEntry, RangeFailures } from '../consume/range-failures.js';
 import type { Requeue } from '../consume/requeue.js';
 import { mapLimit } from '../core/async.js';
 import { consumerNamespace, type QueueConfig, streamName, type TenantConfig } from '../core/config.js';
-import { expiredEntries, gapCap, type Range, stuckEntries } from '../core/ranges.js';
+import {
+  compareSequence,
+  dueRetries,
+  expiredEntries,
+  gapCap,
+  type Lease,
+  type Range,
+  stuckEntries,
+  stuckRetries,
+} from '../core/ranges.js';
 import type { ShardDirectory } from '../log/stream.js';
 import type { Redrives } from '../operations/redrive.js';
 import type { Counters } from '../store/counters.js';
@@ -82,6 +91,13 @@ function namespaces(tenant: TenantConfig): Namespace[] {
 }
 
 export class Sweeper {
+  /**
+   * Per queue and shard, the retry entries this instance appended for waiting retries, by the
+   * entry they retry: appended again only once admission went past one without finishing its
+   * entry (the copy was lost). A new instance appends them again; admission takes one copy.
+   */
+  private readonly appended = new Map<string, Map<string, string>>();
+
   constructor(private readonly deps: SweeperDeps) {}
 
   private now(): number {
@@ -207,9 +223,51 @@ export class Sweeper {
       const target = await this.entryOf(queue, range, index);
       if (target) await this.deps.rangeFailures.evict(config, target, now);
     });
+    if (ns.consumer === undefined && !config.ordered) {
+      await this.appendDueRetries(queue, shard, open, now);
+      await mapLimit(stuckRetries(open, gapCap(config)), 16, async ({ range, index }) => {
+        const target = await this.entryOf(queue, range, index);
+        if (target) await this.deps.rangeFailures.moveRetry(config, target, now);
+      });
+    }
     const evictedExpired = await this.expireEvicted(queue, config, shard, now);
     await this.deps.admission.lowestOpen(queue, shard, open.at(-1));
     return moved.filter(Boolean).length + evictedExpired;
+  }
+
+  /** Nacked entries that waited in their ranges and are due: their retry entries go into the log. */
+  private async appendDueRetries(queue: string, shard: string, open: Range[], now: number): Promise<void> {
+    const at = `${queue}\u0000${shard}`;
+    const before = this.appended.get(at) ?? new Map<string, string>();
+    const still = new Map<string, string>();
+    const head = open.at(-1)?.last;
+    const due: { range: Range; index: number; name: string }[] = [];
+    const nameOf = (range: Range, index: number) => `${range.start}/${index}`;
+    for (const range of open) {
+      for (const index of range.retrying.keys()) {
+        const copy = before.get(nameOf(range, index));
+        if (copy !== undefined) still.set(nameOf(range, index), copy);
+      }
+      for (const index of dueRetries(range, now)) {
+        const copy = still.get(nameOf(range, index));
+        const lost = copy !== undefined && head !== undefined && compareSequence(head, copy) >= 0;
+        if (copy === undefined || lost) due.push({ range, index, name: nameOf(range, index) });
+      }
+    }
+    this.appended.set(at, still);
+    if (!due.length) return;
+    const entries = await mapLimit(due, 16, async (d) => {
+      const entry = (await this.deps.segments.get(queue, shard, d.range.segment))?.[
+        d.range.segment.offset + d.index
+      ];
+      return entry ? [{ ...d, entry }] : [];
+    });
+    const found = entries.flat();
+    const landed = await this.deps.requeue.appendRetries(queue, found, now);
+    found.forEach((d, i) => {
+      const sequence = landed[i];
+      if (sequence !== undefined) still.set(d.name, sequence);
+    });
   }
 
   /** Leases the gap cap moved out of their ranges, expired: failed from the message's item. */
@@ -250,8 +308,17 @@ export class Sweeper {
     const entry = (await this.deps.segments.get(queue, range.shard, range.segment))?.[
       range.segment.offset + index
     ];
-    const lease = range.leases.get(index);
+    const lease = range.leases.get(index) ?? waitingLease(range, index);
     if (!entry || !lease) return undefined;
     return { queue, range, index, sequence: entry.sequence, envelope: entry.envelope, lease };
   }
+}
+
+/**
+ * A waiting retry's lease, for the gap cap's move: it ended with its nack, and the delivery it
+ * was is in the message's history item; only when it is due is known.
+ */
+function waitingLease(range: Range, index: number): Lease | undefined {
+  const waiting = range.retrying.get(index);
+  return waiting && { deliveredAt: 0, expiresAt: waiting.dueAt };
 }

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type AwsClients, createClients } from '../../functions/aws/clients.js';
 import type { Envelope } from '../../functions/core/envelope.js';
-import { entryStatus, RANGE_ENTRIES, type Range } from '../../functions/core/ranges.js';
+import { entryStatus, passOnMark, RANGE_ENTRIES, type Range } from '../../functions/core/ranges.js';
 import { KeyHolds } from '../../functions/store/key-holds.js';
 import { KeyStates } from '../../functions/store/key-states.js';
 import { RangeStore } from '../../functions/store/ranges.js';
@@ -90,7 +90,14 @@ describe.each([DYNAMODB])('the lease layer store on %s', () => {
       [[2], [3], [4], [5]].map((i) =>
         ranges.lease(
           Q,
-          { ...r, leases: new Map(), acked: new Set(), failed: new Set() },
+          {
+            ...r,
+            leases: new Map(),
+            acked: new Set(),
+            failed: new Set(),
+            retrying: new Map(),
+            passedOn: new Map(),
+          },
           i,
           lease(now + 60_000),
         ),
@@ -101,7 +108,15 @@ describe.each([DYNAMODB])('the lease layer store on %s', () => {
       Array.from({ length: 8 }, (_, k) =>
         ranges.lease(
           Q,
-          { ...r, start: r.start, leases: new Map(), acked: new Set(), failed: new Set() },
+          {
+            ...r,
+            start: r.start,
+            leases: new Map(),
+            acked: new Set(),
+            failed: new Set(),
+            retrying: new Map(),
+            passedOn: new Map(),
+          },
           [0],
           lease(now + 1, `w${k}`),
         ),
@@ -174,6 +189,78 @@ describe.each([DYNAMODB])('the lease layer store on %s', () => {
     const writeCalls = (writes.requests['DynamoDB.UpdateItem'] ?? 0) as number;
     expect(writeCalls).toBe(RANGE_ENTRIES / 2 + 5);
     expect(writes.writeUnits).toBe(writeCalls);
+  });
+
+  it('lets a nacked entry wait in its range: no ack, extend, lease or second nack of it lands', async () => {
+    const r = await newRange(3);
+    const now = Date.now();
+    const l = lease(now + 60_000);
+    await ranges.lease(Q, await got(r.start), [0, 1], l);
+    // Only the delivery that was made: another delivery time is another receipt.
+    expect(await ranges.retry(Q, r, 0, l.deliveredAt + 1, now + 5000, now)).toBeUndefined();
+    const waiting = await ranges.retry(Q, r, 0, l.deliveredAt, now + 5000, now);
+    expect(waiting?.retrying.get(0)).toEqual({ dueAt: now + 5000 });
+    expect(waiting?.leases.has(0)).toBe(false);
+    expect(entryStatus(waiting as Range, 0, now)).toBe('retrying');
+    expect(await ranges.retry(Q, r, 0, l.deliveredAt, now + 5000, now)).toBeUndefined();
+    expect(await ranges.ack(Q, r, [0], now)).toBeUndefined();
+    expect(await ranges.extend(Q, r, 0, now + 90_000, now)).toBeUndefined();
+    expect(await ranges.fail(Q, r, 0, 'any', now)).toBeUndefined();
+    expect(await ranges.lease(Q, { ...(waiting as Range), retrying: new Map() }, [0], l)).toBeUndefined();
+    // An expired lease cannot wait: the sweep fails it through the delay store.
+    await ranges.lease(Q, await got(r.start), [2], lease(now - 1));
+    expect(await ranges.retry(Q, r, 2, now - 2, now + 5000, now)).toBeUndefined();
+    // Its retry entry's admission finishes it, once; the same copy's admission offered again lands.
+    expect(await ranges.passOn(Q, r, [{ index: 0, mark: 'p1.copyA' }])).toBeDefined();
+    expect(await ranges.passOn(Q, r, [{ index: 0, mark: 'p1.copyA' }])).toBeDefined();
+    expect(await ranges.passOn(Q, r, [{ index: 0, mark: 'p1.copyB' }])).toBeUndefined();
+    const done = await got(r.start);
+    expect(entryStatus(done, 0, now)).toBe('failed');
+    expect(done.passedOn.get(0)).toBe('p1.copyA');
+    expect(done.retrying.size).toBe(0);
+    // A live lease was never waiting: nothing to pass on, and a batch with it passes none.
+    expect(await ranges.passOn(Q, r, [{ index: 1, mark: 'p1.copyC' }])).toBeUndefined();
+  });
+
+  it('moves a waiting retry to the delay store once, and then no copy of its retry passes it on', async () => {
+    const r = await newRange(2);
+    const now = Date.now();
+    const l = lease(now + 60_000);
+    await ranges.lease(Q, await got(r.start), [0, 1], l);
+    await ranges.retry(Q, r, 0, l.deliveredAt, now + 5000, now);
+    await ranges.retry(Q, r, 1, l.deliveredAt, now + 5000, now);
+    expect(await ranges.moveRetry(Q, r, 0)).toBeDefined();
+    expect(await ranges.moveRetry(Q, r, 0)).toBeUndefined();
+    expect(await ranges.passOn(Q, r, [{ index: 0, mark: 'p1.copyA' }])).toBeUndefined();
+    expect(await ranges.passOn(Q, r, [{ index: 1, mark: 'p1.copyB' }])).toBeDefined();
+    expect(await ranges.moveRetry(Q, r, 1)).toBeUndefined();
+    const read = await got(r.start);
+    expect([...read.failed].sort()).toEqual([0, 1]);
+    expect([...read.passedOn]).toEqual([[1, 'p1.copyB']]);
+  });
+
+  it('keeps a range with every entry leased by long consumer ids, nacked and passed on, at one write unit', async () => {
+    const r = await newRange(RANGE_ENTRIES);
+    const now = Date.now();
+    const leases = [];
+    for (let i = 0; i < RANGE_ENTRIES; i += 2) {
+      const consumer = `consumer-with-a-long-name-${i % 6}-${'x'.repeat(30)}`;
+      const l = lease(now + 3_600_000 + i, consumer);
+      leases.push(l, l);
+      await ranges.lease(Q, await got(r.start), [i, i + 1], l);
+    }
+    clients.meter.reset();
+    for (let i = 0; i < RANGE_ENTRIES; i++)
+      await ranges.retry(Q, r, i, leases[i]?.deliveredAt as number, now + 3_600_000, now);
+    const marks = Array.from({ length: RANGE_ENTRIES }, (_, index) => ({
+      index,
+      mark: passOnMark(now + 3_600_000, `4960${'8'.repeat(52)}${index}`),
+    }));
+    await ranges.passOn(Q, r, marks.slice(0, 10));
+    await ranges.passOn(Q, r, marks.slice(10));
+    const writes = clients.meter.snapshot();
+    expect(writes.requests['DynamoDB.UpdateItem']).toBe(RANGE_ENTRIES + 2);
+    expect(writes.writeUnits).toBe(RANGE_ENTRIES + 2);
   });
 
   it('keeps segments immutable and readable at once, small ones as items and large ones in S3', async () => {

@@ -2,6 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {
   compareSequence,
+  dueRetries,
   entryStatus,
   expiredEntries,
   freeEntries,
@@ -9,10 +10,14 @@ import {
   isFinished,
   type Lease,
   leaseFrontier,
+  passOnMark,
   pickEntries,
   type Range,
   rangeSizes,
+  readPassOnMark,
   stuckEntries,
+  stuckRetries,
+  waitsInRange,
   windowSize,
 } from '../../functions/core/ranges.js';
 
@@ -30,6 +35,8 @@ function range(start: string, over: Partial<Range> = {}): Range {
     leases: new Map(),
     acked: new Set(),
     failed: new Set(),
+    retrying: new Map(),
+    passedOn: new Map(),
     ...over,
   };
 }
@@ -184,6 +191,52 @@ describe('picking entries to lease', () => {
         },
       ),
     );
+  });
+});
+
+describe('retries that wait in their ranges', () => {
+  const waiting = (dueAt: number) => ({ dueAt });
+  const r = range('1', {
+    base: 100,
+    retrying: new Map([
+      [1, waiting(500)],
+      [2, waiting(1500)],
+    ]),
+    leases: new Map([[0, lease(2000)]]),
+  });
+
+  it('wait only on an unordered queue, and only when due within a lease', () => {
+    const config = { ordered: false, lease_seconds: 30 };
+    expect(waitsInRange(config, 30_000, 0)).toBe(true);
+    expect(waitsInRange(config, 30_001, 0)).toBe(false);
+    expect(waitsInRange({ ...config, ordered: true }, 1000, 0)).toBe(false);
+  });
+
+  it('are neither free nor finished, and come due at their time', () => {
+    expect([1, 2].map((i) => entryStatus(r, i, 1000))).toEqual(['retrying', 'retrying']);
+    expect(freeEntries(r)).toEqual([3, 4]);
+    expect(isFinished(range('2', { count: 1, retrying: new Map([[0, waiting(1)]]) }))).toBe(false);
+    expect(dueRetries(r, 1000)).toEqual([1]);
+    expect(dueRetries(r, 1500)).toEqual([1, 2]);
+    expect(expiredEntries(r, 1000)).toEqual([]);
+  });
+
+  it('are moved out by the gap cap like a stuck lease', () => {
+    const head = range('9', { base: 200, count: 20 });
+    expect(stuckRetries([r, head], 100).map((s) => [s.range.start, s.index])).toEqual([
+      ['1', 1],
+      ['1', 2],
+    ]);
+    expect(stuckRetries([r, head], 119)).toEqual([]);
+  });
+
+  it('name the retry entry that finished them by a mark that also says when it was appended', () => {
+    const mark = passOnMark(1_700_000_000_123, '49601234');
+    expect(mark.length).toBeLessThan(16);
+    const read = readPassOnMark(mark);
+    expect(read.appendedAt).toBe(1_700_000_000_000);
+    expect(read.names('49601234')).toBe(true);
+    expect(read.names('49601235')).toBe(false);
   });
 });
 
