@@ -6,6 +6,7 @@ import {
   compareSequence,
   isFinished,
   passOnMark,
+  RANGE_ENTRIES,
   type Range,
   rangeSizes,
   windowSize,
@@ -81,7 +82,8 @@ export class RangeAdmission {
     const skipped = records.length - fresh.length;
     const now = this.now();
     const due = (r: LogRecord) => !r.envelope.deliver_after || Date.parse(r.envelope.deliver_after) <= now;
-    let free = fresh.some(due) ? await this.freeRoom(queue, shard, config.window_size, head) : 0;
+    const wanted = fresh.filter(due).length;
+    let free = wanted ? await this.freeRoom(queue, shard, config.window_size, head, wanted) : 0;
     let cut = fresh.length;
     for (let i = 0; i < fresh.length; i++) {
       if (!due(fresh[i] as LogRecord)) continue;
@@ -268,19 +270,24 @@ export class RangeAdmission {
   }
 
   /**
-   * Room left in the shard's window, waiting a little for an ack to make some when there is none
-   * (an ack usually frees room sooner than the event source's retry).
+   * Room left in the shard's window, waiting a little for acks to make some when there is too
+   * little (an ack usually frees room sooner than the event source's retry). Too little is less
+   * than a range's worth of what is wanted: behind a backlog, admitting each slot as one ack frees
+   * it would cut the refill into ranges of an entry or two, and every range costs its creation, a
+   * lease write and an ack write whatever it holds.
    */
   private async freeRoom(
     queue: string,
     shard: string,
     size: number,
     head: Range | undefined,
+    wanted: number,
   ): Promise<number> {
+    const enough = Math.max(1, Math.min(wanted, RANGE_ENTRIES, Math.ceil(size / 4)));
     const deadline = Date.now() + (this.deps.windowWaitMs ?? 1000);
     for (;;) {
       const free = size - windowSize(head, await this.lowestOpen(queue, shard, head));
-      if (free > 0 || Date.now() >= deadline) return free;
+      if (free >= enough || Date.now() >= deadline) return free;
       await sleep(WINDOW_POLL_MS);
     }
   }

@@ -112,7 +112,7 @@ export class HeldDelivery {
       state.key,
       held.envelope.message_id,
       { expiresAt: lease.expiresAt, deliveredAt: now, consumerId: lease.consumerId },
-      holder,
+      { holder, sequenced: state.sequenced },
     );
     if (generation === undefined) return undefined;
     // Acked meanwhile: an ack marks the entry before it frees the key, so a claim that followed

@@ -110,26 +110,33 @@ export class RangeConsumer {
     const shards = await this.deps.shards.shards(streamName(this.deps.tenant, queue));
     const perShard = await Promise.all(shards.map((shard) => this.readFrom(queue, shard)));
     const picks = pickEntries(perShard.flat(), want);
-    const withEntries = await this.withinBytes(queue, picks);
-    const won = await mapLimit(withEntries, 8, async ({ pick, entries }) => {
+    const [first, ...rest] = await this.withinBytes(queue, picks);
+    if (!first) return [];
+    const leaseOne = async ({ pick, entries }: { pick: Pick; entries: Map<number, SegmentEntry> }) => {
       const now = this.now();
       const lease = { deliveredAt: now, expiresAt: leaseExpiry(config, now, now, leaseSeconds), consumerId };
       let range = await this.deps.ranges.lease(queue, pick.range, pick.indexes, lease);
       let indexes = pick.indexes;
+      const lost = !range;
       if (!range) {
         // Another receiver took some of them: once more with what is still free in a fresh read.
         const fresh = await this.deps.ranges.get(queue, pick.range.shard, pick.range.start);
         indexes = fresh ? pick.indexes.filter((i) => entryStatus(fresh, i, now) === 'free') : [];
         range = indexes.length ? await this.deps.ranges.lease(queue, pick.range, indexes, lease) : undefined;
-        if (!range) return [];
       }
-      return indexes.map((index) => ({
+      const won = indexes.map((index) => ({
         range: range as Range,
         index,
         entry: entries.get(index) as SegmentEntry,
       }));
-    });
-    return won.flat();
+      return { lost, won: range ? won : [] };
+    };
+    // The first range's write tells whether this look is stale: if another receiver took from it
+    // meanwhile, it likely took from the others too, and a write each would fail (a unit each).
+    const lead = await leaseOne(first);
+    if (lead.lost) return lead.won;
+    const others = await mapLimit(rest, 8, async (p) => (await leaseOne(p)).won);
+    return [...lead.won, ...others.flat()];
   }
 
   /** Ranges from the shard's lease frontier (or its commit point, the first time). */

@@ -56,14 +56,7 @@ export class Requeue {
         ...(consumer !== undefined ? { for: consumer } : {}),
       };
     });
-    const appended = await this.deps.log.append(
-      streamName(this.deps.tenant.tenant, queue),
-      envelopes.map((env) => ({
-        partitionKey: env.key ?? env.message_id,
-        data: Buffer.from(JSON.stringify(env)),
-      })),
-      { preserveKeyOrder: ordered },
-    );
+    const appended = await this.append(queue, envelopes, ordered);
     const landed = items.filter((_, i) => appended[i]?.ok);
     await mapLimit(items, 16, async (item, i) => {
       const at = appended[i];
@@ -102,14 +95,7 @@ export class Requeue {
         from: { shard: range.shard, range: range.start, index },
       };
     });
-    const appended = await this.deps.log.append(
-      streamName(this.deps.tenant.tenant, queue),
-      envelopes.map((env) => ({
-        partitionKey: env.key ?? env.message_id,
-        data: Buffer.from(JSON.stringify(env)),
-      })),
-      { preserveKeyOrder: false },
-    );
+    const appended = await this.append(queue, envelopes, false);
     return waiting.map((_, i) => {
       const at = appended[i];
       return at?.ok ? at.sequenceNumber : undefined;
@@ -135,10 +121,20 @@ export class Requeue {
       wake: true,
       ...(consumer !== undefined ? { for: consumer } : {}),
     };
-    const [appended] = await this.deps.log.append(streamName(this.deps.tenant.tenant, queue), [
-      { partitionKey: key, data: Buffer.from(JSON.stringify(envelope)) },
-    ]);
+    const [appended] = await this.append(queue, [envelope], false);
     return appended?.ok === true;
+  }
+
+  /** Into the queue's stream, each under its key (or its id): every entry of a message in one shard. */
+  private append(queue: string, envelopes: readonly Envelope[], preserveKeyOrder: boolean) {
+    return this.deps.log.append(
+      streamName(this.deps.tenant.tenant, queue),
+      envelopes.map((env) => ({
+        partitionKey: env.key ?? env.message_id,
+        data: Buffer.from(JSON.stringify(env)),
+      })),
+      { preserveKeyOrder },
+    );
   }
 
   /**

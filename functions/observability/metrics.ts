@@ -48,6 +48,26 @@ export type GaugeName =
   | 'parked_keys'
   | 'expired_unprocessed';
 
+/** The queue each Metrics' stored metrics are for: one EMF document holds one queue's. */
+const storedFor = new WeakMap<Metrics, string>();
+
+/** Publishes what was stored for another queue, then stores under `queue`. */
+function forQueue(metrics: Metrics, queue: string): void {
+  const current = storedFor.get(metrics);
+  if (current === queue) return;
+  if (current !== undefined) {
+    if (metrics.hasStoredMetrics()) publish(metrics);
+    else metrics.clearDimensions();
+  }
+  metrics.addDimension('queue', queue);
+  storedFor.set(metrics, queue);
+}
+
+function publish(metrics: Metrics): void {
+  metrics.publishStoredMetrics();
+  storedFor.delete(metrics);
+}
+
 export function countFor(
   metrics: Metrics,
   queue: string,
@@ -55,7 +75,7 @@ export function countFor(
 ): void {
   const entries = Object.entries(counts).filter(([, n]) => n);
   if (!entries.length) return;
-  metrics.addDimension('queue', queue);
+  forQueue(metrics, queue);
   for (const [name, n] of entries) metrics.addMetric(name, MetricUnit.Count, n as number);
 }
 
@@ -68,11 +88,11 @@ export function publishGauges(
   queue: string,
   gauges: Partial<Record<GaugeName, number>>,
 ): void {
-  metrics.addDimension('queue', queue);
+  forQueue(metrics, queue);
   for (const [name, value] of Object.entries(gauges)) {
     metrics.addMetric(name, name.endsWith('_age') ? MetricUnit.Seconds : MetricUnit.Count, value);
   }
-  metrics.publishStoredMetrics();
+  publish(metrics);
 }
 
 /**
@@ -81,7 +101,7 @@ export function publishGauges(
  */
 export function flushMetrics(metrics: Metrics) {
   const flush = async () => {
-    if (metrics.hasStoredMetrics()) metrics.publishStoredMetrics();
+    if (metrics.hasStoredMetrics()) publish(metrics);
   };
   return { after: flush, onError: flush };
 }

@@ -181,15 +181,19 @@ export class KeyStates {
 
   /**
    * A receiver takes the key for its first held message: free (or held by a head that was acked,
-   * `holder`), not parked, with a hold area. Answers the lease's generation, or undefined.
+   * `holder`), not parked, with a hold area, and sequenced as it was read (`sequenced`): the
+   * receiver judged the key free from its head then, and admission may have given it a new head
+   * since (a key whose hold area emptied opens to its next message). Answers the lease's
+   * generation, or undefined.
    */
   async claimHeld(
     queue: string,
     key: string,
     messageId: string,
     lease: HeldLease,
-    holder: string | undefined,
+    judged: { holder: string | undefined; sequenced: string | undefined },
   ): Promise<number | undefined> {
+    const { holder, sequenced } = judged;
     const out = await this.write(
       queue,
       key,
@@ -201,10 +205,15 @@ export class KeyStates {
           lease_consumer: lease.consumerId,
           lease_gen: new Raw('if_not_exists(#lease_gen, :zero) + :one', { ':zero': 0, ':one': 1 }),
         },
-        condition: `attribute_exists(#holding) AND attribute_not_exists(#parked_at) AND ${
-          holder === undefined ? 'attribute_not_exists(#busy_with)' : '#busy_with = :holder'
-        }`,
-        values: holder === undefined ? {} : { ':holder': holder },
+        condition: [
+          'attribute_exists(#holding) AND attribute_not_exists(#parked_at)',
+          holder === undefined ? 'attribute_not_exists(#busy_with)' : '#busy_with = :holder',
+          sequenced === undefined ? 'attribute_not_exists(#sequenced)' : '#sequenced = :sequenced',
+        ].join(' AND '),
+        values: {
+          ...(holder === undefined ? {} : { ':holder': holder }),
+          ...(sequenced === undefined ? {} : { ':sequenced': sequenced }),
+        },
       },
       'ALL_NEW',
     );

@@ -408,21 +408,26 @@ describe.each([DYNAMODB])('the lease layer store on %s', () => {
 
     const now = Date.now();
     const hold = { expiresAt: now + 60_000, deliveredAt: now, consumerId: 'w-1' };
-    expect(await keys.claimHeld(Q, 'seq/1', 'h-2', hold, undefined)).toBe(1);
+    const judged = (holder?: string) => ({ holder, sequenced: '509' });
+    // Judged free from an older head: admission sequenced the key since, so the claim fails.
+    expect(
+      await keys.claimHeld(Q, 'seq/1', 'h-2', hold, { holder: undefined, sequenced: '501' }),
+    ).toBeUndefined();
+    expect(await keys.claimHeld(Q, 'seq/1', 'h-2', hold, judged())).toBe(1);
     // The key is held by it: nobody else takes it, and only its live lease ends or extends.
-    expect(await keys.claimHeld(Q, 'seq/1', 'h-3', hold, undefined)).toBeUndefined();
+    expect(await keys.claimHeld(Q, 'seq/1', 'h-3', hold, judged())).toBeUndefined();
     expect(await keys.extendHeld(Q, 'seq/1', 'h-2', 2, now + 90_000, now)).toBe(false);
     expect(await keys.extendHeld(Q, 'seq/1', 'h-2', 1, now + 90_000, now)).toBe(true);
     expect(await keys.endHeld(Q, 'seq/1', 'h-2', 1, now, { release: true, lease: 'expired' })).toBe(false);
     expect(await keys.endHeld(Q, 'seq/1', 'h-2', 1, now, { release: true, lease: 'live' })).toBe(true);
     expect(await keys.endHeld(Q, 'seq/1', 'h-2', 1, now, { release: true, lease: 'live' })).toBe(false);
-    expect(await keys.claimHeld(Q, 'seq/1', 'h-3', hold, undefined)).toBe(2);
+    expect(await keys.claimHeld(Q, 'seq/1', 'h-3', hold, judged())).toBe(2);
     expect(await keys.endHeld(Q, 'seq/1', 'h-3', 2, now + 61_000, { release: false, lease: 'expired' })).toBe(
       true,
     );
     // Kept by h-3 for its retry: a claim must name it.
-    expect(await keys.claimHeld(Q, 'seq/1', 'h-4', hold, undefined)).toBeUndefined();
-    expect(await keys.claimHeld(Q, 'seq/1', 'h-4', hold, 'h-3')).toBe(3);
+    expect(await keys.claimHeld(Q, 'seq/1', 'h-4', hold, judged())).toBeUndefined();
+    expect(await keys.claimHeld(Q, 'seq/1', 'h-4', hold, judged('h-3'))).toBe(3);
   });
 
   it('clears a hold area mark only with the token read, and only when no held message holds the key', async () => {
@@ -431,7 +436,13 @@ describe.each([DYNAMODB])('the lease layer store on %s', () => {
     const newer = await keys.setHolding(Q, 'tok/1');
     expect(await keys.clearHolding(Q, 'tok/1', token)).toBe(false);
     const now = Date.now();
-    await keys.claimHeld(Q, 'tok/1', 'x', { expiresAt: now + 1000, deliveredAt: now }, undefined);
+    await keys.claimHeld(
+      Q,
+      'tok/1',
+      'x',
+      { expiresAt: now + 1000, deliveredAt: now },
+      { holder: undefined, sequenced: undefined },
+    );
     expect(await keys.clearHolding(Q, 'tok/1', newer)).toBe(false);
     await keys.endHeld(Q, 'tok/1', 'x', 1, now, { release: true, lease: 'live' });
     expect(await keys.clearHolding(Q, 'tok/1', newer)).toBe(true);
