@@ -133,7 +133,9 @@ export class Sweeper {
     const shards = await this.deps.shards.shards(streamName(this.deps.tenant.tenant, ns.queue));
     await Promise.all(
       shards.map(async (shard) => {
-        report.expired += await this.expireRanges(ns, shard);
+        const ranges = await this.expireRanges(ns, shard);
+        report.expired += ranges.expired;
+        report.requeued += ranges.appended;
         report.requeued += await this.requeueDue(ns, shard);
         if (ns.config.ordered)
           if (ns.consumer === undefined)
@@ -195,7 +197,7 @@ export class Sweeper {
    * moved out of them) become failed attempts; the gap cap moves live leases far below the head
    * out of their ranges; the commit point's hint moves up to the lowest unfinished range.
    */
-  private async expireRanges(ns: Namespace, shard: string): Promise<number> {
+  private async expireRanges(ns: Namespace, shard: string): Promise<{ expired: number; appended: number }> {
     const { ranges } = this.deps;
     const { name: queue, config } = ns;
     const now = this.now();
@@ -223,8 +225,9 @@ export class Sweeper {
       const target = await this.entryOf(queue, range, index);
       if (target) await this.deps.rangeFailures.evict(config, target, now);
     });
+    let appended = 0;
     if (ns.consumer === undefined && !config.ordered) {
-      await this.appendDueRetries(queue, shard, open, now);
+      appended = await this.appendDueRetries(queue, shard, open, now);
       await mapLimit(stuckRetries(open, gapCap(config)), 16, async ({ range, index }) => {
         const target = await this.entryOf(queue, range, index);
         if (target) await this.deps.rangeFailures.moveRetry(config, target, now);
@@ -232,11 +235,11 @@ export class Sweeper {
     }
     const evictedExpired = await this.expireEvicted(queue, config, shard, now);
     await this.deps.admission.lowestOpen(queue, shard, open.at(-1));
-    return moved.filter(Boolean).length + evictedExpired;
+    return { expired: moved.filter(Boolean).length + evictedExpired, appended };
   }
 
   /** Nacked entries that waited in their ranges and are due: their retry entries go into the log. */
-  private async appendDueRetries(queue: string, shard: string, open: Range[], now: number): Promise<void> {
+  private async appendDueRetries(queue: string, shard: string, open: Range[], now: number): Promise<number> {
     const at = `${queue}\u0000${shard}`;
     const before = this.appended.get(at) ?? new Map<string, string>();
     const still = new Map<string, string>();
@@ -255,7 +258,7 @@ export class Sweeper {
       }
     }
     this.appended.set(at, still);
-    if (!due.length) return;
+    if (!due.length) return 0;
     const entries = await mapLimit(due, 16, async (d) => {
       const entry = (await this.deps.segments.get(queue, shard, d.range.segment))?.[
         d.range.segment.offset + d.index
@@ -268,6 +271,7 @@ export class Sweeper {
       const sequence = landed[i];
       if (sequence !== undefined) still.set(d.name, sequence);
     });
+    return landed.filter((s) => s !== undefined).length;
   }
 
   /** Leases the gap cap moved out of their ranges, expired: failed from the message's item. */
