@@ -28,7 +28,8 @@ import type { SegmentStore } from '../store/segments.js';
 
 /**
  * sweep: puts due messages from the delay store back into the log (the next entry of each),
- * and turns expired leases into failed attempts.
+ * appends the retry entries of nacked entries that waited in their ranges, and turns expired
+ * leases into failed attempts.
  */
 
 export interface SweeperDeps {
@@ -195,7 +196,9 @@ export class Sweeper {
   /**
    * The lease layer: expired leases of the shard's unfinished ranges (and of leases the gap cap
    * moved out of them) become failed attempts; the gap cap moves live leases far below the head
-   * out of their ranges; the commit point's hint moves up to the lowest unfinished range.
+   * out of their ranges; nacked entries waiting in their ranges get their retry entries appended
+   * when due, or move to the delay store when far below the head; the commit point's hint moves
+   * up to the lowest unfinished range.
    */
   private async expireRanges(ns: Namespace, shard: string): Promise<{ expired: number; appended: number }> {
     const { ranges } = this.deps;
