@@ -163,29 +163,36 @@ export class RangeAdmission {
    */
   private async passOn(queue: string, records: LogRecord[]): Promise<Set<LogRecord>> {
     const passed = new Set<LogRecord>();
-    const byRange = new Map<string, Map<number, LogRecord>>();
+    const byRange = new Map<
+      string,
+      { origin: { shard: string; start: string }; copies: Map<number, LogRecord> }
+    >();
     for (const r of records) {
-      const from = r.envelope.from as NonNullable<Envelope['from']>;
+      const from = r.envelope.from;
+      if (!from) continue;
       const name = `${from.shard}\u0000${from.range}`;
-      const group = byRange.get(name) ?? new Map<number, LogRecord>();
+      const group = byRange.get(name) ?? {
+        origin: { shard: from.shard, start: from.range },
+        copies: new Map(),
+      };
       // Two copies in one batch: the first is the one.
-      if (!group.has(from.index)) group.set(from.index, r);
+      if (!group.copies.has(from.index)) group.copies.set(from.index, r);
       byRange.set(name, group);
     }
-    const mark = (r: LogRecord) => ({
-      index: (r.envelope.from as NonNullable<Envelope['from']>).index,
-      mark: passOnMark(Date.parse(r.envelope.enqueued_at), r.sequence),
-    });
-    await mapLimit([...byRange.values()], 8, async (group) => {
-      const copies = [...group.values()];
-      const from = copies[0]?.envelope.from as NonNullable<Envelope['from']>;
-      const origin = { shard: from.shard, start: from.range };
-      if (await this.deps.ranges.passOn(queue, origin, copies.map(mark))) {
-        for (const r of copies) passed.add(r);
+    const marks = (copies: [number, LogRecord][]) =>
+      copies.map(([index, r]) => ({
+        index,
+        mark: passOnMark(Date.parse(r.envelope.enqueued_at), r.sequence),
+      }));
+    await mapLimit([...byRange.values()], 8, async ({ origin, copies }) => {
+      const all = [...copies];
+      if (await this.deps.ranges.passOn(queue, origin, marks(all))) {
+        for (const [, r] of all) passed.add(r);
         return;
       }
       // One of them is not the copy that finishes its entry: one at a time.
-      for (const r of copies) if (await this.deps.ranges.passOn(queue, origin, [mark(r)])) passed.add(r);
+      for (const copy of all)
+        if (await this.deps.ranges.passOn(queue, origin, marks([copy]))) passed.add(copy[1]);
     });
     return passed;
   }

@@ -158,9 +158,7 @@ export class HeldDelivery {
   private async entryOf(queue: string, d: Delivery): Promise<{ key: string; sequence: string } | undefined> {
     const range = d.entry && (await this.deps.ranges.get(queue, d.shard, d.entry.range));
     if (!range || !d.entry) return undefined;
-    const entry = (await this.deps.segments.get(queue, d.shard, range.segment))?.[
-      range.segment.offset + d.entry.index
-    ];
+    const entry = await this.deps.segments.entryAt(queue, range, d.entry.index);
     return entry?.envelope.key === undefined
       ? undefined
       : { key: entry.envelope.key, sequence: entry.sequence };

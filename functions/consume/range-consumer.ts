@@ -368,9 +368,7 @@ export class RangeConsumer {
         : undefined;
     const lease = evicted ?? (status === 'leased' ? range.leases.get(index) : undefined);
     if (!lease) return undefined;
-    const entry = (await this.deps.segments.get(queue, range.shard, range.segment))?.[
-      range.segment.offset + index
-    ];
+    const entry = await this.deps.segments.entryAt(queue, range, index);
     if (!entry) return undefined;
     return {
       range,

@@ -136,7 +136,7 @@ export class RangeFailures {
    * it was, then the entry is finished in its range. If its retry entry was admitted first, the
    * item is taken back. A crash in between leaves the item, which the next pass recognises.
    */
-  async moveRetry(config: QueueConfig, e: FailedEntry, now: number): Promise<boolean> {
+  async moveRetry(config: QueueConfig, e: Omit<FailedEntry, 'lease'>, now: number): Promise<boolean> {
     const { messages, ranges } = this.deps;
     const waiting = e.range.retrying.get(e.index);
     if (!waiting) return false;
@@ -311,6 +311,6 @@ function attemptRecord(
   };
 }
 
-function sourceOf(e: FailedEntry): SegmentSource {
+function sourceOf(e: Pick<FailedEntry, 'range' | 'index' | 'envelope'>): SegmentSource {
   return payloadSource(e.range, e.index, e.envelope.ref);
 }

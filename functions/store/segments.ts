@@ -1,7 +1,7 @@
 import { GetObjectCommand, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import { type DynamoDBDocumentClient, GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import type { Envelope } from '../core/envelope.js';
-import type { SegmentRef } from '../core/ranges.js';
+import type { Range, SegmentRef } from '../core/ranges.js';
 import { segmentKey, segmentObjectKey, TTL_ATTRIBUTE } from './keys.js';
 
 /**
@@ -102,6 +102,15 @@ export class SegmentStore {
     const entries = JSON.parse(body) as SegmentEntry[];
     this.remember(key, entries, Buffer.byteLength(body));
     return entries;
+  }
+
+  /** The segment entry of a range's entry `index`; undefined only if its segment is gone. */
+  async entryAt(
+    queue: string,
+    range: Pick<Range, 'shard' | 'segment'>,
+    index: number,
+  ): Promise<SegmentEntry | undefined> {
+    return (await this.get(queue, range.shard, range.segment))?.[range.segment.offset + index];
   }
 
   /**

@@ -11,7 +11,6 @@ import {
   dueRetries,
   expiredEntries,
   gapCap,
-  type Lease,
   type Range,
   stuckEntries,
   stuckRetries,
@@ -232,8 +231,13 @@ export class Sweeper {
     if (ns.consumer === undefined && !config.ordered) {
       appended = await this.appendDueRetries(queue, shard, open, now);
       await mapLimit(stuckRetries(open, gapCap(config)), 16, async ({ range, index }) => {
-        const target = await this.entryOf(queue, range, index);
-        if (target) await this.deps.rangeFailures.moveRetry(config, target, now);
+        const entry = await this.deps.segments.entryAt(queue, range, index);
+        if (entry)
+          await this.deps.rangeFailures.moveRetry(
+            config,
+            { queue, range, index, sequence: entry.sequence, envelope: entry.envelope },
+            now,
+          );
       });
     }
     const evictedExpired = await this.expireEvicted(queue, config, shard, now);
@@ -263,9 +267,7 @@ export class Sweeper {
     this.appended.set(at, still);
     if (!due.length) return 0;
     const entries = await mapLimit(due, 16, async (d) => {
-      const entry = (await this.deps.segments.get(queue, shard, d.range.segment))?.[
-        d.range.segment.offset + d.index
-      ];
+      const entry = await this.deps.segments.entryAt(queue, d.range, d.index);
       return entry ? [{ ...d, entry }] : [];
     });
     const found = entries.flat();
@@ -312,20 +314,9 @@ export class Sweeper {
   }
 
   private async entryOf(queue: string, range: Range, index: number): Promise<FailedEntry | undefined> {
-    const entry = (await this.deps.segments.get(queue, range.shard, range.segment))?.[
-      range.segment.offset + index
-    ];
-    const lease = range.leases.get(index) ?? waitingLease(range, index);
+    const entry = await this.deps.segments.entryAt(queue, range, index);
+    const lease = range.leases.get(index);
     if (!entry || !lease) return undefined;
     return { queue, range, index, sequence: entry.sequence, envelope: entry.envelope, lease };
   }
-}
-
-/**
- * A waiting retry's lease, for the gap cap's move: it ended with its nack, and the delivery it
- * was is in the message's history item; only when it is due is known.
- */
-function waitingLease(range: Range, index: number): Lease | undefined {
-  const waiting = range.retrying.get(index);
-  return waiting && { deliveredAt: 0, expiresAt: waiting.dueAt };
 }

@@ -164,6 +164,22 @@ async function ackInTurn(queue: string, n: number): Promise<Received[]> {
   return came;
 }
 
+/**
+ * Three messages of `key` on the `held` queue (`<key>-0..2`): the head received and acked, then the
+ * first of the key's hold area received (with `options`).
+ */
+async function firstHeld(
+  key: string,
+  options: { lease_seconds?: number } = {},
+): Promise<Received | undefined> {
+  const q = queueApi(t, 'held');
+  await q.produce([0, 1, 2].map((i) => ({ message_id: `${key}-${i}`, key, payload: i })));
+  const [head] = await q.receiveAll(1, 5000);
+  expect(head?.message_id).toBe(`${key}-0`);
+  await q.ack([head?.receipt as string]);
+  return (await q.receiveAll(1, 5000, options))[0];
+}
+
 describe('a key with messages waiting behind its head', () => {
   it('holds its later messages behind one produced with a delay (defect 4)', async () => {
     const q = queueApi(t, 'held');
@@ -181,12 +197,8 @@ describe('a key with messages waiting behind its head', () => {
 
   it('takes back a held message whose lease ran out, as a failed attempt, and keeps the order', async () => {
     const q = queueApi(t, 'held');
-    await q.produce([0, 1, 2].map((i) => ({ message_id: `hx-${i}`, key: 'hx', payload: i })));
-    const [head] = await q.receiveAll(1, 5000);
-    expect(head?.message_id).toBe('hx-0');
-    await q.ack([head?.receipt as string]);
     // hx-1 comes from the key's hold area; its lease runs out.
-    const [held] = await q.receiveAll(1, 5000, { lease_seconds: 1 });
+    const held = await firstHeld('hx', { lease_seconds: 1 });
     expect(held).toMatchObject({ message_id: 'hx-1', attempt: 1 });
     await new Promise((r) => setTimeout(r, 1200));
     expect((await q.ack([held?.receipt as string]))[0]?.status).toBe('stale_receipt');
@@ -203,11 +215,7 @@ describe('a key with messages waiting behind its head', () => {
 
 describe('a key left busy by an ack that stopped half way', () => {
   it('is freed by the sweep once the held lease it kept runs out', async () => {
-    const q = queueApi(t, 'held');
-    await q.produce([0, 1, 2].map((i) => ({ message_id: `hw-${i}`, key: 'hw', payload: i })));
-    const [head] = await q.receiveAll(1, 5000);
-    await q.ack([head?.receipt as string]);
-    const [held] = await q.receiveAll(1, 5000, { lease_seconds: 1 });
+    const held = await firstHeld('hw', { lease_seconds: 1 });
     expect(held?.message_id).toBe('hw-1');
     // The ack's first writes landed (the entry acked, the hold item gone), the key's release not.
     const { ranges, holds } = buildServices(t.runtime.config, t.runtime.clients);
@@ -228,10 +236,7 @@ describe('a key left busy by an ack that stopped half way', () => {
 describe('a held message given back', () => {
   it('comes again first, with the same attempt and no history', async () => {
     const q = queueApi(t, 'held');
-    await q.produce([0, 1, 2].map((i) => ({ message_id: `gb-${i}`, key: 'gb', payload: i })));
-    const [head] = await q.receiveAll(1, 5000);
-    await q.ack([head?.receipt as string]);
-    const [held] = await q.receiveAll(1, 5000);
+    const held = await firstHeld('gb');
     expect(held?.message_id).toBe('gb-1');
     const back = await q.nack({ receipt: held?.receipt, release: true });
     expect(back.body).toMatchObject({ status: 'retry_scheduled', attempt: 1 });
