@@ -1,23 +1,16 @@
+import { once } from 'node:events';
 import { mkdirSync } from 'node:fs';
-import type { Server } from 'node:http';
-import { createRequire } from 'node:module';
-import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
+import { Worker } from 'node:worker_threads';
 import { z } from 'zod';
 import { startDynamoDbLocal } from './dynamodb-local.js';
 
 /**
- * dynalite, kinesalite and s3rver started in this process on the data folder (EMULATORS.md).
- * Each folder is opened once: two servers on the same LevelDB folder crash the process.
- * DynamoDB can be AWS's own DynamoDB Local instead of dynalite (a Java child process).
+ * dynalite, kinesalite and s3rver on the data folder (EMULATORS.md), on a thread of their own
+ * (emulator-thread.mjs: why). Each folder is opened once: two servers on the same LevelDB folder
+ * crash the thread. DynamoDB can be AWS's own DynamoDB Local instead of dynalite (a Java child
+ * process).
  */
-
-const require = createRequire(import.meta.url);
-const dynalite = require('dynalite') as (opts: Record<string, unknown>) => Server;
-const kinesalite = require('kinesalite') as (opts: Record<string, unknown>) => Server;
-const S3rver = require('s3rver') as new (
-  opts: Record<string, unknown>,
-) => { run(): Promise<AddressInfo>; close(): Promise<void> };
 
 export const dynamodbEmulatorSchema = z.enum(['dynalite', 'dynamodb-local']).default('dynalite');
 export type DynamoDbEmulator = z.infer<typeof dynamodbEmulatorSchema>;
@@ -47,65 +40,62 @@ export interface EmulatorOptions {
   dynamodb: DynamoDbEmulator;
 }
 
-async function listen(server: Server): Promise<string> {
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => resolve());
+const ready = z.object({ kinesis: z.string(), s3: z.string(), dynamodb: z.string().optional() });
+
+/** The JavaScript emulators' thread, once they listen. */
+async function startThread(options: EmulatorOptions) {
+  const worker = new Worker(new URL('./emulator-thread.mjs', import.meta.url), {
+    workerData: {
+      dataDir: options.dataDir,
+      shardLimit: options.shardLimit,
+      dynalite: options.dynamodb === 'dynalite',
+    },
   });
-  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const [message] = (await Promise.race([
+    once(worker, 'message'),
+    once(worker, 'error').then(([err]) => Promise.reject(err)),
+    once(worker, 'exit').then(([code]) =>
+      Promise.reject(new Error(`the emulators' thread exited (${code})`)),
+    ),
+  ])) as unknown[];
+  return {
+    urls: ready.parse(message),
+    async close() {
+      const exited = once(worker, 'exit');
+      worker.postMessage('close');
+      await exited;
+    },
+  };
 }
 
-interface Listening {
-  url: string;
-  close(): Promise<void>;
-}
-
-async function listening(server: Server): Promise<Listening> {
-  return { url: await listen(server), close: () => closeServer(server) };
-}
-
-function closeServer(server: Server): Promise<void> {
-  return new Promise((resolve, reject) => {
-    server.close((err) => (err ? reject(err) : resolve()));
-    // Idle keep-alive sockets would hold close() open.
-    server.closeIdleConnections();
-  });
+function folder(dataDir: string, name: string): string {
+  const path = join(dataDir, name);
+  mkdirSync(path, { recursive: true });
+  return path;
 }
 
 export async function startEmulators(options: EmulatorOptions): Promise<Emulators> {
-  const dir = (name: string) => {
-    const path = join(options.dataDir, name);
-    mkdirSync(path, { recursive: true });
-    return path;
-  };
-  const kinesis = kinesalite({
-    path: dir('kinesis'),
-    createStreamMs: 0,
-    deleteStreamMs: 0,
-    updateStreamMs: 0,
-    shardLimit: options.shardLimit,
-  });
-  const s3 = new S3rver({ address: '127.0.0.1', port: 0, directory: dir('s3'), silent: true });
   // In parallel: Java takes seconds to start.
-  const started = await Promise.allSettled([
-    options.dynamodb === 'dynalite'
-      ? listening(dynalite({ path: dir('dynamodb'), createTableMs: 0, deleteTableMs: 0, updateTableMs: 0 }))
-      : startDynamoDbLocal(dir('dynamodb-local')),
-    listening(kinesis),
-    s3.run().then((address) => ({ url: `http://127.0.0.1:${address.port}`, close: () => s3.close() })),
+  const [thread, java] = await Promise.allSettled([
+    startThread(options),
+    options.dynamodb === 'dynamodb-local'
+      ? startDynamoDbLocal(folder(options.dataDir, 'dynamodb-local'))
+      : undefined,
   ]);
-  const servers = started.flatMap((r) => (r.status === 'fulfilled' ? [r.value] : []));
-  const failed = started.find((r) => r.status === 'rejected');
-  if (failed) {
-    await Promise.allSettled(servers.map((server) => server.close()));
-    throw failed.reason;
+  if (thread.status === 'rejected' || java.status === 'rejected') {
+    await Promise.allSettled([
+      thread.status === 'fulfilled' ? thread.value.close() : undefined,
+      java.status === 'fulfilled' ? java.value?.close() : undefined,
+    ]);
+    throw thread.status === 'rejected' ? thread.reason : (java as PromiseRejectedResult).reason;
   }
-  const [dynamo, kinesisServer, s3Server] = servers as [Listening, Listening, Listening];
+  const dynamodb = java.value?.url ?? thread.value.urls.dynamodb;
+  if (!dynamodb) throw new Error('no DynamoDB emulator started');
   return {
-    endpoints: { dynamodb: dynamo.url, kinesis: kinesisServer.url, s3: s3Server.url },
+    endpoints: { dynamodb, kinesis: thread.value.urls.kinesis, s3: thread.value.urls.s3 },
     dynamodb: options.dynamodb,
     async close() {
-      await Promise.all(servers.map((server) => server.close()));
+      await Promise.all([thread.value.close(), java.value?.close()]);
     },
   };
 }
