@@ -47,6 +47,11 @@ export interface RangeConsumerDeps {
   now?: () => number;
 }
 
+/**
+ * After a lease write lost, how long this instance reads a range before writing to it: receivers
+ * outnumber what is free, and more of them would lose again.
+ */
+const CONTENDED_MS = 10_000;
 /** Ranges read per shard per look: enough free entries for a receive of 100 behind a few busy ranges. */
 const RANGES_PER_LOOK = 8;
 /**
@@ -64,6 +69,8 @@ interface Leased {
 export class RangeConsumer {
   /** Per shard, the lowest range where this instance last saw a free entry: none is below it, ever. */
   private readonly frontier = new Map<string, string>();
+  /** Per queue, until when this instance reads before it writes a lease: its last lost write. */
+  private readonly contendedUntil = new Map<string, number>();
 
   constructor(private readonly deps: RangeConsumerDeps) {}
 
@@ -115,28 +122,41 @@ export class RangeConsumer {
     const leaseOne = async ({ pick, entries }: { pick: Pick; entries: Map<number, SegmentEntry> }) => {
       const now = this.now();
       const lease = { deliveredAt: now, expiresAt: leaseExpiry(config, now, now, leaseSeconds), consumerId };
-      let range = await this.deps.ranges.lease(queue, pick.range, pick.indexes, lease);
-      let indexes = pick.indexes;
-      const lost = !range;
-      if (!range) {
-        // Another receiver took some of them: once more with what is still free in a fresh read.
-        const fresh = await this.deps.ranges.get(queue, pick.range.shard, pick.range.start);
-        indexes = fresh ? pick.indexes.filter((i) => entryStatus(fresh, i, now) === 'free') : [];
-        range = indexes.length ? await this.deps.ranges.lease(queue, pick.range, indexes, lease) : undefined;
+      // Contended: a consistent read first finds most of what was taken since the look for a read
+      // unit, where the write would fail for a write unit (and of a partition's scarcer budget).
+      const contended = (this.contendedUntil.get(queue) ?? 0) > now;
+      const picked = contended ? await this.stillFree(queue, pick, now) : pick.indexes;
+      let taken = picked.length
+        ? await this.deps.ranges.leaseFree(queue, pick.range, picked, lease)
+        : undefined;
+      const lost = !taken;
+      if (!taken && picked.length) {
+        this.contendedUntil.set(queue, now + CONTENDED_MS);
+        // Other receivers took them all, or one waits for its retry: once more with what a fresh read shows free.
+        const indexes = await this.stillFree(queue, pick, now);
+        taken = indexes.length
+          ? await this.deps.ranges.leaseFree(queue, pick.range, indexes, lease)
+          : undefined;
       }
-      const won = indexes.map((index) => ({
-        range: range as Range,
+      const won = (taken?.won ?? []).map((index) => ({
+        range: taken?.range as Range,
         index,
         entry: entries.get(index) as SegmentEntry,
       }));
-      return { lost, won: range ? won : [] };
+      return { lost, won };
     };
-    // The first range's write tells whether this look is stale: if another receiver took from it
-    // meanwhile, it likely took from the others too, and a write each would fail (a unit each).
+    // The first range's write tells whether this look is stale: if other receivers took all of it
+    // meanwhile, they likely took the others too, and a write each would fail (a unit each).
     const lead = await leaseOne(first);
     if (lead.lost) return lead.won;
     const others = await mapLimit(rest, 8, async (p) => (await leaseOne(p)).won);
     return [...lead.won, ...others.flat()];
+  }
+
+  /** What of a pick a consistent read of its range shows still free. */
+  private async stillFree(queue: string, pick: Pick, now: number): Promise<number[]> {
+    const fresh = await this.deps.ranges.get(queue, pick.range.shard, pick.range.start);
+    return fresh ? pick.indexes.filter((i) => entryStatus(fresh, i, now) === 'free') : [];
   }
 
   /** Ranges from the shard's lease frontier (or its commit point, the first time). */

@@ -228,11 +228,12 @@ export interface Pick {
 
 /**
  * What a receiver leases: up to `want` free entries, in as few ranges as it can (a lease write,
- * and later its ack, costs a unit per range). A lease write fails whole when one of its entries
- * was taken, so receivers reading the same ranges at once must mostly take different entries: each
- * range's free entries are cut into blocks of `want` and the receiver starts at a random block of
- * all of them (two receivers collide only when they draw the same block, not merely the same
- * range), then takes the rest of that range and the ranges after it. Grouped by range: one write each.
+ * and later its ack, costs a unit per range). Receivers reading the same ranges at once must
+ * mostly take different entries: the receiver starts at a random free entry of all of them, takes
+ * `want` from there on in that range (round to its start), then from the ranges after it. Two
+ * receivers' picks are the same only when they drew the same entry; where they overlap, the lease
+ * write (RangeStore.leaseFree) gives the later one what the earlier did not take. Grouped by
+ * range: one write each.
  */
 export function pickEntries(
   ranges: readonly Range[],
@@ -241,15 +242,13 @@ export function pickEntries(
 ): Pick[] {
   const open = ranges.map((range) => ({ range, free: freeEntries(range) })).filter((r) => r.free.length > 0);
   if (!open.length || want <= 0) return [];
-  const blocks = open.flatMap((r, k) =>
-    Array.from({ length: Math.ceil(r.free.length / want) }, (_, b) => ({ k, offset: b * want })),
-  );
-  const first = blocks[Math.floor(random() * blocks.length)] as { k: number; offset: number };
+  const starts = open.flatMap((r, k) => r.free.map((_, offset) => ({ k, offset })));
+  const first = starts[Math.floor(random() * starts.length)] as { k: number; offset: number };
   const picks: Pick[] = [];
   let left = want;
   for (let step = 0; step < open.length && left > 0; step++) {
     const { range, free } = open[(first.k + step) % open.length] as { range: Range; free: number[] };
-    // The first range from the drawn block on, round to its start; every later one from its start.
+    // The first range from the drawn entry on, round to its start; every later one from its start.
     const from = step === 0 ? first.offset : 0;
     const indexes = [...free.slice(from), ...free.slice(0, from)].slice(0, left);
     picks.push({ range, indexes: indexes.sort((x, y) => x - y) });
@@ -271,4 +270,11 @@ export function consumerTag(consumerId: string): string {
 /** Sequence numbers compare as numbers: they grow with gaps and their width is not fixed. */
 export function compareSequence(a: string, b: string): number {
   return a.length === b.length ? (a < b ? -1 : a > b ? 1 : 0) : a.length - b.length;
+}
+
+/** `range` with `lease` written on `indexes`: what a lease write made of the range it read. */
+export function withLeases(range: Range, indexes: readonly number[], lease: Lease): Range {
+  const leases = new Map(range.leases);
+  for (const index of indexes) leases.set(index, lease);
+  return { ...range, leases };
 }

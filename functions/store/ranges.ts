@@ -6,7 +6,7 @@ import {
   QueryCommand,
   UpdateCommand,
 } from '@aws-sdk/lib-dynamodb';
-import { consumerTag, type Lease, type Range, type Retrying } from '../core/ranges.js';
+import { consumerTag, type Lease, type Range, type Retrying, withLeases } from '../core/ranges.js';
 import { rangeCursorKey, rangesPk, seqSortKey, TTL_ATTRIBUTE } from './keys.js';
 import { isConditionFailed } from './util.js';
 
@@ -167,6 +167,53 @@ export class RangeStore {
         ExpressionAttributeValues: { ':c': start, ':s': seqSortKey(start) },
       }),
     );
+  }
+
+  /**
+   * Leases what is still free among `indexes` of one range, in one write that fails only when none
+   * is (or one waits for its retry): receivers whose picks overlap because they looked at once each
+   * get the entries the other did not take, instead of one of them losing the write (a unit) and
+   * the look. Answers the range as written and the entries this lease won, read from the item as
+   * it was before the write (an entry whose lease was there already was not taken by it).
+   */
+  async leaseFree(
+    queue: string,
+    range: Pick<Range, 'shard' | 'start'>,
+    indexes: readonly number[],
+    lease: NewLease,
+  ): Promise<{ range: Range; won: number[] } | undefined> {
+    const names: Record<string, string> = { '#E': 'E', '#O': 'O' };
+    const values: Record<string, unknown> = { ':e': lease.expiresAt, ':o': leaseStamp(lease) };
+    const set: string[] = [];
+    const waiting: string[] = [];
+    const free: string[] = [];
+    indexes.forEach((index, k) => {
+      names[`#k${k}`] = String(index);
+      names[`#r${k}`] = retryAttribute(index);
+      set.push(`#E.#k${k} = if_not_exists(#E.#k${k}, :e)`, `#O.#k${k} = if_not_exists(#O.#k${k}, :o)`);
+      waiting.push(`attribute_not_exists(#r${k})`);
+      free.push(`attribute_not_exists(#E.#k${k})`);
+    });
+    if (lease.consumerId !== undefined) {
+      Object.assign(names, { '#C': 'C', '#tag': leaseTag(lease) });
+      values[':c'] = lease.consumerId;
+      set.push('#C.#tag = :c');
+    }
+    const out = await this.conditional(
+      new UpdateCommand({
+        TableName: this.table,
+        Key: { pk: rangesPk(queue, range.shard), sk: seqSortKey(range.start) },
+        UpdateExpression: `SET ${set.join(', ')}`,
+        ConditionExpression: ['attribute_exists(pk)', ...waiting, `(${free.join(' OR ')})`].join(' AND '),
+        ExpressionAttributeNames: names,
+        ExpressionAttributeValues: values,
+        ReturnValues: 'ALL_OLD',
+      }),
+    );
+    if (!out?.Attributes) return undefined;
+    const before = toRange(range.shard, out.Attributes);
+    const won = indexes.filter((index) => !before.leases.has(index));
+    return { range: withLeases(before, won, lease), won };
   }
 
   /** Leases free entries of one range: all or none. Undefined when one was taken meanwhile. */

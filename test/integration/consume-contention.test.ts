@@ -11,7 +11,7 @@ import { startTestRuntime, type TestRuntime } from '../helpers/runtime.js';
 const MESSAGES = 60;
 const RECEIVERS = 12;
 let t: TestRuntime;
-/** Lease writes refused by their condition (another receiver took the message first). */
+/** Lease writes refused by their condition (other receivers took every entry picked first). */
 let lostLeases = 0;
 
 beforeAll(async () => {
@@ -21,7 +21,7 @@ beforeAll(async () => {
       try {
         return await next(args);
       } catch (err) {
-        const lease = String(args.input?.ConditionExpression ?? '').includes('#state = :ready');
+        const lease = String(args.input?.UpdateExpression ?? '').startsWith('SET #E.#k0 = ');
         if (operationName(context) === 'DynamoDB.UpdateItem' && lease) lostLeases++;
         throw err;
       }
@@ -49,7 +49,7 @@ function produceAll(queue: string, count: number, from = 0) {
 }
 
 describe('concurrent receivers', () => {
-  it('lease each message once and lose at most 2 lease writes a message when they all start at once', async () => {
+  it('lease each message once and lose at most a lease write per 2 messages when they all start at once', async () => {
     const q = queueApi(t, 'race');
     await produceAll('race', MESSAGES);
     await admitted('race', MESSAGES);
@@ -67,10 +67,10 @@ describe('concurrent receivers', () => {
     expect(ids.length).toBe(MESSAGES);
     // 12 receivers asking for 10 each start on one snapshot of 60: some losses cannot be avoided,
     // but a loser must not go on to race for every other message it saw (that cost ~6 a message).
-    expect(lostLeases).toBeLessThanOrEqual(2 * MESSAGES);
+    expect(lostLeases).toBeLessThanOrEqual(MESSAGES / 2);
   });
 
-  it('lose at most 3 lease writes a message while 12 of them receive and ack what trickles in', async () => {
+  it('lose at most a lease write a message while 12 of them receive and ack what trickles in', async () => {
     const q = queueApi(t, 'steady');
     lostLeases = 0;
     const acked = new Set<string>();
@@ -95,7 +95,7 @@ describe('concurrent receivers', () => {
     });
     await Promise.all([producer, ...workers]);
     expect(acked.size).toBe(MESSAGES);
-    // Each receiver trying all it saw lost ~8 writes a message here; a share, then a probe: ~2.
-    expect(lostLeases).toBeLessThanOrEqual(3 * MESSAGES);
+    // Each receiver trying all it saw lost ~8 writes a message here; a pick, then a read once contended: ~0.3.
+    expect(lostLeases).toBeLessThanOrEqual(MESSAGES);
   });
 });

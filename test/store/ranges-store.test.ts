@@ -191,6 +191,54 @@ describe.each([DYNAMODB])('the lease layer store on %s', () => {
     expect(writes.writeUnits).toBe(writeCalls);
   });
 
+  it('leases what is still free of a pick, and fails only when nothing of it is', async () => {
+    const r = await newRange(8);
+    const now = Date.now();
+    const first = await ranges.leaseFree(Q, r, [0, 1], lease(now + 60_000, 'w1'));
+    expect(first?.won).toEqual([0, 1]);
+    // Overlapping: only what w1 did not take, and w1's leases stay as they were.
+    const second = await ranges.leaseFree(Q, r, [1, 2, 3], lease(now + 70_000, 'w2'));
+    expect(second?.won).toEqual([2, 3]);
+    expect(second?.range.leases.get(1)).toMatchObject({ consumerId: 'w1', expiresAt: now + 60_000 });
+    expect(second?.range.leases.get(3)).toMatchObject({ consumerId: 'w2', expiresAt: now + 70_000 });
+    expect(await ranges.leaseFree(Q, r, [0, 1, 2], lease(now + 60_000, 'w3'))).toBeUndefined();
+    // Acked and expired entries keep their lease: not free again.
+    await ranges.leaseFree(Q, r, [4, 5], lease(now - 1));
+    expect(await ranges.ack(Q, r, [3], now)).toBeDefined();
+    expect(await ranges.leaseFree(Q, r, [3, 4, 5], lease(now + 60_000, 'w4'))).toBeUndefined();
+    // An entry waiting for its retry fails the whole write; given back, an entry is free again.
+    await ranges.retry(Q, r, 2, now + 70_000 - 1, now + 5000, now);
+    expect(await ranges.leaseFree(Q, r, [2, 6], lease(now + 60_000, 'w5'))).toBeUndefined();
+    expect(await ranges.release(Q, r, [0], lease(now + 60_000, 'w1'))).toBeDefined();
+    expect((await ranges.leaseFree(Q, r, [0, 6], lease(now + 60_000, 'w5')))?.won).toEqual([0, 6]);
+    const read = await got(r.start);
+    expect([...read.leases].map(([i, l]) => [i, l.consumerId])).toEqual(
+      expect.arrayContaining([
+        [0, 'w5'],
+        [1, 'w1'],
+        [3, 'w2'],
+        [6, 'w5'],
+      ]),
+    );
+  });
+
+  it('gives each entry to one of many receivers leasing overlapping picks at once', async () => {
+    const r = await newRange(RANGE_ENTRIES);
+    const now = Date.now();
+    const picks = Array.from({ length: 8 }, (_, k) =>
+      Array.from({ length: 10 }, (_, j) => (k * 3 + j) % RANGE_ENTRIES),
+    );
+    const results = await Promise.all(
+      picks.map((pick, k) => ranges.leaseFree(Q, r, pick, lease(now + 60_000, `r${k}`))),
+    );
+    const won = results.flatMap((x, k) => (x?.won ?? []).map((index) => [index, `r${k}`] as const));
+    // No entry twice, every picked entry to someone, and to the receiver its range says holds it.
+    expect(new Set(won.map(([index]) => index)).size).toBe(won.length);
+    expect(won).toHaveLength(new Set(picks.flat()).size);
+    const read = await got(r.start);
+    for (const [index, receiver] of won) expect(read.leases.get(index)?.consumerId).toBe(receiver);
+  });
+
   it('lets a nacked entry wait in its range: no ack, extend, lease or second nack of it lands', async () => {
     const r = await newRange(3);
     const now = Date.now();

@@ -138,11 +138,11 @@ describe('the gap cap', () => {
 });
 
 describe('picking entries to lease', () => {
-  it('takes up to `want` free entries from as few ranges as it can, from a random block on', () => {
+  it('takes up to `want` free entries from as few ranges as it can, from a random free entry on', () => {
     const a = range('1', { leases: new Map([[1, lease(9)]]) });
     const b = range('2');
     const c = range('3', { count: 2 });
-    // Blocks of 6: a's four free entries, b's five, c's two: three blocks.
+    // Eleven free entries to start from: a's four, b's five, c's two.
     expect(pickEntries([a, b, c], 6, () => 0).map((p) => [p.range.start, p.indexes])).toEqual([
       ['1', [0, 2, 3, 4]],
       ['2', [0, 1]],
@@ -160,17 +160,17 @@ describe('picking entries to lease', () => {
     expect(pickEntries([], 5)).toEqual([]);
   });
 
-  it('cuts a range with more free entries than wanted into blocks, so two receivers can take both halves', () => {
+  it('starts anywhere in a range, so two receivers of one range take different entries unless they drew the same', () => {
     const r = range('1', { count: 20 });
     const first = pickEntries([r], 10, () => 0.2);
     const second = pickEntries([r], 10, () => 0.7);
-    expect(first.map((p) => [p.range.start, p.indexes])).toEqual([['1', [0, 1, 2, 3, 4, 5, 6, 7, 8, 9]]]);
+    expect(first.map((p) => [p.range.start, p.indexes])).toEqual([['1', [4, 5, 6, 7, 8, 9, 10, 11, 12, 13]]]);
+    // From entry 14 to the end, then round to the range's start before the next range.
     expect(second.map((p) => [p.range.start, p.indexes])).toEqual([
-      ['1', [10, 11, 12, 13, 14, 15, 16, 17, 18, 19]],
+      ['1', [0, 1, 2, 3, 14, 15, 16, 17, 18, 19]],
     ]);
-    // A block shorter than `want` is topped up from the start of its own range before the next one.
     const top = pickEntries([range('1', { count: 14 }), range('2')], 10, () => 0.5);
-    expect(top.map((p) => [p.range.start, p.indexes])).toEqual([['1', [0, 1, 2, 3, 4, 5, 10, 11, 12, 13]]]);
+    expect(top.map((p) => [p.range.start, p.indexes])).toEqual([['1', [0, 1, 2, 3, 4, 9, 10, 11, 12, 13]]]);
   });
 
   it('never picks an entry twice nor one that is not free', () => {
