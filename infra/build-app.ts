@@ -1,6 +1,7 @@
 import { App } from 'aws-cdk-lib';
 import type * as lambda from 'aws-cdk-lib/aws-lambda';
 import { parseTenantConfig } from '../functions/core/config.js';
+import { checkPayloadSchemas } from '../functions/core/payload-schema.js';
 import { applyNagChecks } from './nag.js';
 import { TenantStack } from './tenant-stack.js';
 
@@ -24,6 +25,7 @@ export function buildApp(
   options: BuildAppOptions = {},
 ): { app: App; stack: TenantStack } {
   const config = parseTenantConfig(tenantFile, options.source);
+  checkPayloadSchemas(config, options.source);
   // A copied file that still names another tenant would deploy over that tenant's stack.
   if (options.tenant !== undefined && config.tenant !== options.tenant) {
     throw new Error(

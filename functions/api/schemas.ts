@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { SCOPE, SCOPE_MESSAGE } from '../core/auth.js';
 import { consumerNameSchema, rateLimitsSchema } from '../core/config.js';
-import { MESSAGE_ID } from '../core/envelope.js';
+import { MESSAGE_ID, TRACEPARENT } from '../core/envelope.js';
 
 /** Request bodies of the HTTP API (API.md), validated at the edge. Types come from here. */
 
@@ -12,12 +12,18 @@ const headersSchema = z
   .record(z.string().min(1).max(128), z.string().max(1024))
   .refine((h) => Object.keys(h).length <= 32, 'at most 32 headers');
 
+export const traceparentSchema = z
+  .string()
+  .regex(TRACEPARENT, 'traceparent is a W3C trace context: 00-<32 hex>-<16 hex>-<2 hex>');
+
 export const produceMessageSchema = z.strictObject({
   message_id: z.string().regex(MESSAGE_ID, 'message_id is 1-128 of [A-Za-z0-9_.:-]').optional(),
   key: z.string().min(1).max(256).optional(),
   payload: z.unknown().refine((v) => v !== undefined, 'payload is required (any JSON value)'),
   headers: headersSchema.optional(),
   delay_seconds: z.number().int().min(0).max(MAX_DELAY_SECONDS).default(0),
+  /** W3C trace context; the request's `traceparent` header stands for messages without one. */
+  traceparent: traceparentSchema.optional(),
 });
 
 export const produceRequestSchema = z.strictObject({
@@ -88,6 +94,8 @@ export interface DeliveredMessage {
   attempt: number;
   enqueued_at: string;
   lease_expires_at: string;
+  schema_ref?: string;
+  traceparent?: string;
 }
 
 export type AckStatus = 'acked' | 'stale_receipt' | 'invalid_receipt';

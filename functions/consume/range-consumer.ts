@@ -2,7 +2,7 @@ import type { AckStatus, DeliveredMessage, NackRequest } from '../api/schemas.js
 import type { ClaimStore } from '../claims/claims.js';
 import { mapLimit } from '../core/async.js';
 import { type QueueConfig, streamName } from '../core/config.js';
-import { payloadBytes } from '../core/envelope.js';
+import { deliveryContext, payloadBytes } from '../core/envelope.js';
 import { leaseExpiry } from '../core/lease.js';
 import {
   entryStatus,
@@ -229,6 +229,7 @@ export class RangeConsumer {
         attempt: env.attempt,
         enqueued_at: env.produced_at,
         lease_expires_at: new Date(h.expiresAt).toISOString(),
+        ...deliveryContext(env),
       };
     });
     await this.deps.counters.addStats(queue, {
@@ -260,6 +261,7 @@ export class RangeConsumer {
           attempt: env.attempt,
           enqueued_at: env.produced_at,
           lease_expires_at: new Date(lease?.expiresAt ?? 0).toISOString(),
+          ...deliveryContext(env),
         };
       }),
       this.deps.counters.addStats(queue, { redelivered }),

@@ -1,6 +1,6 @@
 import type { Logger } from '@aws-lambda-powertools/logger';
 import type { Context, KinesisStreamEvent, KinesisStreamRecord } from 'aws-lambda';
-import { decodeEnvelope, type Envelope } from '../core/envelope.js';
+import { decodeEnvelope, deliveryContext, type Envelope } from '../core/envelope.js';
 import { isNonRetryable } from './errors.js';
 
 /** What a Lambda consumer's handler gets, and how it is called: the `leaseq/consumer` contract. */
@@ -14,6 +14,10 @@ export interface LeaseqMessage<T = unknown> {
   attempt: number;
   /** When the producer's request accepted the message. */
   enqueued_at: string;
+  /** The version of the queue's payload schema it was checked against, if the queue has one. */
+  schema_ref?: string;
+  /** The producer's W3C trace context, if it gave one. */
+  traceparent?: string;
 }
 
 export type MessageHandler<T = unknown> = (message: LeaseqMessage<T>, context: Context) => unknown;
@@ -76,5 +80,6 @@ export function messageOf(envelope: Envelope, payload: unknown, attempt: number)
     headers: envelope.headers ?? {},
     attempt,
     enqueued_at: envelope.produced_at,
+    ...deliveryContext(envelope),
   };
 }

@@ -100,8 +100,22 @@ export const queueConfigSchema = z
     rate_limits: rateLimitsSchema.default({}),
     /** Bytes the queue may hold unconsumed; the default is derived (see storageQuotaBytes). */
     storage_quota_bytes: z.number().int().positive().optional(),
+    /**
+     * A JSON Schema every produced payload must match: produce answers a message that does not
+     * `failed` (SCHEMA_VALIDATION_FAILED) and goes on with the rest of its batch. Compiled where
+     * the file is loaded (checkPayloadSchemas), so only produce's bundle carries the validator.
+     */
+    schema: z.record(z.string(), z.unknown()).optional(),
+    /** The schema's version: carried in each accepted message's envelope and every delivery. */
+    schema_ref: z.string().min(1).max(128).optional(),
   })
   .superRefine((q, ctx) => {
+    if (q.schema_ref !== undefined && q.schema === undefined)
+      ctx.addIssue({
+        code: 'custom',
+        path: ['schema_ref'],
+        message: 'names the version of a schema: add schema',
+      });
     if (q.lease_seconds > q.max_lease_seconds) {
       ctx.addIssue({ code: 'custom', path: ['lease_seconds'], message: 'must not exceed max_lease_seconds' });
     }

@@ -47,6 +47,10 @@ export const envelopeSchema = z.object({
    * messages of `key` (appended by the sweep, or a skip, when nothing else would come for the key).
    */
   wake: z.literal(true).optional(),
+  /** The version of the queue's payload schema the payload was checked against (config `schema_ref`). */
+  schema_ref: z.string().optional(),
+  /** The producer's W3C trace context, handed to every delivery. */
+  traceparent: z.string().optional(),
   payload: z.unknown().optional(),
   claim: claimRefSchema.optional(),
   /**
@@ -89,4 +93,18 @@ export function decodeEnvelope(data: Uint8Array): Envelope {
 /** The bytes of a message's payload, wherever it lives: what storage quotas count. */
 export function payloadBytes(env: Pick<Envelope, 'payload' | 'claim'>): number {
   return env.claim ? env.claim.bytes : Buffer.byteLength(JSON.stringify(env.payload ?? null));
+}
+
+/** W3C Trace Context `traceparent`: version 00, trace id, parent id, flags (all lowercase hex). */
+export const TRACEPARENT = /^00-(?!0{32})[0-9a-f]{32}-(?!0{16})[0-9a-f]{16}-[0-9a-f]{2}$/;
+
+/** What a delivery carries of the envelope beyond its payload, when the producer gave it. */
+export function deliveryContext(env: Pick<Envelope, 'schema_ref' | 'traceparent'>): {
+  schema_ref?: string;
+  traceparent?: string;
+} {
+  return {
+    ...(env.schema_ref !== undefined ? { schema_ref: env.schema_ref } : {}),
+    ...(env.traceparent !== undefined ? { traceparent: env.traceparent } : {}),
+  };
 }

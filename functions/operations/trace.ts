@@ -1,6 +1,6 @@
 import { decodeTime, isValid } from 'ulid';
 import { namespaceParts, streamName } from '../core/config.js';
-import type { Envelope } from '../core/envelope.js';
+import { deliveryContext, type Envelope } from '../core/envelope.js';
 import { MessageNotFoundError } from '../core/errors.js';
 import { type EntryStatus, entryStatus, type Range, readPassOnMark } from '../core/ranges.js';
 import type { LogLookup } from '../log/lookup.js';
@@ -30,6 +30,9 @@ export interface Trace {
   enqueued_at: string | null;
   attempts: AttemptView[];
   events: TraceEvent[];
+  /** From the message's envelope, where the log still has it. */
+  schema_ref?: string;
+  traceparent?: string;
 }
 
 const STATE: Record<StateItem['state'], TraceState> = {
@@ -225,6 +228,7 @@ export class Tracer {
       enqueued_at: producedAt !== undefined ? iso(producedAt) : null,
       attempts: history.map(attemptView),
       events,
+      ...deliveryContext((first ?? ranged)?.envelope ?? {}),
     };
   }
 }

@@ -5,14 +5,16 @@ import { type QueueConfig, storageQuotaBytes, streamName } from '../core/config.
 import { type ClaimRef, type Envelope, encodeEnvelope, payloadBytes } from '../core/envelope.js';
 import { InvalidRequestError, QuotaExceededError } from '../core/errors.js';
 import { newMessageId } from '../core/ids.js';
+import { payloadProblem } from '../core/payload-schema.js';
 import type { StreamLog } from '../log/stream.js';
 import type { Counters } from '../store/counters.js';
 import type { DedupStore } from '../store/dedup.js';
 import type { StorageMeter } from '../store/storage.js';
 
 /**
- * The produce path: dedup check, claim-check, append, then the dedup record. `accepted`
- * only for what Kinesis acknowledged; `failed` (retryable) for what it did not.
+ * The produce path: the queue's payload schema, dedup check, claim-check, append, then the dedup
+ * record. `accepted` only for what Kinesis acknowledged; `failed` (retryable) for what it did not,
+ * and (not retryable) for a payload the schema refuses.
  */
 
 export interface ProducerDeps {
@@ -62,6 +64,11 @@ export class Producer {
     const unique: Prepared[] = [];
     const repeats: Prepared[] = [];
     for (const p of prepared) {
+      const problem = config.schema && payloadProblem(config.schema, p.message.payload);
+      if (problem) {
+        results[p.index] = failed(p.messageId, 'SCHEMA_VALIDATION_FAILED', problem, false);
+        continue;
+      }
       if (firstById.has(p.messageId)) repeats.push(p);
       else {
         firstById.set(p.messageId, p);
@@ -215,6 +222,8 @@ export class Producer {
       queue,
       ...(message.key !== undefined ? { key: message.key } : {}),
       ...(message.headers ? { headers: message.headers } : {}),
+      ...(config.schema_ref !== undefined ? { schema_ref: config.schema_ref } : {}),
+      ...(message.traceparent !== undefined ? { traceparent: message.traceparent } : {}),
       produced_at: at,
       enqueued_at: at,
       attempt: 1,
@@ -227,8 +236,8 @@ export class Producer {
   }
 }
 
-function failed(messageId: string, code: string, message: string): ProduceResult {
-  return { message_id: messageId, status: 'failed', error: { code, message, retryable: true } };
+function failed(messageId: string, code: string, message: string, retryable = true): ProduceResult {
+  return { message_id: messageId, status: 'failed', error: { code, message, retryable } };
 }
 
 function requireKeys(messages: readonly ProduceMessage[]): void {

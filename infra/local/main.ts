@@ -3,6 +3,7 @@ import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
 import { ConfigError, parseTenantConfig } from '../../functions/core/config.js';
+import { checkPayloadSchemas } from '../../functions/core/payload-schema.js';
 import { DYNAMODB_EMULATOR_ENV, dynamodbEmulatorSchema } from './emulators.js';
 import { startRuntime } from './runtime.js';
 
@@ -36,6 +37,7 @@ async function main(): Promise<void> {
   });
   const configPath = resolve(options.config);
   const tenant = parseTenantConfig(JSON.parse(readFileSync(configPath, 'utf8')), configPath);
+  checkPayloadSchemas(tenant, configPath);
   const runtime = await startRuntime({
     tenant,
     dataDir: resolve(options.dataDir),

@@ -7,6 +7,7 @@ import { type AwsClients, createClients } from '../../functions/aws/clients.js';
 import type { FaultInjector } from '../../functions/aws/faults.js';
 import { hashApiKey } from '../../functions/core/auth.js';
 import { streamName, type TenantConfig, tableName } from '../../functions/core/config.js';
+import { checkPayloadSchemas } from '../../functions/core/payload-schema.js';
 import type { RuntimeConfig } from '../../functions/core/runtime-config.js';
 import { createDispatchHandler } from '../../functions/dispatch/app.js';
 import { SERVICE } from '../../functions/observability/metrics.js';
@@ -56,6 +57,8 @@ export interface Runtime {
 export const ADMIN_KEY_NAME = 'local-admin';
 
 export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
+  // A schema that does not compile must refuse to start, not fail every produce.
+  checkPayloadSchemas(options.tenant);
   mkdirSync(options.dataDir, { recursive: true });
   const adminKey = options.adminKey ?? loadOrCreateAdminKey(options.dataDir);
   const totalShards = Object.values(options.tenant.queues).reduce((n, q) => n + q.shards, 0);

@@ -22,7 +22,11 @@ export function queueApi(t: TestRuntime, queue: string) {
     return res.body;
   };
   return {
-    async produce(messages: unknown[]): Promise<{ message_id: string; status: string }[]> {
+    async produce(
+      messages: unknown[],
+    ): Promise<
+      { message_id: string; status: string; error?: { code: string; message: string; retryable: boolean } }[]
+    > {
       return ok(await post('messages', { messages })).results;
     },
     async receive(body: Record<string, unknown> = {}): Promise<Received[]> {

@@ -6,6 +6,8 @@ import {
   namespaceParts,
   parseTenantConfig,
 } from '../../functions/core/config.js';
+import { checkPayloadSchemas } from '../../functions/core/payload-schema.js';
+import { buildApp } from '../../infra/build-app.js';
 
 const issuesOf = (raw: unknown): { path: string; message: string }[] => {
   try {
@@ -47,6 +49,27 @@ describe('tenant configuration', () => {
       alarms: { email: ['ops@example.com'] },
     });
     expect(config.alarms.email).toEqual(['ops@example.com']);
+  });
+
+  it('refuses a payload schema that does not compile, and a schema_ref without a schema', () => {
+    const schemaIssues = (schema: unknown) => {
+      try {
+        checkPayloadSchemas(parseTenantConfig({ tenant: 'acme', queues: { jobs: { schema } } }));
+      } catch (err) {
+        if (err instanceof ConfigError) return err.issues;
+        throw err;
+      }
+      return [];
+    };
+    expect(schemaIssues({ type: 'objekt' }).map((i) => i.path)).toEqual(['queues.jobs.schema']);
+    expect(schemaIssues({ typo: 1 })[0]?.message).toContain('unknown keyword: "typo"');
+    expect(schemaIssues({ type: 'object', required: ['id'] })).toEqual([]);
+    expect(issuesOf({ tenant: 'acme', queues: { jobs: { schema_ref: 'v1' } } })).toEqual([
+      { path: 'queues.jobs.schema_ref', message: 'names the version of a schema: add schema' },
+    ]);
+    expect(() =>
+      buildApp({ tenant: 'acme', queues: { jobs: { schema: { type: 'objekt' } } } }, { source: 'acme.json' }),
+    ).toThrow(/acme.json is invalid: queues.jobs.schema: schema is invalid/);
   });
 
   it('fills every default of a Lambda consumer', () => {

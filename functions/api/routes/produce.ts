@@ -1,14 +1,30 @@
+import { InvalidRequestError } from '../../core/errors.js';
 import { countFor } from '../../observability/metrics.js';
 import { json, parseBody } from '../http.js';
 import { queueRoute } from '../route.js';
-import { produceRequestSchema } from '../schemas.js';
+import { produceRequestSchema, traceparentSchema } from '../schemas.js';
 
 export const produceRoute = queueRoute('POST', '/queues/{queue}/messages', 'produce', async (req) => {
   const { messages } = parseBody(req.event, produceRequestSchema);
-  const results = await req.services.producer.produce(req.queue.name, req.queue.config, messages);
+  const traceparent = traceparentHeader(req.event.headers?.traceparent);
+  const results = await req.services.producer.produce(
+    req.queue.name,
+    req.queue.config,
+    traceparent ? messages.map((m) => ({ traceparent, ...m })) : messages,
+  );
   countFor(req.services.metrics, req.queue.name, {
     produced: results.filter((r) => r.status === 'accepted').length,
     duplicate: results.filter((r) => r.status === 'duplicate').length,
   });
   return json(200, { results });
 });
+
+/** The request's `traceparent` header: the trace context of its messages that carry none. */
+function traceparentHeader(value: string | undefined): string | undefined {
+  if (value === undefined) return undefined;
+  const parsed = traceparentSchema.safeParse(value.trim());
+  if (parsed.success) return parsed.data;
+  throw new InvalidRequestError('the traceparent header is not a W3C trace context', [
+    { path: 'headers.traceparent', message: parsed.error.issues[0]?.message ?? 'invalid' },
+  ]);
+}
