@@ -12,6 +12,7 @@ import type {
   NackResult,
   ProduceMessage,
   ProduceResult,
+  QueuePause,
   QueueStats,
   ReceivedMessage,
   ReceiveOptions,
@@ -167,6 +168,20 @@ export class LeaseqClient {
     options: CallOptions = {},
   ): Promise<DeadLetter<T>> {
     return this.get(this.path(queue, `dlq/${encodeURIComponent(messageId)}`), options);
+  }
+
+  /**
+   * Pauses the queue's deliveries (scope `admin:<queue>`; audited with `reason`): receive answers
+   * nothing and its Lambda consumers hold their batches, within a second; produce goes on.
+   */
+  async pause(queue: string, reason: string, options: CallOptions = {}): Promise<QueuePause> {
+    return (await this.post<{ paused: QueuePause }>(queue, 'pause', { reason }, options)).paused;
+  }
+
+  /** Ends a pause (audited); throws NotFoundError when the queue is not paused. */
+  async resume(queue: string, options: CallOptions & { reason?: string } = {}): Promise<QueuePause> {
+    const body = options.reason !== undefined ? { reason: options.reason } : {};
+    return (await this.post<{ resumed: QueuePause }>(queue, 'resume', body, options)).resumed;
   }
 
   health(options: CallOptions = {}): Promise<{ status: string }> {

@@ -86,6 +86,15 @@ export interface QueueStats {
   redelivered_total: number;
   stale_receipts_total: number;
   expired_unprocessed_total: number;
+  /** Set while an admin paused the queue's deliveries. */
+  paused: QueuePause | null;
+}
+
+/** A pause of a queue's deliveries: when, by which key, and why. */
+export interface QueuePause {
+  paused_at: string;
+  actor: string;
+  reason: string;
 }
 
 export interface FailedAttempt {

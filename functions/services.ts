@@ -19,6 +19,7 @@ import { DedupStore } from './store/dedup.js';
 import { KeyHolds } from './store/key-holds.js';
 import { KeyStates } from './store/key-states.js';
 import { MessageStore } from './store/messages.js';
+import { PauseStore } from './store/pauses.js';
 import { RangeStore } from './store/ranges.js';
 import { RedriveJobs } from './store/redrives.js';
 import { SegmentStore } from './store/segments.js';
@@ -47,6 +48,7 @@ export function buildServices(config: RuntimeConfig, clients: AwsClients) {
   const storage = new StorageMeter(clients.doc, table, buffered);
   const ranges = new RangeStore(clients.doc, table);
   const rangeFailures = new RangeFailures({ messages, ranges, segments, counters, keys });
+  const pauses = new PauseStore(clients.doc, table);
   return {
     tenant,
     messages,
@@ -62,6 +64,7 @@ export function buildServices(config: RuntimeConfig, clients: AwsClients) {
     ranges,
     segments,
     rangeFailures,
+    pauses,
     held: new HeldDelivery({
       tenant,
       keys,
@@ -102,6 +105,7 @@ export function buildServices(config: RuntimeConfig, clients: AwsClients) {
       audit,
       storage,
       ranges,
+      pauses,
     }),
     redrives: new Redrives({
       tenant,

@@ -129,6 +129,14 @@ export const skipRequestSchema = z.strictObject({
   reason: z.string().min(1, 'say why the key is skipped').max(1024),
 });
 
+export const pauseRequestSchema = z.strictObject({
+  reason: z.string().min(1, 'say why deliveries are paused').max(1024),
+});
+
+export const resumeRequestSchema = z.strictObject({
+  reason: z.string().min(1).max(1024).optional(),
+});
+
 export const auditQuerySchema = z.strictObject({
   limit: z.coerce.number().int().min(1).max(500).default(100),
 });

@@ -11,6 +11,7 @@ import { InvalidRequestError, StaleReceiptError } from '../core/errors.js';
 import { leaseExpiry, maxLeaseExpiry } from '../core/lease.js';
 import type { Delivery, ReceiptSigner } from '../core/receipt.js';
 import type { Counters } from '../store/counters.js';
+import { PAUSE_CHECK_MS, type PauseStore } from '../store/pauses.js';
 import type { RangeConsumer } from './range-consumer.js';
 
 /**
@@ -20,6 +21,8 @@ import type { RangeConsumer } from './range-consumer.js';
 
 export interface ConsumerDeps {
   counters: Counters;
+  /** A paused queue delivers nothing (an admin's incident control). */
+  pauses: Pick<PauseStore, 'isPaused'>;
   ranges: RangeConsumer;
   signer: () => Promise<ReceiptSigner>;
   now?: () => number;
@@ -50,18 +53,16 @@ export class Consumer {
     }
     const deadline = this.now() + req.wait_seconds * 1000;
     for (let pause = POLL_FIRST_MS; ; pause = Math.min(POLL_MAX_MS, pause * 2)) {
-      const delivered = await this.deps.ranges.receive(
-        queue,
-        config,
-        req.max_messages,
-        leaseSeconds,
-        consumerId,
-      );
+      // Paused: the long poll waits it out, looking again as often as a pause is read.
+      const paused = await this.deps.pauses.isPaused(queue);
+      const delivered = paused
+        ? []
+        : await this.deps.ranges.receive(queue, config, req.max_messages, leaseSeconds, consumerId);
       if (delivered.length) return delivered;
       const left = deadline - this.now();
       if (left <= 0) return [];
       // Jittered, so receivers waiting together do not all look (and race) at the same moment.
-      await sleep(Math.min(pause * (0.5 + Math.random() / 2), left));
+      await sleep(Math.min((paused ? PAUSE_CHECK_MS : pause) * (0.5 + Math.random() / 2), left));
     }
   }
 

@@ -4,7 +4,7 @@ import type { Context, KinesisStreamBatchResponse, KinesisStreamEvent } from 'aw
 import type { RangeAdmission } from '../admission/range-admission.js';
 import type { ClaimStore } from '../claims/claims.js';
 import type { RangeFailures } from '../consume/range-failures.js';
-import { mapLimit } from '../core/async.js';
+import { mapLimit, sleep } from '../core/async.js';
 import { consumerNamespace, type QueueConfig, streamName } from '../core/config.js';
 import { compareSequence, entryStatus, takenOverTooOften } from '../core/ranges.js';
 import type { FailureReason } from '../core/retry-policy.js';
@@ -12,6 +12,7 @@ import { countFor } from '../observability/metrics.js';
 import type { Counters } from '../store/counters.js';
 import type { KeyHolds } from '../store/key-holds.js';
 import type { KeyStates } from '../store/key-states.js';
+import { PAUSE_CHECK_MS, type PauseStore } from '../store/pauses.js';
 import type { RangeStore } from '../store/ranges.js';
 import type { SegmentStore } from '../store/segments.js';
 import { Invocation, type Located } from './invocation.js';
@@ -57,7 +58,12 @@ export interface RangePushConsumerDeps {
   concurrency: number;
   /** Below this much time left, no new record is started. */
   timeoutMarginMs: number;
+  /** A paused queue's batches are held (POST /queues/{q}/pause). */
+  pauses: Pick<PauseStore, 'isPaused'>;
 }
+
+/** How long an invocation holds a batch of a paused queue before handing it back. */
+const PAUSE_HOLD_MS = 5000;
 
 export class RangePushConsumer {
   private readonly namespace: string;
@@ -66,6 +72,24 @@ export class RangePushConsumer {
   constructor(private readonly deps: RangePushConsumerDeps) {
     this.namespace = consumerNamespace(deps.queue, deps.consumer);
     this.stream = streamName(deps.tenant, deps.queue);
+  }
+
+  /**
+   * While the queue is paused the batch waits here a few seconds, then goes back to the event
+   * source untouched (its retry comes after a backoff): holding a little in the invocation spares
+   * the shard a stream of empty invocations, and the retry after a resume finds it as it was.
+   */
+  private async heldByPause(context: Context): Promise<boolean> {
+    const until = Date.now() + PAUSE_HOLD_MS;
+    while (await this.deps.pauses.isPaused(this.deps.queue)) {
+      const left = Math.min(
+        until - Date.now(),
+        context.getRemainingTimeInMillis() - this.deps.timeoutMarginMs,
+      );
+      if (left <= 0) return true;
+      await sleep(Math.min(PAUSE_CHECK_MS, left));
+    }
+    return false;
   }
 
   async handle(event: KinesisStreamEvent, context: Context): Promise<KinesisStreamBatchResponse> {
@@ -80,6 +104,7 @@ export class RangePushConsumer {
     // Nothing is admitted or leased when no record could start: the retry finds the batch untouched.
     if (!records.length || context.getRemainingTimeInMillis() < this.deps.timeoutMarginMs)
       return report(offered);
+    if (await this.heldByPause(context)) return report(offered);
     const shard = (event.Records[0] as (typeof event.Records)[number]).eventID.split(':')[0] as string;
     const taken = offered.length
       ? await this.deps.admission.admit(this.namespace, this.deps.config, shard, offered)

@@ -18,6 +18,7 @@ import type { Counters } from '../store/counters.js';
 import type { KeyStates } from '../store/key-states.js';
 import { gsi } from '../store/keys.js';
 import type { MessageStore, StateItem } from '../store/messages.js';
+import type { Pause, PauseStore } from '../store/pauses.js';
 import type { RangeStore } from '../store/ranges.js';
 import type { StorageMeter } from '../store/storage.js';
 import { type AttemptView, attemptView, iso } from './views.js';
@@ -39,6 +40,7 @@ export interface OperationsDeps {
   audit: AuditTrail;
   storage: StorageMeter;
   ranges: RangeStore;
+  pauses: PauseStore;
   now?: () => number;
 }
 
@@ -186,10 +188,11 @@ export class Operations {
     const shards = await this.shardsOf(queue);
     const perShard = await Promise.all(shards.map((shard) => this.rangeShardStats(queue, shard, now)));
     // The totals first: reading them writes this instance's pending counts, the stored bytes too.
-    const [dead, totals, held] = await Promise.all([
+    const [dead, totals, held, pause] = await Promise.all([
       this.deadStats(queue, now),
       this.deps.counters.stats(queue),
       config.ordered ? this.deps.keyOrder.heldInHoldAreas(queue, shards) : 0,
+      this.deps.pauses.get(queue),
     ]);
     const storedBytes = await this.deps.storage.used(queue);
     const sum = (f: (s: (typeof perShard)[number]) => number) => perShard.reduce((a, s) => a + f(s), 0);
@@ -211,7 +214,39 @@ export class Operations {
       expired_unprocessed_total: 0,
       stored_bytes: storedBytes,
       storage_quota_bytes: storageQuotaBytes(config),
+      /** Set while an admin paused deliveries (POST /queues/{q}/pause). */
+      paused: pause ?? null,
     };
+  }
+
+  /**
+   * Pauses deliveries of the queue: receive answers nothing and its Lambda consumers hold their
+   * batches, while produce goes on. Audited with its reason; pausing again replaces the reason.
+   */
+  async pause(queue: string, reason: string, actor: string): Promise<Pause> {
+    const now = this.now();
+    const pause = { paused_at: iso(now), actor, reason };
+    await this.deps.pauses.pause(queue, pause);
+    await this.deps.audit.record(queue, { action: 'pause', actor, target: queue, reason }, now);
+    return pause;
+  }
+
+  /** Ends a pause; audited. A queue that was not paused answers NOT_FOUND. */
+  async resume(queue: string, reason: string | undefined, actor: string): Promise<{ resumed: Pause }> {
+    const ended = await this.deps.pauses.resume(queue);
+    if (!ended) throw new NotFoundError(`the queue ${queue} is not paused`);
+    await this.deps.audit.record(
+      queue,
+      {
+        action: 'resume',
+        actor,
+        target: queue,
+        ...(reason !== undefined ? { reason } : {}),
+        detail: { paused_at: ended.paused_at },
+      },
+      this.now(),
+    );
+    return { resumed: ended };
   }
 
   /** A shard of the lease layer: its unfinished ranges, from the commit point on. */

@@ -6,7 +6,7 @@ import { auditPk } from './keys.js';
 
 /** The audit trail of operator actions on a queue: who, when, what and why. */
 
-export type AuditAction = 'skip' | 'purge' | 'redrive' | 'redrive_cancel';
+export type AuditAction = 'skip' | 'purge' | 'redrive' | 'redrive_cancel' | 'pause' | 'resume';
 
 export interface AuditEntry {
   at: string;

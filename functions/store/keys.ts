@@ -128,3 +128,8 @@ export function keyHoldsMarkerPk(queue: string, shard: string): string {
 export function keyHoldsMarkerKey(queue: string, shard: string, key: string): ItemKey {
   return { pk: keyHoldsMarkerPk(queue, shard), sk: encodeKey(key) };
 }
+
+/** A queue's pause, while it is paused (store/pauses.ts). */
+export function pauseKey(queue: string): ItemKey {
+  return { pk: `Q#${queue}#PAUSE`, sk: 'P' };
+}

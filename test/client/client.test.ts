@@ -7,6 +7,7 @@ import {
   LeaseqApiError,
   LeaseqNetworkError,
   MessageNotFoundError,
+  NotFoundError,
   QueueNotFoundError,
   StaleReceiptError,
   UnauthenticatedError,
@@ -205,5 +206,16 @@ describe('consume and operations calls', () => {
       attempts: [{ attempt: 1, reason: 'non_retryable', error: 'bad c-3' }],
     });
     expect(await client.stats('calls')).toMatchObject({ produced_total: 3, acked_total: 1, dlq_depth: 2 });
+  });
+
+  it('pause and resume a queue, and a resume of a queue that is not paused is NotFoundError', async () => {
+    const client = clientOf(t);
+    const paused = await client.pause('jobs', 'incident 42');
+    expect(paused).toMatchObject({ reason: 'incident 42', actor: 'local-admin' });
+    expect((await client.stats('jobs')).paused).toEqual(paused);
+    expect(await client.receive('jobs', { wait_seconds: 1 })).toEqual([]);
+    expect(await client.resume('jobs', { reason: 'fixed' })).toEqual(paused);
+    expect((await client.stats('jobs')).paused).toBeNull();
+    await expect(client.resume('jobs')).rejects.toBeInstanceOf(NotFoundError);
   });
 });

@@ -67,9 +67,13 @@ describe('scopes on every route', () => {
   });
 });
 
-/** The owner's tools on a queue's message state take `?consumer=`; the audit trail is the queue's. */
+/**
+ * The owner's tools on a queue's message state take `?consumer=`; the audit trail and the pause
+ * are the queue's (a pause holds every consumer of the queue).
+ */
+const QUEUE_WIDE = ['/queues/{queue}/audit', '/queues/{queue}/pause', '/queues/{queue}/resume'];
 const takesConsumer = (path: string, method: string) =>
-  required(path, method) === 'admin' && path.startsWith('/queues/') && path !== '/queues/{queue}/audit';
+  required(path, method) === 'admin' && path.startsWith('/queues/') && !QUEUE_WIDE.includes(path);
 
 describe('the consumer parameter on every route that takes it', () => {
   const scopes = ['admin:jobs', 'admin:*', 'admin:ledger', 'consume:jobs'];

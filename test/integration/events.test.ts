@@ -133,6 +133,18 @@ const expectations: Record<string, Expectation> = {
     status: 404,
     check: async ({ body }) => expect(body.error.code).toBe('NOT_FOUND'),
   },
+  // Paused, then resumed here, so no other sample meets a paused queue whatever the order.
+  'pause.json': {
+    status: 200,
+    async check({ body }) {
+      expect(body.paused).toMatchObject({ reason: 'ledger writer rolled back' });
+      expect((await t.api('/queues/ledger/resume', { body: {} })).status).toBe(200);
+    },
+  },
+  'resume.json': {
+    status: 404,
+    check: async ({ body }) => expect(body.error.code).toBe('NOT_FOUND'),
+  },
   'audit.json': {
     status: 200,
     check: async ({ body }) => expect(body.entries).toEqual(expect.any(Array)),

@@ -1,6 +1,13 @@
 import { json, noContent, PARAM, parseBody, pathParam, validate } from '../http.js';
 import { operationsRoute, queueRoute } from '../route.js';
-import { auditQuerySchema, dlqListQuerySchema, redriveRequestSchema, skipRequestSchema } from '../schemas.js';
+import {
+  auditQuerySchema,
+  dlqListQuerySchema,
+  pauseRequestSchema,
+  redriveRequestSchema,
+  resumeRequestSchema,
+  skipRequestSchema,
+} from '../schemas.js';
 
 /** Every route here but the audit trail takes `?consumer=` (operationsRoute). */
 
@@ -54,6 +61,19 @@ export const skipKeyRoute = operationsRoute('POST', '/queues/{queue}/keys/{key}/
   const { reason } = parseBody(req.event, skipRequestSchema);
   const key = pathParam(req.event, 'key', PARAM.key);
   return json(200, await req.services.operations.skipKey(req.state, key, reason, req.principal.name));
+});
+
+/** Deliveries of the queue, all its consumers' included, stop until resumed; produce goes on. */
+export const pauseRoute = queueRoute('POST', '/queues/{queue}/pause', 'admin', async (req) => {
+  const { reason } = parseBody(req.event, pauseRequestSchema);
+  return json(200, {
+    paused: await req.services.operations.pause(req.queue.name, reason, req.principal.name),
+  });
+});
+
+export const resumeRoute = queueRoute('POST', '/queues/{queue}/resume', 'admin', async (req) => {
+  const { reason } = req.event.body ? parseBody(req.event, resumeRequestSchema) : { reason: undefined };
+  return json(200, await req.services.operations.resume(req.queue.name, reason, req.principal.name));
 });
 
 export const auditRoute = queueRoute('GET', '/queues/{queue}/audit', 'admin', async (req) => {
