@@ -15,6 +15,12 @@ export const REDELIVERY_MIN_RECEIVED = 10;
  */
 export const REDELIVERY_EXPRESSION = `IF(FILL(received, 0) >= ${REDELIVERY_MIN_RECEIVED}, 100 * FILL(redelivered, 0) / FILL(received, 0), 0)`;
 
+/**
+ * An ordered queue whose oldest unacked message is older than this is stalled behind one key (a
+ * poison message on its retries, a handler stuck on it): its shard's later keys wait too.
+ */
+export const ORDERED_STALL_SECONDS = 300;
+
 /** A dead letter older than this has waited long enough for its owner to look at it. */
 export const DLQ_AGE_LIMIT_SECONDS = 3600;
 

@@ -6,13 +6,14 @@ import * as kms from 'aws-cdk-lib/aws-kms';
 import * as sns from 'aws-cdk-lib/aws-sns';
 import { EmailSubscription } from 'aws-cdk-lib/aws-sns-subscriptions';
 import { Construct } from 'constructs';
-import { consumerNamespace } from '../functions/core/config.js';
+import { consumerNamespace, namespaceParts } from '../functions/core/config.js';
 import type { CounterName, GaugeName } from '../functions/observability/metrics.js';
 import { METRICS_NAMESPACE, SERVICE } from '../functions/observability/metrics.js';
 import {
   alarmName,
   backlogAgeLimitSeconds,
   DLQ_AGE_LIMIT_SECONDS,
+  ORDERED_STALL_SECONDS,
   REDELIVERY_EXPRESSION,
   REDELIVERY_PERCENT,
 } from './alarm-rules.js';
@@ -134,6 +135,7 @@ export class TenantAlarms extends Construct {
         treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
       });
     }
+    if (queue.config.ordered) this.addOrderedAlarms(queue);
     this.add(q, 'expired-unprocessed', {
       alarmDescription: `Records of ${q} expired from its stream before they were admitted: messages were lost.`,
       metric: this.gauge(q, 'expired_unprocessed'),
@@ -155,6 +157,40 @@ export class TenantAlarms extends Construct {
       // means its reader is gone or stuck, and the records age towards expiry unseen.
       treatMissingData: cloudwatch.TreatMissingData.BREACHING,
     });
+  }
+
+  /**
+   * An ordered queue's keys wait behind their heads: a stall shows within minutes, long before
+   * half the retention, and a parked key holds its later messages until its owner acts.
+   */
+  private addOrderedAlarms(queue: QueueConstruct): void {
+    const q = queue.name;
+    this.add(q, 'ordered-stall', {
+      alarmDescription:
+        `For the consuming team: the oldest unacked message of the ordered queue ${q} has waited over ` +
+        `${ORDERED_STALL_SECONDS / 60} minutes, and its key's later messages (its shard's too, in a Lambda ` +
+        `consumer's batches) wait behind it. Trace it (GET /queues/${q}/messages/{id}), see the parked ` +
+        `keys (GET /queues/${q}/keys/parked).`,
+      metric: this.gauge(q, 'oldest_unacked_age'),
+      threshold: ORDERED_STALL_SECONDS,
+      evaluationPeriods: 1,
+      // A silent sweep is the oldest-unacked-age alarm's to report.
+      treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+    });
+    const parked = (ns: string, where: string) =>
+      this.add(ns, 'parked-keys', {
+        alarmDescription:
+          `For the consuming team: a key of ${where} is parked behind its dead letter; its later ` +
+          `messages are held until the dead letter is redriven or the key skipped (GET /queues/${q}/keys/parked` +
+          `${ns === q ? '' : `?consumer=${namespaceParts(ns).consumer}`}).`,
+        metric: this.gauge(ns, 'parked_keys'),
+        threshold: 0,
+        evaluationPeriods: 1,
+        treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+      });
+    if (queue.config.consumers.length === 0) parked(q, `the ordered queue ${q}`);
+    for (const consumer of queue.config.consumers)
+      parked(consumerNamespace(q, consumer.name), `${q}'s Lambda consumer ${consumer.name}`);
   }
 
   private add(queue: string, alarm: string, props: Omit<cloudwatch.AlarmProps, 'alarmName'>): void {

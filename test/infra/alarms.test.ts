@@ -25,6 +25,13 @@ const { app, stack } = buildApp(
       orders: { shards: 2, retention_hours: 72, dlq_retention_hours: 200 },
       // Pushed to a Lambda consumer: never received, so no receive counters.
       events: { shards: 1, consumers: [{ name: 'billing', entry: 'examples/lambda-consumer.ts' }] },
+      // Ordered: a stall and a parked key have alarms of their own, the consumer's keys too.
+      ledger: { ordered: true, shards: 1 },
+      feed: {
+        ordered: true,
+        shards: 1,
+        consumers: [{ name: 'search', entry: 'examples/lambda-consumer.ts' }],
+      },
     },
     alarms: { email: ['ops@acme.example', 'oncall@acme.example'] },
   },
@@ -52,7 +59,7 @@ function alarm(name: string) {
 }
 
 describe('alarms per queue', () => {
-  it('makes five for a pulled queue, four for a pushed one and two per consumer, named by tenant and queue', () => {
+  it('makes five for a pulled queue, four for a pushed one, two per consumer and two more when ordered, named by tenant and queue', () => {
     const names = Object.values(template.findResources('AWS::CloudWatch::Alarm')).map(
       (a) => a.Properties.AlarmName as string,
     );
@@ -69,6 +76,21 @@ describe('alarms per queue', () => {
         'leaseq-acme/orders/iterator-age',
         'leaseq-acme/orders/oldest-unacked-age',
         'leaseq-acme/orders/redelivery-rate',
+        'leaseq-acme/ledger/dlq-oldest-age',
+        'leaseq-acme/ledger/expired-unprocessed',
+        'leaseq-acme/ledger/iterator-age',
+        'leaseq-acme/ledger/oldest-unacked-age',
+        'leaseq-acme/ledger/redelivery-rate',
+        'leaseq-acme/ledger/ordered-stall',
+        'leaseq-acme/ledger/parked-keys',
+        'leaseq-acme/feed/dlq-oldest-age',
+        'leaseq-acme/feed/expired-unprocessed',
+        'leaseq-acme/feed/iterator-age',
+        'leaseq-acme/feed/oldest-unacked-age',
+        'leaseq-acme/feed/ordered-stall',
+        'leaseq-acme/feed~search/dlq-oldest-age',
+        'leaseq-acme/feed~search/redelivery-rate',
+        'leaseq-acme/feed~search/parked-keys',
       ].sort(),
     );
   });
@@ -152,6 +174,40 @@ describe('alarms per queue', () => {
         TreatMissingData: 'notBreaching',
       });
     }
+  });
+
+  it('ordered stall: the oldest unacked message of an ordered queue over 5 minutes, for the consuming team', () => {
+    for (const queue of ['ledger', 'feed']) {
+      const a = alarm(`leaseq-acme/${queue}/ordered-stall`);
+      expect(a).toMatchObject({
+        Namespace: 'leaseq',
+        MetricName: 'oldest_unacked_age',
+        Dimensions: dims('leaseq-sweep', queue),
+        Statistic: 'Maximum',
+        Period: 300,
+        EvaluationPeriods: 1,
+        Threshold: 300,
+        TreatMissingData: 'notBreaching',
+      });
+      expect(a.AlarmDescription).toMatch(/^For the consuming team/);
+    }
+  });
+
+  it("parked keys: any parked key of an ordered queue, or of an ordered queue's Lambda consumer", () => {
+    for (const ns of ['ledger', 'feed~search']) {
+      expect(alarm(`leaseq-acme/${ns}/parked-keys`)).toMatchObject({
+        Namespace: 'leaseq',
+        MetricName: 'parked_keys',
+        Dimensions: dims('leaseq-sweep', ns),
+        Statistic: 'Maximum',
+        Threshold: 0,
+        EvaluationPeriods: 1,
+        TreatMissingData: 'notBreaching',
+      });
+    }
+    expect(alarm('leaseq-acme/feed~search/parked-keys').AlarmDescription).toContain(
+      'GET /queues/feed/keys/parked?consumer=search',
+    );
   });
 
   it('expired unprocessed: any record lost before admission', () => {
