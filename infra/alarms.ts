@@ -7,7 +7,7 @@ import * as sns from 'aws-cdk-lib/aws-sns';
 import { EmailSubscription } from 'aws-cdk-lib/aws-sns-subscriptions';
 import { Construct } from 'constructs';
 import { consumerNamespace, namespaceParts } from '../functions/core/config.js';
-import type { CounterName, GaugeName } from '../functions/observability/metrics.js';
+import type { CounterName, DurationName, GaugeName } from '../functions/observability/metrics.js';
 import { METRICS_NAMESPACE, SERVICE } from '../functions/observability/metrics.js';
 import {
   alarmName,
@@ -29,6 +29,7 @@ const GAUGE_SERVICE = SERVICE.sweep;
 
 /** The sweep publishes gauges about once a minute, sometimes two apart: 5 min always holds one. */
 const GAUGE_PERIOD = Duration.minutes(5);
+const HANDLER_PERCENTILE = 'p99';
 
 const CLOUDWATCH = new iam.ServicePrincipal('cloudwatch.amazonaws.com');
 
@@ -100,7 +101,15 @@ export class TenantAlarms extends Construct {
     const q = queue.name;
     const backlogLimit = backlogAgeLimitSeconds(queue.config);
     // Push queues are consumed by their Lambda consumers, never by receive: their consumers count.
-    if (queue.config.consumers.length === 0) this.addRedeliveryAlarm(q, COUNTER_SERVICE, 'consumers');
+    if (queue.config.consumers.length === 0) {
+      this.addRedeliveryAlarm(q, COUNTER_SERVICE, 'consumers');
+      this.addHandlerDurationAlarm(
+        q,
+        COUNTER_SERVICE,
+        queue.config.lease_seconds,
+        'receive and ack (lease_seconds)',
+      );
+    }
     this.add(q, 'oldest-unacked-age', {
       alarmDescription:
         `The oldest message of ${q} not yet acked has waited over ${backlogLimit / 3600} h, half its ` +
@@ -125,6 +134,12 @@ export class TenantAlarms extends Construct {
     for (const consumer of queue.config.consumers) {
       const ns = consumerNamespace(q, consumer.name);
       this.addRedeliveryAlarm(ns, SERVICE.consumer, `its Lambda consumer ${consumer.name}`);
+      this.addHandlerDurationAlarm(
+        ns,
+        SERVICE.consumer,
+        consumer.timeout_seconds,
+        'an invocation (timeout_seconds)',
+      );
       this.add(ns, 'dlq-oldest-age', {
         alarmDescription:
           `A dead letter of ${q}'s Lambda consumer ${consumer.name} has waited over ` +
@@ -224,6 +239,30 @@ export class TenantAlarms extends Construct {
       threshold: REDELIVERY_PERCENT,
       evaluationPeriods: 2,
       // No deliveries, no counters: an idle queue redelivers nothing.
+      treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+    });
+  }
+
+  /**
+   * A redelivery storm's warning (issue 16): handlers running close to their lease (a pull
+   * delivery until its ack or nack, a Lambda consumer's call) will soon outlive it, and every
+   * message they hold comes back as a redelivery.
+   */
+  private addHandlerDurationAlarm(q: string, service: string, leaseSeconds: number, lease: string): void {
+    this.add(q, 'handler-duration', {
+      alarmDescription:
+        `For the consuming team: the p99 handler time of ${q} passed half the lease between ${lease}, ` +
+        `${leaseSeconds / 2} s, over 5 minutes: handlers are slowing towards expired leases and redeliveries. ` +
+        'Look at what the handler waits on; extend leases (heartbeats) or raise the lease.',
+      metric: new cloudwatch.Metric({
+        namespace: METRICS_NAMESPACE,
+        metricName: 'handler_seconds' satisfies DurationName,
+        dimensionsMap: { service, tenant: this.tenant, queue: q },
+        statistic: HANDLER_PERCENTILE,
+        period: GAUGE_PERIOD,
+      }),
+      threshold: leaseSeconds / 2,
+      evaluationPeriods: 1,
       treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
     });
   }

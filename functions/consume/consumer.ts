@@ -66,34 +66,48 @@ export class Consumer {
     }
   }
 
+  /**
+   * Each receipt's status, and how long each acked delivery was held (delivery to ack, the
+   * handler's time as the server sees it: what must stay under the lease).
+   */
   async ack(
     queue: string,
     config: QueueConfig,
     receipts: readonly string[],
-  ): Promise<{ receipt: string; status: AckStatus }[]> {
+  ): Promise<{ results: { receipt: string; status: AckStatus }[]; heldSeconds: number[] }> {
     const signer = await this.deps.signer();
     const verified = receipts.map((receipt) => ({ receipt, d: signer.verify(receipt, queue) }));
     const valid = verified.filter((x): x is { receipt: string; d: Delivery } => x.d?.entry !== undefined);
     const statuses = await this.deps.ranges.ack(queue, config, valid);
-    return receipts.map((receipt) => ({ receipt, status: statuses.get(receipt) ?? 'invalid_receipt' }));
+    const now = this.now();
+    return {
+      results: receipts.map((receipt) => ({ receipt, status: statuses.get(receipt) ?? 'invalid_receipt' })),
+      heldSeconds: valid.filter((x) => statuses.get(x.receipt) === 'acked').map((x) => heldSeconds(x.d, now)),
+    };
   }
 
+  /** The failed attempt's answer, and how long its delivery was held before the nack. */
   async nack(
     queue: string,
     config: QueueConfig,
     req: NackRequest,
-  ): Promise<{ status: 'retry_scheduled' | 'dead_lettered'; attempt: number; next_attempt_at?: string }> {
+  ): Promise<{
+    answer: { status: 'retry_scheduled' | 'dead_lettered'; attempt: number; next_attempt_at?: string };
+    heldSeconds: number;
+  }> {
     const d = await this.verified(queue, req.receipt);
     const failed = d.entry ? await this.deps.ranges.nack(queue, config, d, req) : undefined;
     if (!failed) return this.stale(queue);
     const { outcome } = failed;
-    return outcome.kind === 'retry'
-      ? {
-          status: 'retry_scheduled',
-          attempt: outcome.nextAttempt,
-          next_attempt_at: new Date(outcome.dueAt).toISOString(),
-        }
-      : { status: 'dead_lettered', attempt: failed.attempt };
+    const answer =
+      outcome.kind === 'retry'
+        ? {
+            status: 'retry_scheduled' as const,
+            attempt: outcome.nextAttempt,
+            next_attempt_at: new Date(outcome.dueAt).toISOString(),
+          }
+        : { status: 'dead_lettered' as const, attempt: failed.attempt };
+    return { answer, heldSeconds: heldSeconds(d, this.now()) };
   }
 
   async extend(
@@ -124,4 +138,8 @@ export class Consumer {
     await this.deps.counters.addStats(queue, { stale_receipts: 1 });
     throw new StaleReceiptError();
   }
+}
+
+function heldSeconds(d: Delivery, now: number): number {
+  return Math.max(0, now - d.deliveredAt) / 1000;
 }

@@ -87,6 +87,8 @@ class RangeRun {
 export class Invocation {
   readonly lease: NewLease;
   readonly counts: Partial<Record<CounterName, number>> = {};
+  /** Each handler call's run time, returned or thrown, in seconds. */
+  readonly handlerSeconds: number[] = [];
   /** Records left to the event source's retry. */
   readonly unfinished: Located[] = [];
   /** An AWS call failed after its retries: nothing more is started. */
@@ -217,10 +219,13 @@ export class Invocation {
     const message = messageOf(resolved, await deps.claims.payloadOf(resolved), resolved.attempt);
     this.count('received');
     if (resolved.attempt > 1) this.count('redelivered');
+    const started = Date.now();
     try {
       await deps.handler(message, this.context);
+      this.handlerSeconds.push((Date.now() - started) / 1000);
       return true;
     } catch (err) {
+      this.handlerSeconds.push((Date.now() - started) / 1000);
       const failure = handlerFailure(err);
       const outcome = await onFailure(failure);
       if (outcome) this.count('nacked');

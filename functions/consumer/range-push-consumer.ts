@@ -8,7 +8,7 @@ import { mapLimit, sleep } from '../core/async.js';
 import { consumerNamespace, type QueueConfig, streamName } from '../core/config.js';
 import { compareSequence, entryStatus, takenOverTooOften } from '../core/ranges.js';
 import type { FailureReason } from '../core/retry-policy.js';
-import { countFor } from '../observability/metrics.js';
+import { countFor, recordDurations } from '../observability/metrics.js';
 import type { Counters } from '../store/counters.js';
 import type { KeyHolds } from '../store/key-holds.js';
 import type { KeyStates } from '../store/key-states.js';
@@ -134,6 +134,7 @@ export class RangePushConsumer {
     }
     await inv.finish();
     countFor(this.deps.metrics, this.namespace, inv.counts);
+    recordDurations(this.deps.metrics, this.namespace, 'handler_seconds', inv.handlerSeconds);
     await this.deps.counters.flush();
     return report([...inv.unfinished, ...offered.slice(taken)]);
   }

@@ -48,6 +48,9 @@ export type GaugeName =
   | 'parked_keys'
   | 'expired_unprocessed';
 
+/** Timings kept value by value, so CloudWatch can take percentiles of them. */
+export type DurationName = 'handler_seconds';
+
 /** The queue each Metrics' stored metrics are for: one EMF document holds one queue's. */
 const storedFor = new WeakMap<Metrics, string>();
 
@@ -77,6 +80,21 @@ export function countFor(
   if (!entries.length) return;
   forQueue(metrics, queue);
   for (const [name, n] of entries) metrics.addMetric(name, MetricUnit.Count, n as number);
+}
+
+/**
+ * Durations of one queue: each value stays in the EMF document (Powertools publishes at 100 a
+ * name), so an alarm can watch their p99.
+ */
+export function recordDurations(
+  metrics: Metrics,
+  queue: string,
+  name: DurationName,
+  seconds: readonly number[],
+): void {
+  if (!seconds.length) return;
+  forQueue(metrics, queue);
+  for (const value of seconds) metrics.addMetric(name, MetricUnit.Seconds, value);
 }
 
 /**

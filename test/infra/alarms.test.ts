@@ -8,6 +8,7 @@ import {
   METRICS_NAMESPACE,
   metricsOptions,
   publishGauges,
+  recordDurations,
   SERVICE,
 } from '../../functions/observability/metrics.js';
 import { buildApp } from '../../infra/build-app.js';
@@ -59,7 +60,7 @@ function alarm(name: string) {
 }
 
 describe('alarms per queue', () => {
-  it('makes five for a pulled queue, four for a pushed one, two per consumer and two more when ordered, named by tenant and queue', () => {
+  it('makes six for a pulled queue, four for a pushed one, three per consumer and two more when ordered, named by tenant and queue', () => {
     const names = Object.values(template.findResources('AWS::CloudWatch::Alarm')).map(
       (a) => a.Properties.AlarmName as string,
     );
@@ -71,16 +72,19 @@ describe('alarms per queue', () => {
         'leaseq-acme/events/oldest-unacked-age',
         'leaseq-acme/events~billing/dlq-oldest-age',
         'leaseq-acme/events~billing/redelivery-rate',
+        'leaseq-acme/events~billing/handler-duration',
         'leaseq-acme/orders/dlq-oldest-age',
         'leaseq-acme/orders/expired-unprocessed',
         'leaseq-acme/orders/iterator-age',
         'leaseq-acme/orders/oldest-unacked-age',
         'leaseq-acme/orders/redelivery-rate',
+        'leaseq-acme/orders/handler-duration',
         'leaseq-acme/ledger/dlq-oldest-age',
         'leaseq-acme/ledger/expired-unprocessed',
         'leaseq-acme/ledger/iterator-age',
         'leaseq-acme/ledger/oldest-unacked-age',
         'leaseq-acme/ledger/redelivery-rate',
+        'leaseq-acme/ledger/handler-duration',
         'leaseq-acme/ledger/ordered-stall',
         'leaseq-acme/ledger/parked-keys',
         'leaseq-acme/feed/dlq-oldest-age',
@@ -90,6 +94,7 @@ describe('alarms per queue', () => {
         'leaseq-acme/feed/ordered-stall',
         'leaseq-acme/feed~search/dlq-oldest-age',
         'leaseq-acme/feed~search/redelivery-rate',
+        'leaseq-acme/feed~search/handler-duration',
         'leaseq-acme/feed~search/parked-keys',
       ].sort(),
     );
@@ -176,6 +181,26 @@ describe('alarms per queue', () => {
     }
   });
 
+  it("handler duration: p99 over half the lease, a pull queue's from its ack and nack times, a consumer's from its calls", () => {
+    expect(alarm('leaseq-acme/orders/handler-duration')).toMatchObject({
+      Namespace: 'leaseq',
+      MetricName: 'handler_seconds',
+      Dimensions: dims('leaseq-api', 'orders'),
+      ExtendedStatistic: 'p99',
+      Period: 300,
+      EvaluationPeriods: 1,
+      // The default lease, 60 s.
+      Threshold: 30,
+      TreatMissingData: 'notBreaching',
+    });
+    // A Lambda consumer's lease is its invocation: the default timeout, 60 s.
+    expect(alarm('leaseq-acme/events~billing/handler-duration')).toMatchObject({
+      Dimensions: dims('leaseq-consumer', 'events~billing'),
+      ExtendedStatistic: 'p99',
+      Threshold: 30,
+    });
+  });
+
   it('ordered stall: the oldest unacked message of an ordered queue over 5 minutes, for the consuming team', () => {
     for (const queue of ['ledger', 'feed']) {
       const a = alarm(`leaseq-acme/${queue}/ordered-stall`);
@@ -259,7 +284,7 @@ describe('the owner', () => {
     const quietTemplate = Template.fromStack(quiet);
     quietTemplate.resourceCountIs('AWS::SNS::Topic', 1);
     quietTemplate.resourceCountIs('AWS::SNS::Subscription', 0);
-    quietTemplate.resourceCountIs('AWS::CloudWatch::Alarm', 5);
+    quietTemplate.resourceCountIs('AWS::CloudWatch::Alarm', 6);
   });
 
   it("keeps the addresses out of the functions' environment, which only the stack needs", () => {
@@ -320,6 +345,7 @@ describe('what the functions emit', () => {
     // As functions/api/app.ts and functions/sweep/app.ts make them.
     const api = new CapturedMetrics(metricsOptions(SERVICE.api, 'acme'));
     countFor(api, 'orders', { received: 3, redelivered: 1 });
+    recordDurations(api, 'orders', 'handler_seconds', [0.2, 1.5]);
     api.publishStoredMetrics();
     const sweep = new CapturedMetrics(metricsOptions(SERVICE.sweep, 'acme'));
     publishGauges(sweep, 'orders', {
@@ -355,7 +381,14 @@ describe('what the functions emit', () => {
       ])
       .filter((m) => m.Namespace === METRICS_NAMESPACE);
     expect(watched.map((m) => m.MetricName).sort()).toEqual(
-      ['dlq_oldest_age', 'expired_unprocessed', 'oldest_unacked_age', 'received', 'redelivered'].sort(),
+      [
+        'dlq_oldest_age',
+        'expired_unprocessed',
+        'handler_seconds',
+        'oldest_unacked_age',
+        'received',
+        'redelivered',
+      ].sort(),
     );
     for (const m of watched) {
       expect(emitted.get(m.MetricName), m.MetricName).toEqual({

@@ -315,6 +315,10 @@ describe('a Lambda consumer on an unordered queue', () => {
       nacked: 2,
       dead_lettered: 1,
     });
+    // Each call's run time, returned or thrown, for the handler-duration alarm's p99.
+    const seconds = (metrics.documents[0] as unknown as { handler_seconds: number[] }).handler_seconds;
+    expect(seconds).toHaveLength(3);
+    for (const s of seconds) expect(s).toBeGreaterThanOrEqual(0);
   });
 
   it('starts no record within the timeout margin and reports them all, without a failed attempt', async () => {

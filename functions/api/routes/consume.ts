@@ -1,5 +1,5 @@
 import { byteDemands } from '../../access/limits.js';
-import { countFor } from '../../observability/metrics.js';
+import { countFor, recordDurations } from '../../observability/metrics.js';
 import { json, parseBody } from '../http.js';
 import { queueRoute } from '../route.js';
 import {
@@ -24,22 +24,28 @@ export const receiveRoute = queueRoute('POST', '/queues/{queue}/receive', 'consu
 
 export const ackRoute = queueRoute('POST', '/queues/{queue}/ack', 'consume', async (req) => {
   const { receipts } = parseBody(req.event, ackRequestSchema);
-  const results = await req.services.consumer.ack(req.queue.name, req.queue.config, receipts);
+  const { results, heldSeconds } = await req.services.consumer.ack(
+    req.queue.name,
+    req.queue.config,
+    receipts,
+  );
   countFor(req.services.metrics, req.queue.name, {
     acked: results.filter((r) => r.status === 'acked').length,
     stale_receipts: results.filter((r) => r.status === 'stale_receipt').length,
   });
+  recordDurations(req.services.metrics, req.queue.name, 'handler_seconds', heldSeconds);
   return json(200, { results });
 });
 
 export const nackRoute = queueRoute('POST', '/queues/{queue}/nack', 'consume', async (req) => {
   const body = parseBody(req.event, nackRequestSchema);
-  const result = await req.services.consumer.nack(req.queue.name, req.queue.config, body);
+  const { answer, heldSeconds } = await req.services.consumer.nack(req.queue.name, req.queue.config, body);
   countFor(req.services.metrics, req.queue.name, {
     nacked: 1,
-    dead_lettered: result.status === 'dead_lettered' ? 1 : 0,
+    dead_lettered: answer.status === 'dead_lettered' ? 1 : 0,
   });
-  return json(200, result);
+  recordDurations(req.services.metrics, req.queue.name, 'handler_seconds', [heldSeconds]);
+  return json(200, answer);
 });
 
 export const extendRoute = queueRoute('POST', '/queues/{queue}/extend', 'consume', async (req) => {
