@@ -14,7 +14,8 @@ beforeAll(async () => {
     tenant: 'window',
     queues: {
       win: { shards: 2, window_size: 5 },
-      rs: { shards: 1, window_size: 3, lease_seconds: 1, backoff_seconds: [1] },
+      // Leases outlive a second receive's long poll (1 s), so the first is still live at its nack.
+      rs: { shards: 1, window_size: 3, lease_seconds: 3, backoff_seconds: [1] },
       count: { shards: 1, window_size: 2, lease_seconds: 1, backoff_seconds: [30] },
     },
   });
