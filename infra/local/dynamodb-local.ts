@@ -96,19 +96,21 @@ async function freePort(): Promise<number> {
   return port;
 }
 
-/** Any HTTP answer means it serves (an unsigned request is answered 400). */
+/**
+ * It serves once it answers an unsigned request as DynamoDB does (400, MissingAuthenticationToken):
+ * another server that took the port between (one of a parallel test's emulators) answers otherwise.
+ */
 async function answers(url: string, child: ChildProcess, timeoutMs: number): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
     if (child.exitCode !== null || child.signalCode !== null)
       throw new Error(`it exited (${child.signalCode ?? child.exitCode})`);
-    try {
-      const res = await fetch(url, { method: 'POST', signal: AbortSignal.timeout(1000) });
-      await res.body?.cancel();
-      return;
-    } catch {
-      await sleep(100);
-    }
+    // Not yet listening, or another server answers: Java then exits on its bind and is retried.
+    const body = await fetch(url, { method: 'POST', signal: AbortSignal.timeout(1000) })
+      .then((res) => res.text())
+      .catch(() => '');
+    if (body.includes('MissingAuthenticationToken')) return;
+    await sleep(100);
   }
   throw new Error(`no answer after ${timeoutMs} ms`);
 }

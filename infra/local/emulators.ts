@@ -75,27 +75,26 @@ function folder(dataDir: string, name: string): string {
 }
 
 export async function startEmulators(options: EmulatorOptions): Promise<Emulators> {
-  // In parallel: Java takes seconds to start.
-  const [thread, java] = await Promise.allSettled([
-    startThread(options),
-    options.dynamodb === 'dynamodb-local'
-      ? startDynamoDbLocal(folder(options.dataDir, 'dynamodb-local'))
-      : undefined,
-  ]);
-  if (thread.status === 'rejected' || java.status === 'rejected') {
-    await Promise.allSettled([
-      thread.status === 'fulfilled' ? thread.value.close() : undefined,
-      java.status === 'fulfilled' ? java.value?.close() : undefined,
-    ]);
-    throw thread.status === 'rejected' ? thread.reason : (java as PromiseRejectedResult).reason;
+  // The thread's servers listen before Java picks its port: DynamoDB Local picks a free port and
+  // binds it later, and one of ours taking it between answered as if it were DynamoDB.
+  const thread = await startThread(options);
+  let java: Awaited<ReturnType<typeof startDynamoDbLocal>> | undefined;
+  try {
+    java =
+      options.dynamodb === 'dynamodb-local'
+        ? await startDynamoDbLocal(folder(options.dataDir, 'dynamodb-local'))
+        : undefined;
+  } catch (err) {
+    await thread.close();
+    throw err;
   }
-  const dynamodb = java.value?.url ?? thread.value.urls.dynamodb;
+  const dynamodb = java?.url ?? thread.urls.dynamodb;
   if (!dynamodb) throw new Error('no DynamoDB emulator started');
   return {
-    endpoints: { dynamodb, kinesis: thread.value.urls.kinesis, s3: thread.value.urls.s3 },
+    endpoints: { dynamodb, kinesis: thread.urls.kinesis, s3: thread.urls.s3 },
     dynamodb: options.dynamodb,
     async close() {
-      await Promise.all([thread.value.close(), java.value?.close()]);
+      await Promise.all([thread.close(), java?.close()]);
     },
   };
 }
