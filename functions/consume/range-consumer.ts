@@ -2,7 +2,7 @@ import type { AckStatus, DeliveredMessage, NackRequest } from '../api/schemas.js
 import type { ClaimStore } from '../claims/claims.js';
 import { mapLimit } from '../core/async.js';
 import { type QueueConfig, streamName } from '../core/config.js';
-import { deliveryContext, payloadBytes } from '../core/envelope.js';
+import { messageView, payloadBytes } from '../core/envelope.js';
 import { leaseExpiry } from '../core/lease.js';
 import {
   entryStatus,
@@ -213,7 +213,7 @@ export class RangeConsumer {
     const delivered = await mapLimit(held, 8, async (h) => {
       const env = h.envelope;
       return {
-        message_id: env.message_id,
+        ...messageView(env, await this.deps.claims.payloadOf(env)),
         receipt: signer.sign({
           queue,
           messageId: env.message_id,
@@ -223,13 +223,7 @@ export class RangeConsumer {
           entry: { range: h.held.range, index: h.held.index, bytes: payloadBytes(env) },
           held: true,
         }),
-        key: env.key ?? null,
-        payload: await this.deps.claims.payloadOf(env),
-        headers: env.headers ?? {},
-        attempt: env.attempt,
-        enqueued_at: env.produced_at,
         lease_expires_at: new Date(h.expiresAt).toISOString(),
-        ...deliveryContext(env),
       };
     });
     await this.deps.counters.addStats(queue, {
@@ -246,7 +240,7 @@ export class RangeConsumer {
         const env = entry.envelope;
         const lease = range.leases.get(index);
         return {
-          message_id: env.message_id,
+          ...messageView(env, await this.deps.claims.payloadOf(env)),
           receipt: signer.sign({
             queue,
             messageId: env.message_id,
@@ -255,13 +249,7 @@ export class RangeConsumer {
             deliveredAt: lease?.deliveredAt ?? 0,
             entry: { range: range.start, index, bytes: payloadBytes(env) },
           }),
-          key: env.key ?? null,
-          payload: await this.deps.claims.payloadOf(env),
-          headers: env.headers ?? {},
-          attempt: env.attempt,
-          enqueued_at: env.produced_at,
           lease_expires_at: new Date(lease?.expiresAt ?? 0).toISOString(),
-          ...deliveryContext(env),
         };
       }),
       this.deps.counters.addStats(queue, { redelivered }),

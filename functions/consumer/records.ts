@@ -1,6 +1,6 @@
 import type { Logger } from '@aws-lambda-powertools/logger';
 import type { Context, KinesisStreamEvent, KinesisStreamRecord } from 'aws-lambda';
-import { decodeEnvelope, deliveryContext, type Envelope } from '../core/envelope.js';
+import { decodeEnvelope, type Envelope, messageView } from '../core/envelope.js';
 import { isNonRetryable } from './errors.js';
 
 /** What a Lambda consumer's handler gets, and how it is called: the `leaseq/consumer` contract. */
@@ -73,13 +73,5 @@ export function handlerFailure(err: unknown): { reason: 'nack' | 'non_retryable'
 
 /** The handler's view of an envelope whose payload has been read. */
 export function messageOf(envelope: Envelope, payload: unknown, attempt: number): LeaseqMessage {
-  return {
-    message_id: envelope.message_id,
-    key: envelope.key ?? null,
-    payload,
-    headers: envelope.headers ?? {},
-    attempt,
-    enqueued_at: envelope.produced_at,
-    ...deliveryContext(envelope),
-  };
+  return messageView(envelope, payload, attempt);
 }

@@ -108,3 +108,19 @@ export function deliveryContext(env: Pick<Envelope, 'schema_ref' | 'traceparent'
     ...(env.traceparent !== undefined ? { traceparent: env.traceparent } : {}),
   };
 }
+
+/**
+ * What every delivery shows of a message, pull or Lambda: the envelope's fields beside its payload
+ * (read from its claim check by the caller). `enqueued_at` is when the producer's request accepted it.
+ */
+export function messageView(env: Envelope, payload: unknown, attempt = env.attempt) {
+  return {
+    message_id: env.message_id,
+    key: env.key ?? null,
+    payload,
+    headers: env.headers ?? {},
+    attempt,
+    enqueued_at: env.produced_at,
+    ...deliveryContext(env),
+  };
+}

@@ -194,11 +194,7 @@ export class RangeStore {
       waiting.push(`attribute_not_exists(#r${k})`);
       free.push(`attribute_not_exists(#E.#k${k})`);
     });
-    if (lease.consumerId !== undefined) {
-      Object.assign(names, { '#C': 'C', '#tag': leaseTag(lease) });
-      values[':c'] = lease.consumerId;
-      set.push('#C.#tag = :c');
-    }
+    keepConsumerId(lease, { names, values, set });
     const out = await this.conditional(
       new UpdateCommand({
         TableName: this.table,
@@ -267,7 +263,6 @@ export class RangeStore {
       values?: Record<string, unknown>;
     },
   ): Promise<Range | undefined> {
-    const tag = leaseTag(lease);
     const names: Record<string, string> = { ...how.names, '#E': 'E', '#O': 'O' };
     const values: Record<string, unknown> = { ...how.values, ':e': lease.expiresAt };
     const set: string[] = [];
@@ -279,11 +274,7 @@ export class RangeStore {
       set.push(`#E.#k${k} = :e`, `#O.#k${k} = :o${k}`);
       cond.push(`${how.condition(k)} AND attribute_not_exists(#r${k})`);
     });
-    if (lease.consumerId !== undefined) {
-      Object.assign(names, { '#C': 'C', '#tag': tag });
-      values[':c'] = lease.consumerId;
-      set.push('#C.#tag = :c');
-    }
+    keepConsumerId(lease, { names, values, set });
     return this.update(queue, range, {
       UpdateExpression: `SET ${set.join(', ')}`,
       ConditionExpression: cond.join(' AND '),
@@ -499,6 +490,17 @@ export class RangeStore {
       throw err;
     }
   }
+}
+
+/** A lease write keeps its consumer's id once per range, under the tag its stamps carry. */
+function keepConsumerId(
+  lease: NewLease,
+  into: { names: Record<string, string>; values: Record<string, unknown>; set: string[] },
+): void {
+  if (lease.consumerId === undefined) return;
+  Object.assign(into.names, { '#C': 'C', '#tag': leaseTag(lease) });
+  into.values[':c'] = lease.consumerId;
+  into.set.push('#C.#tag = :c');
 }
 
 function leaseTag(lease: NewLease): string {
