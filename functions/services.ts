@@ -1,3 +1,5 @@
+import { processAdmissions } from './admission/admitted-signal.js';
+import { FastAdmission } from './admission/fast-admission.js';
 import { KeySequencer } from './admission/key-sequencer.js';
 import { RangeAdmission } from './admission/range-admission.js';
 import type { AwsClients } from './aws/clients.js';
@@ -8,6 +10,7 @@ import { RangeFailures } from './consume/range-failures.js';
 import { Requeue } from './consume/requeue.js';
 import type { RuntimeConfig } from './core/runtime-config.js';
 import { LogLookup } from './log/lookup.js';
+import { ShardReader } from './log/shard-reader.js';
 import { ShardDirectory, StreamLog } from './log/stream.js';
 import { Operations } from './operations/operations.js';
 import { Redrives } from './operations/redrive.js';
@@ -49,6 +52,14 @@ export function buildServices(config: RuntimeConfig, clients: AwsClients) {
   const ranges = new RangeStore(clients.doc, table);
   const rangeFailures = new RangeFailures({ messages, ranges, segments, counters, keys });
   const pauses = new PauseStore(clients.doc, table);
+  const admission = new RangeAdmission({
+    ranges,
+    segments,
+    messages,
+    dedup,
+    sequencer: new KeySequencer({ keys, holds, ranges }),
+    admitted: (queue, entries) => processAdmissions.notify(`${table}/${queue}`, entries),
+  });
   return {
     tenant,
     messages,
@@ -75,13 +86,10 @@ export function buildServices(config: RuntimeConfig, clients: AwsClients) {
       shards,
       storage,
     }),
-    admission: new RangeAdmission({
-      ranges,
-      segments,
-      messages,
-      dedup,
-      sequencer: new KeySequencer({ keys, holds, ranges }),
-    }),
+    admission,
+    fastAdmission: new FastAdmission({ tenant, admission, reader: new ShardReader(clients.kinesis) }),
+    /** Resolves when admission writes ranges of `queue` in this process, or after `ms`. */
+    admittedWait: (queue: string, ms: number) => processAdmissions.wait(`${table}/${queue}`, ms),
     dedup,
     storage,
     tracer: new Tracer({

@@ -1,6 +1,6 @@
 import { mapLimit, sleep } from '../core/async.js';
 import { isNamespace, namespaceParts, type QueueConfig } from '../core/config.js';
-import type { Envelope } from '../core/envelope.js';
+import { decodeEnvelope, type Envelope } from '../core/envelope.js';
 import {
   admittedTotal,
   compareSequence,
@@ -20,9 +20,13 @@ import type { KeySequencer, Positions } from './key-sequencer.js';
 
 /**
  * Admission into the lease layer: a shard's new log entries become one immutable segment and a
- * few ranges after the shard's last one. Exactly once per entry, whoever calls (dispatch today;
- * produce's fast path can call it too), because an entry is new only past the last range's last
- * sequence number, read consistently, and a range is written with a conditional put.
+ * few ranges after the shard's last one. Exactly once per entry, whoever calls (dispatch, and
+ * produce's fast path: fast-admission.ts), because every caller offers a gapless run of the log
+ * that starts right after the shard's last range (read consistently), a range is written with a
+ * conditional put, and a caller whose range lost that put stops there: the winner's range starts
+ * where the loser's would have, so what the loser did not write is past the new last range, and
+ * the next caller admits it. Segments carry an id of their own (not only the first entry's
+ * sequence number), so two callers' segments of one run never overwrite each other.
  * Which copies are admitted: a server-assigned id was appended once, so its entry is admitted as
  * it is; a producer's id at the position its dedup record names; a retry's next entry once per
  * entry number (its message item says so).
@@ -38,9 +42,16 @@ export interface RangeAdmissionDeps {
   dedup: DedupStore;
   /** Ordered pull queues: where each key's messages go. */
   sequencer: KeySequencer;
+  /** Tells waiting long polls of this process that a queue has new ranges. */
+  admitted?: (queue: string, entries: number) => void;
   /** How long a batch waits for a full window to free room before it gives up. */
   windowWaitMs?: number;
   now?: () => number;
+}
+
+export interface AdmitOptions {
+  /** Wait for a full window to free some room (dispatch), or take what room there is now. */
+  waitForRoom?: boolean;
 }
 
 interface Layout {
@@ -74,16 +85,46 @@ export class RangeAdmission {
     config: QueueConfig,
     shard: string,
     offered: readonly LogRecord[],
+    options: AdmitOptions = {},
+  ): Promise<number> {
+    const head = await this.deps.ranges.head(queue, shard);
+    return this.admitAfter(queue, config, shard, head, offered, options);
+  }
+
+  /**
+   * Admits what the log holds after the shard's last range, as `read` answers it (a gapless run
+   * from just after `after`, the whole shard when undefined). Answers how many records it read.
+   */
+  async catchUp(
+    queue: string,
+    config: QueueConfig,
+    shard: string,
+    read: (after: string | undefined) => Promise<LogRecord[]>,
+    options: AdmitOptions = {},
+  ): Promise<number> {
+    const head = await this.deps.ranges.head(queue, shard);
+    const records = await read(head?.last);
+    if (records.length) await this.admitAfter(queue, config, shard, head, records, options);
+    return records.length;
+  }
+
+  private async admitAfter(
+    queue: string,
+    config: QueueConfig,
+    shard: string,
+    head: Range | undefined,
+    offered: readonly LogRecord[],
+    options: AdmitOptions,
   ): Promise<number> {
     // A record belongs to the queue; its state here to the namespace.
     const records = offered.map((r) => ({ ...r, envelope: { ...r.envelope, queue } }));
-    const head = await this.deps.ranges.head(queue, shard);
     const fresh = records.filter((r) => !head || compareSequence(r.sequence, head.last) > 0);
     const skipped = records.length - fresh.length;
     const now = this.now();
     const due = (r: LogRecord) => !r.envelope.deliver_after || Date.parse(r.envelope.deliver_after) <= now;
     const wanted = fresh.filter(due).length;
-    let free = wanted ? await this.freeRoom(queue, shard, config.window_size, head, wanted) : 0;
+    const waitMs = options.waitForRoom === false ? 0 : (this.deps.windowWaitMs ?? 1000);
+    let free = wanted ? await this.freeRoom(queue, shard, config.window_size, head, wanted, waitMs) : 0;
     let cut = fresh.length;
     for (let i = 0; i < fresh.length; i++) {
       if (!due(fresh[i] as LogRecord)) continue;
@@ -97,8 +138,8 @@ export class RangeAdmission {
     const { bodyTtl } = retentionTtls(config, now);
     // An ordered queue's own messages: dispatch puts each key's in its place (key-sequencer.ts).
     if (config.ordered && !isNamespace(queue)) {
-      await this.admitOrdered(queue, config, shard, head, batch, due, now);
-      return skipped + cut;
+      const written = await this.admitOrdered(queue, config, shard, head, batch, due, now);
+      return written ? skipped + cut : this.doneAfterLostRace(queue, shard, records);
     }
     // Not yet due (produce's delay_seconds): the delay store keeps it; it comes back as its next entry.
     await mapLimit(
@@ -107,8 +148,19 @@ export class RangeAdmission {
       (r) => this.deps.messages.delay(shard, r.sequence, r.envelope, bodyTtl),
     );
     const admitted = await this.identities(queue, config, shard, batch.filter(due), now);
-    if (admitted.length) await this.write(queue, shard, this.layout(head, admitted), bodyTtl);
+    if (admitted.length && !(await this.write(queue, shard, this.layout(head, admitted), bodyTtl)))
+      return this.doneAfterLostRace(queue, shard, records);
     return skipped + cut;
+  }
+
+  /** Another caller wrote a range this one meant to: done with what is behind the new last range. */
+  private async doneAfterLostRace(
+    queue: string,
+    shard: string,
+    records: readonly LogRecord[],
+  ): Promise<number> {
+    const head = await this.deps.ranges.head(queue, shard);
+    return head ? records.filter((r) => compareSequence(r.sequence, head.last) <= 0).length : 0;
   }
 
   /** The copies that are their message's admitted entry. */
@@ -209,10 +261,10 @@ export class RangeAdmission {
     batch: LogRecord[],
     due: (r: LogRecord) => boolean,
     now: number,
-  ): Promise<void> {
+  ): Promise<boolean> {
     const { bodyTtl, deadTtl } = retentionTtls(config, now);
     const kept = await this.identities(queue, config, shard, batch, now);
-    if (!kept.length) return;
+    if (!kept.length) return true;
     const plan = await this.deps.sequencer.plan(
       queue,
       shard,
@@ -228,7 +280,7 @@ export class RangeAdmission {
       (r) => this.deps.messages.delay(shard, r.sequence, r.envelope, bodyTtl),
     );
     const held = new Set(kept.filter((_, i) => plan.steps[i] === 'hold').map((r) => r.sequence));
-    if (ranged.length) await this.write(queue, shard, layout, bodyTtl, held);
+    return ranged.length ? this.write(queue, shard, layout, bodyTtl, held) : true;
   }
 
   /** How admitted records are cut into ranges after the shard's head. */
@@ -249,17 +301,21 @@ export class RangeAdmission {
     return { entries, ranges, positions };
   }
 
-  /** The segment first, then the ranges that point into it. */
+  /**
+   * The segment first, then the ranges that point into it. False when a range was written by
+   * another caller first (the rest of this layout is then not written).
+   */
   private async write(
     queue: string,
     shard: string,
     layout: Layout,
     ttl: number,
     held: ReadonlySet<string> = new Set(),
-  ): Promise<void> {
+  ): Promise<boolean> {
     const segment = await this.deps.segments.put(queue, shard, layout.entries, ttl);
+    let written = 0;
     for (const { offset, count, base, slice } of layout.ranges) {
-      await this.deps.ranges.create(
+      const created = await this.deps.ranges.create(
         queue,
         {
           shard,
@@ -273,7 +329,11 @@ export class RangeAdmission {
         ttl,
         slice.flatMap((e, index) => (held.has(e.sequence) ? [index] : [])),
       );
+      if (!created) break;
+      written += count;
     }
+    if (written) this.deps.admitted?.(queue, written);
+    return written === layout.entries.length;
   }
 
   /**
@@ -289,9 +349,10 @@ export class RangeAdmission {
     size: number,
     head: Range | undefined,
     wanted: number,
+    waitMs: number,
   ): Promise<number> {
     const enough = Math.max(1, Math.min(wanted, RANGE_ENTRIES, Math.ceil(size / 4)));
-    const deadline = Date.now() + (this.deps.windowWaitMs ?? 1000);
+    const deadline = Date.now() + waitMs;
     for (;;) {
       const free = size - windowSize(head, await this.lowestOpen(queue, shard, head));
       if (free >= enough || Date.now() >= deadline) return free;
@@ -318,4 +379,14 @@ export class RangeAdmission {
       await this.deps.ranges.advanceCommitHint(queue, shard, commit);
     return found;
   }
+}
+
+/**
+ * The envelope admission takes from a log record's bytes; undefined for a Lambda consumer's own
+ * retry (for that consumer alone, left in the log if the queue changed to pull). Throws for
+ * bytes that are not an envelope: such a record can never be delivered.
+ */
+export function admissionEnvelope(data: Uint8Array): Envelope | undefined {
+  const envelope = decodeEnvelope(data);
+  return envelope.for === undefined ? envelope : undefined;
 }

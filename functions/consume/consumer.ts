@@ -25,6 +25,8 @@ export interface ConsumerDeps {
   pauses: Pick<PauseStore, 'isPaused'>;
   ranges: RangeConsumer;
   signer: () => Promise<ReceiptSigner>;
+  /** Resolves when the queue gets new ranges in this process (admission/admitted-signal.ts), or after `ms`. */
+  admittedWait?: (queue: string, ms: number) => Promise<void>;
   now?: () => number;
 }
 
@@ -61,8 +63,10 @@ export class Consumer {
       if (delivered.length) return delivered;
       const left = deadline - this.now();
       if (left <= 0) return [];
-      // Jittered, so receivers waiting together do not all look (and race) at the same moment.
-      await sleep(Math.min((paused ? PAUSE_CHECK_MS : pause) * (0.5 + Math.random() / 2), left));
+      // Jittered, so receivers waiting together do not all look (and race) at the same moment;
+      // woken sooner by an admission in this process.
+      const wait = Math.min((paused ? PAUSE_CHECK_MS : pause) * (0.5 + Math.random() / 2), left);
+      await (this.deps.admittedWait && !paused ? this.deps.admittedWait(queue, wait) : sleep(wait));
     }
   }
 

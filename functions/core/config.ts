@@ -95,6 +95,12 @@ export const queueConfigSchema = z
       .max(900 * 1024)
       .default(262_144),
     window_size: z.number().int().min(1).max(1_000_000).default(10_000),
+    /**
+     * Produce admits what it appended (admission/fast-admission.ts): receivable when produce
+     * answers. Off, dispatch alone admits (about a second later on AWS) and a quiet queue's
+     * messages cost fewer units (docs/architecture.md, "Latency").
+     */
+    fast_admission: z.boolean().default(true),
     /** A queue with Lambda consumers is consumed by them (push), not by dispatch (pull). */
     consumers: z.array(lambdaConsumerSchema).default([]),
     rate_limits: rateLimitsSchema.default({}),

@@ -1,8 +1,8 @@
 import type { Logger } from '@aws-lambda-powertools/logger';
 import type { KinesisStreamBatchResponse, KinesisStreamEvent, KinesisStreamRecord } from 'aws-lambda';
-import type { RangeAdmission } from '../admission/range-admission.js';
+import { admissionEnvelope, type RangeAdmission } from '../admission/range-admission.js';
 import { streamName, type TenantConfig } from '../core/config.js';
-import { decodeEnvelope, type Envelope } from '../core/envelope.js';
+import type { Envelope } from '../core/envelope.js';
 
 /**
  * dispatch: admits a shard's records into the lease layer (admission/range-admission.ts), up to
@@ -57,10 +57,8 @@ export class Dispatcher {
   /** A record that is not an envelope can never be delivered: it is logged and passed over, never retried. */
   private decode(record: KinesisStreamRecord): Decoded[] {
     try {
-      const envelope = decodeEnvelope(Buffer.from(record.kinesis.data, 'base64'));
-      // A Lambda consumer's retry, for that consumer alone (left in the log if the queue changed to pull).
-      if (envelope.for !== undefined) return [];
-      return [{ record, envelope }];
+      const envelope = admissionEnvelope(Buffer.from(record.kinesis.data, 'base64'));
+      return envelope ? [{ record, envelope }] : [];
     } catch (err) {
       this.deps.logger.error('skipping a record that is not a leaseq envelope', {
         sequenceNumber: record.kinesis.sequenceNumber,

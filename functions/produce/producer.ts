@@ -1,3 +1,4 @@
+import type { FastAdmission } from '../admission/fast-admission.js';
 import type { ProduceMessage, ProduceResult } from '../api/schemas.js';
 import type { ClaimStore } from '../claims/claims.js';
 import { mapLimit } from '../core/async.js';
@@ -13,7 +14,7 @@ import type { StorageMeter } from '../store/storage.js';
 
 /**
  * The produce path: the queue's payload schema, dedup check, claim-check, append, then the dedup
- * record. `accepted` only for what Kinesis acknowledged; `failed` (retryable) for what it did not,
+ * record, then (fast admission) the lease layer. `accepted` only for what Kinesis acknowledged; `failed` (retryable) for what it did not,
  * and (not retryable) for a payload the schema refuses.
  */
 
@@ -24,6 +25,8 @@ export interface ProducerDeps {
   log: StreamLog;
   counters: Counters;
   storage: StorageMeter;
+  /** Admits what landed before produce answers (dispatch admits whatever it does not). */
+  fastAdmission?: Pick<FastAdmission, 'afterAppend'>;
   now?: () => number;
 }
 
@@ -128,6 +131,9 @@ export class Producer {
       }),
       this.addStored(queue, config, landed),
     ]);
+    // After the dedup records: admission claims a producer id's position, which would turn
+    // markLanded's own write into a duplicate.
+    await this.deps.fastAdmission?.afterAppend(queue, config, landed);
     landed.forEach((l) => {
       results[l.p.index] = {
         message_id: l.p.messageId,

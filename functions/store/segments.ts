@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { GetObjectCommand, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import { type DynamoDBDocumentClient, GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import type { Envelope } from '../core/envelope.js';
@@ -39,7 +40,9 @@ export class SegmentStore {
     entries: readonly SegmentEntry[],
     ttl: number,
   ): Promise<Pick<SegmentRef, 'id' | 'store'>> {
-    const id = (entries[0] as SegmentEntry).sequence;
+    // Its own id: two admitters of one run of the log (dispatch, produce's fast path) may each
+    // write a segment starting at the same entry, and the range that won points at its writer's.
+    const id = `${(entries[0] as SegmentEntry).sequence}.${randomBytes(4).toString('hex')}`;
     const body = JSON.stringify(entries);
     const bytes = Buffer.byteLength(body);
     const store = bytes <= SEGMENT_ITEM_MAX_BYTES ? 'ddb' : 's3';

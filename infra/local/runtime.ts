@@ -38,6 +38,11 @@ export interface RuntimeOptions {
   sweepIntervalMs?: number;
   /** How long an idle shard poller waits before reading again. */
   idlePollMs?: number;
+  /**
+   * Wake the shard pollers after each produce and sweep re-append (default), which AWS's mapping
+   * does not: the bench turns it off so its figures are at AWS's cadence.
+   */
+  wakePollers?: boolean;
   /** dynalite (default) or AWS's DynamoDB Local (needs Java). */
   dynamodb?: DynamoDbEmulator;
 }
@@ -93,6 +98,7 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
     if (emulators.dynamodb === 'dynalite') await repairIndex(clients, config.tableName);
     const logger = (serviceName: string) => new Logger({ serviceName, logLevel: options.logLevel ?? 'WARN' });
     const log = logger('leaseq-local');
+    const wake = options.wakePollers ?? true;
     const dispatch = createDispatchHandler(config, clients, logger(SERVICE.dispatch));
     const eventSource = await startEventSource({
       kinesis: clients.kinesis,
@@ -118,7 +124,7 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
       'sweep',
       async (event, context) => {
         const report = await sweepHandler(event, context);
-        if (report.requeued || report.redriven) eventSource.nudge();
+        if (wake && (report.requeued || report.redriven)) eventSource.nudge();
       },
       options.sweepIntervalMs ?? 1000,
       (err) => log.warn('sweep failed', { error: String(err), stack: (err as Error).stack }),
@@ -127,7 +133,7 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
     // Wake the shard pollers after a produce, so local delivery does not wait for the next poll.
     const gateway = await startGateway(async (event, context) => {
       const result = await api(event, context);
-      if (event.requestContext.http.method === 'POST' && event.rawPath.endsWith('/messages'))
+      if (wake && event.requestContext.http.method === 'POST' && event.rawPath.endsWith('/messages'))
         eventSource.nudge();
       return result;
     }, options.port);

@@ -1,0 +1,142 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { LogRecord } from '../../functions/admission/range-admission.js';
+import type { Range } from '../../functions/core/ranges.js';
+import { buildServices } from '../../functions/services.js';
+import { queueApi } from '../helpers/queue-api.js';
+import { startTestRuntime, type TestRuntime } from '../helpers/runtime.js';
+
+/**
+ * Produce's fast admission (issue 12): what produce accepted is receivable when it answers, and
+ * admission stays exactly once with produce and dispatch both admitting one shard.
+ */
+
+let slow: TestRuntime;
+let busy: TestRuntime;
+
+beforeAll(async () => {
+  // Dispatch reads a shard once, at start, and then idles a minute: only produce can admit.
+  [slow, busy] = await Promise.all([
+    startTestRuntime(
+      {
+        tenant: 'fast',
+        queues: {
+          jobs: { shards: 2 },
+          warm: { shards: 1 },
+          off: { shards: 1, fast_admission: false },
+          manual: { shards: 1, fast_admission: false },
+        },
+      },
+      'test-admin-key-0123456789',
+      { sweepIntervalMs: 100, idlePollMs: 60_000, wakePollers: false },
+    ),
+    // Dispatch polls every 20 ms and is woken by every produce: both admit the same shards.
+    startTestRuntime({ tenant: 'race', queues: { jobs: { shards: 2 } } }),
+  ]);
+}, 60_000);
+
+afterAll(async () => {
+  await Promise.all([slow?.close(), busy?.close()]);
+});
+
+/** A long poll under way, then a produce: how long from the produce's start to the delivery. */
+async function producedToReceived(t: TestRuntime, queue: string, payload: unknown) {
+  const q = queueApi(t, queue);
+  const waiting = q.receive({ wait_seconds: 5 });
+  // Let the long poll find the queue empty and start waiting.
+  await new Promise((r) => setTimeout(r, 300));
+  const started = performance.now();
+  const [result] = await q.produce([{ payload }]);
+  const [received, ms] = await waiting.then((m) => [m, performance.now() - started] as const);
+  return { result, received, ms };
+}
+
+describe('fast admission', () => {
+  it('delivers a message produced on an empty queue to a waiting long poll within 250 ms', async () => {
+    // What a first call of the process pays once (clients, the receipt key) is not the path's.
+    const warm = await producedToReceived(slow, 'warm', {});
+    await queueApi(slow, 'warm').ack(warm.received.map((m) => m.receipt));
+    // The first finds no range yet (the shard is read from its start), the others the last one's.
+    for (let i = 0; i < 4; i++) {
+      const { result, received, ms } = await producedToReceived(slow, 'jobs', { i });
+      expect(result?.status).toBe('accepted');
+      expect(received.map((m) => m.payload)).toEqual([{ i }]);
+      expect(ms).toBeLessThan(250);
+      await queueApi(slow, 'jobs').ack(received.map((m) => m.receipt));
+    }
+  });
+
+  it('is off for a queue that turns it off: the message waits for dispatch', async () => {
+    const q = queueApi(slow, 'off');
+    const [result] = await q.produce([{ payload: { late: true } }]);
+    expect(result?.status).toBe('accepted');
+    expect(await q.receive({ wait_seconds: 1 })).toEqual([]);
+  });
+
+  it('admits each entry once when produce and dispatch admit the same shards at once', async () => {
+    const q = queueApi(busy, 'jobs');
+    const sent = await Promise.all(
+      Array.from({ length: 30 }, (_, r) =>
+        q.produce(Array.from({ length: 10 }, (_, i) => ({ payload: { n: r * 10 + i } }))),
+      ),
+    );
+    expect(sent.flat().every((s) => s.status === 'accepted')).toBe(true);
+    const got = await q.receiveAll(300, 20_000);
+    const ids = got.map((m) => m.message_id);
+    expect(new Set(ids).size).toBe(300);
+    expect(ids).toHaveLength(300);
+    // One lineage per shard: ranges one after another, together as many entries as the log holds.
+    const records = await busy.records('jobs');
+    const { ranges } = buildServices(busy.runtime.config, busy.runtime.clients);
+    for (const shard of new Set(records.map((r) => r.shardId))) {
+      const list = await ranges.from('jobs', shard, undefined, 1000, true);
+      expectOneLineage(
+        list,
+        records.filter((r) => r.shardId === shard).map((r) => r.sequenceNumber),
+      );
+    }
+    for (let i = 0; i < got.length; i += 100) await q.ack(got.slice(i, i + 100).map((m) => m.receipt));
+  }, 60_000);
+
+  it('admits a run once when callers read it in different lengths and race', async () => {
+    const q = queueApi(slow, 'manual');
+    await q.produce(Array.from({ length: 40 }, (_, n) => ({ payload: { n } })));
+    const records = await slow.records('manual');
+    expect(records).toHaveLength(40);
+    const shard = records[0]?.shardId as string;
+    const services = buildServices(slow.runtime.config, slow.runtime.clients);
+    const config = slow.runtime.config.tenant.queues.manual;
+    if (!config) throw new Error('no queue manual');
+    const log: LogRecord[] = records.map((r) => ({ sequence: r.sequenceNumber, envelope: r.envelope }));
+    // Each caller reads at most `n` records after the last range it saw.
+    const readUpTo = (n: number) => async (after: string | undefined) => {
+      const from = after === undefined ? 0 : log.findIndex((r) => r.sequence === after) + 1;
+      return log.slice(from, from + n);
+    };
+    await Promise.all(
+      [3, 7, 20, 25, 33, 40, 1, 12].map((n) =>
+        services.admission.catchUp('manual', config, shard, readUpTo(n)),
+      ),
+    );
+    while ((await services.admission.catchUp('manual', config, shard, readUpTo(40))) > 0);
+    expectOneLineage(
+      await services.ranges.from('manual', shard, undefined, 1000, true),
+      records.map((r) => r.sequenceNumber),
+    );
+    const got = await q.receiveAll(40, 10_000);
+    expect(got.map((m) => m.payload.n).sort((a, b) => a - b)).toEqual(
+      Array.from({ length: 40 }, (_, n) => n),
+    );
+  });
+});
+
+/** Ranges that follow one another without overlap or gap and hold every entry of the log once. */
+function expectOneLineage(ranges: Range[], sequences: string[]) {
+  const order = (s: string) => sequences.indexOf(s);
+  let next = 0;
+  for (const r of ranges) {
+    expect(order(r.start), `range ${r.start} starts where the one before ended`).toBe(next);
+    expect(order(r.last) - order(r.start) + 1).toBe(r.count);
+    next = order(r.last) + 1;
+  }
+  expect(next).toBe(sequences.length);
+}
