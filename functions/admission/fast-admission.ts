@@ -1,4 +1,5 @@
 import { type QueueConfig, streamName } from '../core/config.js';
+import { RANGE_ENTRIES } from '../core/ranges.js';
 import type { RawRecord, ShardReader } from '../log/shard-reader.js';
 import { admissionEnvelope, type LogRecord, type RangeAdmission } from './range-admission.js';
 
@@ -10,8 +11,12 @@ import { admissionEnvelope, type LogRecord, type RangeAdmission } from './range-
  * exactly once). Nothing depends on it: what a pass does not admit (an error, a full window, a
  * backlog longer than a page) dispatch admits, and dispatch passes over what a pass did.
  * Per shard, one pass runs at a time in an instance; requests that land meanwhile share the next
- * pass, which reads everything they appended: under load a pass admits many requests' records,
- * so its cost per message falls toward dispatch's.
+ * pass, which reads everything they appended.
+ * A pass costs about what a dispatch batch does (a segment, a range or two), so passes under load
+ * cut the log into ranges of a few entries where dispatch's second-long batches fill them: every
+ * range costs its creation, a lease write and an ack write whatever it holds. `quiet` (the
+ * default) therefore admits fast only while the shard took under a range's worth of records in
+ * the last second in this instance; `always` buys latency with those units.
  */
 
 export interface FastAdmissionDeps {
@@ -28,7 +33,25 @@ const THROTTLED_PAUSE_MS = 1000;
 
 /** Pull queues whose file does not turn it off; ordered queues keep dispatch's single admitter. */
 export function takesFastAdmission(config: QueueConfig): boolean {
-  return config.fast_admission && !config.ordered && config.consumers.length === 0;
+  return config.fast_admission !== 'off' && !config.ordered && config.consumers.length === 0;
+}
+
+/** Records landed on a shard over the last second: two one-second buckets, the older one weighed by overlap. */
+class RecentRate {
+  private bucket = 0;
+  private current = 0;
+  private previous = 0;
+
+  add(n: number, now: number): number {
+    const bucket = Math.floor(now / 1000);
+    if (bucket !== this.bucket) {
+      this.previous = bucket === this.bucket + 1 ? this.current : 0;
+      this.current = 0;
+      this.bucket = bucket;
+    }
+    this.current += n;
+    return this.current + this.previous * (1 - (now % 1000) / 1000);
+  }
 }
 
 interface Slot {
@@ -39,6 +62,7 @@ interface Slot {
 export class FastAdmission {
   private readonly slots = new Map<string, Slot>();
   private readonly throttledUntil = new Map<string, number>();
+  private readonly rates = new Map<string, RecentRate>();
 
   constructor(private readonly deps: FastAdmissionDeps) {}
 
@@ -49,11 +73,17 @@ export class FastAdmission {
   /** Admits the shards `landed` on; never throws (dispatch admits whatever this did not). */
   async afterAppend(queue: string, config: QueueConfig, landed: readonly { shard: string }[]): Promise<void> {
     if (!takesFastAdmission(config)) return;
-    const shards = [...new Set(landed.map((l) => l.shard))];
+    const perShard = new Map<string, number>();
+    for (const l of landed) perShard.set(l.shard, (perShard.get(l.shard) ?? 0) + 1);
+    const now = this.now();
     await Promise.all(
-      shards.map((shard) => {
+      [...perShard].map(([shard, n]) => {
         const slot = `${queue}/${shard}`;
-        if ((this.throttledUntil.get(slot) ?? 0) > this.now()) return undefined;
+        const rate = this.rates.get(slot) ?? new RecentRate();
+        this.rates.set(slot, rate);
+        const lastSecond = rate.add(n, now);
+        if (config.fast_admission === 'quiet' && lastSecond > RANGE_ENTRIES) return undefined;
+        if ((this.throttledUntil.get(slot) ?? 0) > now) return undefined;
         return this.schedule(slot, () => this.pass(queue, config, shard, slot));
       }),
     );

@@ -70,6 +70,9 @@ const COMMIT_PAGE = 50;
 const WINDOW_POLL_MS = 100;
 
 export class RangeAdmission {
+  /** Per shard, the entries admitted below the lowest unfinished range when last read. */
+  private readonly commitSeen = new Map<string, number>();
+
   constructor(private readonly deps: RangeAdmissionDeps) {}
 
   private now(): number {
@@ -351,10 +354,19 @@ export class RangeAdmission {
     wanted: number,
     waitMs: number,
   ): Promise<number> {
+    if (!head) return size;
+    const at = `${queue}\u0000${shard}`;
+    // The commit point only moves up, so a window measured from one seen before is no smaller
+    // than the true one: when everything fits even so, no read is needed.
+    const seen = this.commitSeen.get(at);
+    if (seen !== undefined && size - (admittedTotal(head) - seen) >= wanted)
+      return size - (admittedTotal(head) - seen);
     const enough = Math.max(1, Math.min(wanted, RANGE_ENTRIES, Math.ceil(size / 4)));
     const deadline = Date.now() + waitMs;
     for (;;) {
-      const free = size - windowSize(head, await this.lowestOpen(queue, shard, head));
+      const lowest = await this.lowestOpen(queue, shard, head);
+      this.commitSeen.set(at, lowest?.base ?? admittedTotal(head));
+      const free = size - windowSize(head, lowest);
       if (free >= enough || Date.now() >= deadline) return free;
       await sleep(WINDOW_POLL_MS);
     }

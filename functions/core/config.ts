@@ -96,11 +96,13 @@ export const queueConfigSchema = z
       .default(262_144),
     window_size: z.number().int().min(1).max(1_000_000).default(10_000),
     /**
-     * Produce admits what it appended (admission/fast-admission.ts): receivable when produce
-     * answers. Off, dispatch alone admits (about a second later on AWS) and a quiet queue's
-     * messages cost fewer units (docs/architecture.md, "Latency").
+     * Produce admits what it appended (admission/fast-admission.ts), so it is receivable when
+     * produce answers: `quiet` while a shard takes under a range's worth a second (above that,
+     * dispatch's batches keep ranges full and units per message low), `always` (latency bought
+     * with units under load), `off` (dispatch alone, about a second later on AWS).
+     * docs/architecture.md, "Latency".
      */
-    fast_admission: z.boolean().default(true),
+    fast_admission: z.enum(['quiet', 'always', 'off']).default('quiet'),
     /** A queue with Lambda consumers is consumed by them (push), not by dispatch (pull). */
     consumers: z.array(lambdaConsumerSchema).default([]),
     rate_limits: rateLimitsSchema.default({}),

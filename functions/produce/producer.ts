@@ -124,16 +124,18 @@ export class Producer {
 
     // The storage meter does not wait for the dedup records; the totals do (a lost race is a duplicate).
     const named = landed.filter((l) => !l.p.serverId);
+    // Fast admission after the dedup records: admission claims a producer id's position, which
+    // would turn markLanded's own write into a duplicate.
     const [marks] = await Promise.all([
       this.markLanded(queue, config, named, now).then(async (marks) => {
-        await this.count(queue, landed.length - named.length + marks.filter((m) => m !== false).length);
+        await Promise.all([
+          this.count(queue, landed.length - named.length + marks.filter((m) => m !== false).length),
+          this.deps.fastAdmission?.afterAppend(queue, config, landed),
+        ]);
         return new Map(named.map((l, i) => [l, marks[i]]));
       }),
       this.addStored(queue, config, landed),
     ]);
-    // After the dedup records: admission claims a producer id's position, which would turn
-    // markLanded's own write into a duplicate.
-    await this.deps.fastAdmission?.afterAppend(queue, config, landed);
     landed.forEach((l) => {
       results[l.p.index] = {
         message_id: l.p.messageId,

@@ -1,4 +1,5 @@
 import type { Logger } from '@aws-lambda-powertools/logger';
+import type { FastAdmission } from '../admission/fast-admission.js';
 import type { RangeAdmission } from '../admission/range-admission.js';
 import type { HeldDelivery } from '../consume/held-delivery.js';
 import type { KeyOrder } from '../consume/key-order.js';
@@ -44,6 +45,8 @@ export interface SweeperDeps {
   rangeFailures: RangeFailures;
   held: HeldDelivery;
   admission: RangeAdmission;
+  /** Retries it appended are admitted at once, not at dispatch's next poll (issue 12). */
+  fastAdmission?: Pick<FastAdmission, 'afterAppend'>;
   requeue: Requeue;
   redrives: Redrives;
   logger: Logger;
@@ -135,8 +138,14 @@ export class Sweeper {
       shards.map(async (shard) => {
         const ranges = await this.expireRanges(ns, shard);
         report.expired += ranges.expired;
-        report.requeued += ranges.appended;
-        report.requeued += await this.requeueDue(ns, shard);
+        const requeued = ranges.appended + (await this.requeueDue(ns, shard));
+        report.requeued += requeued;
+        if (requeued && ns.consumer === undefined)
+          await this.deps.fastAdmission?.afterAppend(
+            ns.queue,
+            ns.config,
+            Array.from({ length: requeued }, () => ({ shard })),
+          );
         if (ns.config.ordered)
           if (ns.consumer === undefined)
             report.expired += await this.deps.held.sweep(ns.name, ns.config, shard);

@@ -22,15 +22,17 @@ beforeAll(async () => {
         queues: {
           jobs: { shards: 2 },
           warm: { shards: 1 },
-          off: { shards: 1, fast_admission: false },
-          manual: { shards: 1, fast_admission: false },
+          off: { shards: 1, fast_admission: 'off' },
+          manual: { shards: 1, fast_admission: 'off' },
+          burst: { shards: 1 },
+          eager: { shards: 1, fast_admission: 'always' },
         },
       },
       'test-admin-key-0123456789',
       { sweepIntervalMs: 100, idlePollMs: 60_000, wakePollers: false },
     ),
     // Dispatch polls every 20 ms and is woken by every produce: both admit the same shards.
-    startTestRuntime({ tenant: 'race', queues: { jobs: { shards: 2 } } }),
+    startTestRuntime({ tenant: 'race', queues: { jobs: { shards: 2, fast_admission: 'always' } } }),
   ]);
 }, 60_000);
 
@@ -70,6 +72,16 @@ describe('fast admission', () => {
     const [result] = await q.produce([{ payload: { late: true } }]);
     expect(result?.status).toBe('accepted');
     expect(await q.receive({ wait_seconds: 1 })).toEqual([]);
+  });
+
+  it('leaves a burst of more than a range a second to dispatch when quiet, admits it when always', async () => {
+    const burst = Array.from({ length: 30 }, (_, n) => ({ payload: { n } }));
+    const quiet = queueApi(slow, 'burst');
+    expect((await quiet.produce(burst)).every((r) => r.status === 'accepted')).toBe(true);
+    expect(await quiet.receive({ wait_seconds: 1 })).toEqual([]);
+    const always = queueApi(slow, 'eager');
+    expect((await always.produce(burst)).every((r) => r.status === 'accepted')).toBe(true);
+    expect(await always.receiveAll(30, 2000)).toHaveLength(30);
   });
 
   it('admits each entry once when produce and dispatch admit the same shards at once', async () => {

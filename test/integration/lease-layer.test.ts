@@ -20,7 +20,7 @@ beforeAll(async () => {
       copies: { shards: 1 },
       big: { shards: 1 },
       // Dispatch admits it: a segment the api wrote itself is in its cache, readable whatever happens.
-      lost: { shards: 1, fast_admission: false },
+      lost: { shards: 1, fast_admission: 'off' },
       cheap: { shards: 1 },
       retried: { shards: 1, backoff_seconds: [1] },
       gap: { shards: 1, window_size: 6, lease_seconds: 60 },

@@ -34,7 +34,7 @@ describe('tenant configuration', () => {
       dedup_window_seconds: 86400,
       claim_check_bytes: 262144,
       window_size: 10000,
-      fast_admission: true,
+      fast_admission: 'quiet',
       consumers: [],
       rate_limits: {},
     });
