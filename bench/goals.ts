@@ -26,6 +26,12 @@ export interface GoalRow {
 export interface GoalInputs {
   costs: readonly RunCost[];
   throughput: readonly { queue: string; messagesPerSecond: number }[];
+  /** Issue 12's: produce sent → first delivery, and a retry's due time → its delivery. */
+  latency: readonly {
+    queue: string;
+    latencyMs?: { p50: number; p99: number };
+    retryLatencyMs?: { p50: number; p99: number };
+  }[];
   sqs: readonly SqsCost[];
   /** Undefined when the phase was skipped. */
   backlog: BacklogReport | PhaseFailure | undefined;
@@ -43,6 +49,9 @@ const LIMITS = {
   writeUnitsFailedAttempt: 4,
   backlogRatio: 1.1,
   throughputOverBaseline: 3,
+  latencyP50Ms: 30,
+  latencyP99Ms: 100,
+  retryLatencyP99Ms: 1500,
 } as const;
 
 /** At most `limit`; a lower bound (units left out) can only show that a goal is missed. */
@@ -121,6 +130,59 @@ export function goalRows(inputs: GoalInputs): GoalRow[] {
     backlogRow(inputs.backlog),
     throughputRow(inputs),
     peerRow(inputs),
+    ...latencyRows(inputs),
+  ];
+}
+
+/** Issue 12's latency figures (at the bench's poller cadence: a shard read a second, as on AWS). */
+function latencyRows(inputs: GoalInputs): GoalRow[] {
+  const row = (
+    id: string,
+    figure: string,
+    run: string,
+    pick: (r: GoalInputs['latency'][number]) => number | undefined,
+    limit: number,
+  ): GoalRow => {
+    const goal = `≤ ${limit} ms`;
+    const value = pick(inputs.latency.find((r) => r.queue === run) ?? { queue: run });
+    if (value === undefined) return notMeasured(id, `${figure} (${run})`, goal, 'not run');
+    return {
+      id,
+      figure: `${figure} (${run})`,
+      value,
+      measured: `${formatNumber(value)} ms`,
+      goal,
+      met: atMost(value, limit, true),
+    };
+  };
+  const p50 = (r: GoalInputs['latency'][number]) => r.latencyMs?.p50;
+  const p99 = (r: GoalInputs['latency'][number]) => r.latencyMs?.p99;
+  return [
+    row('latency-p50', 'produce → receive p50, burst', RUN.headline, p50, LIMITS.latencyP50Ms),
+    row('latency-p99', 'produce → receive p99, burst', RUN.headline, p99, LIMITS.latencyP99Ms),
+    row(
+      'latency-always-p50',
+      'produce → receive p50, fast_admission always',
+      RUN.fastUnderLoad,
+      p50,
+      LIMITS.latencyP50Ms,
+    ),
+    row(
+      'latency-always-p99',
+      'produce → receive p99, fast_admission always',
+      RUN.fastUnderLoad,
+      p99,
+      LIMITS.latencyP99Ms,
+    ),
+    row('latency-trickle-p50', 'produce → receive p50, 10 msg/s', RUN.trickle, p50, LIMITS.latencyP50Ms),
+    row('latency-trickle-p99', 'produce → receive p99, 10 msg/s', RUN.trickle, p99, LIMITS.latencyP99Ms),
+    row(
+      'retry-latency-p99',
+      'retry due → delivered p99',
+      RUN.retried,
+      (r) => r.retryLatencyMs?.p99,
+      LIMITS.retryLatencyP99Ms,
+    ),
   ];
 }
 
@@ -188,7 +250,7 @@ function peerRow(inputs: GoalInputs): GoalRow {
 
 export function printGoals(rows: readonly GoalRow[], baseline: readonly GoalRow[] | undefined): void {
   console.log(
-    '\nGoals (issue 11): 1 KB payloads, produce 10, receive 10, ack 10; per delivered message, all-in:\n',
+    '\nGoals (issues 11 and 12): 1 KB payloads, produce 10, receive 10, ack 10; per delivered message, all-in:\n',
   );
   const before = (id: string) => baseline?.find((r) => r.id === id)?.measured ?? '-';
   console.log(

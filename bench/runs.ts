@@ -21,6 +21,13 @@ export interface EndToEndSpec {
   ids: IdSource;
   /** Each message's first delivery is nacked, its second acked (the failed-attempt figure). */
   nackFirstAttempt: boolean;
+  /**
+   * Paced production instead of WORKLOAD's burst (whose producers outrun the workers, so its
+   * latency is mostly the backlog's wait): `batch` messages a request, `perSecond` in all.
+   */
+  paced?: { perSecond: number; batch: number; messages: number };
+  /** The queue's fast_admission when not the default (`quiet`). */
+  fastAdmission?: 'always' | 'off';
 }
 
 export const END_TO_END_RUNS: readonly EndToEndSpec[] = [
@@ -29,6 +36,39 @@ export const END_TO_END_RUNS: readonly EndToEndSpec[] = [
   { queue: 'c16', workers: 16, ids: 'server', nackFirstAttempt: false },
   { queue: 'c4-ids', workers: 4, ids: 'producer', nackFirstAttempt: false },
   { queue: 'c4-nack', workers: 4, ids: 'server', nackFirstAttempt: true },
+  // Latency at 4 workers that keep up (100 msg/s, a third of what they can take), and what it
+  // costs: past a range's worth a second per shard only fast_admission always admits at produce.
+  {
+    queue: 'c4-paced',
+    workers: 4,
+    ids: 'server',
+    nackFirstAttempt: false,
+    paced: { perSecond: 100, batch: 10, messages: 600 },
+  },
+  {
+    queue: 'c4-always',
+    workers: 4,
+    ids: 'server',
+    nackFirstAttempt: false,
+    paced: { perSecond: 100, batch: 10, messages: 600 },
+    fastAdmission: 'always',
+  },
+  // Issue 12: where latency matters most, 10 messages a second to one worker.
+  {
+    queue: 't1',
+    workers: 1,
+    ids: 'server',
+    nackFirstAttempt: false,
+    paced: { perSecond: 10, batch: 1, messages: 200 },
+  },
+  // A retry's due time → its delivery, with consumers keeping up (c4-nack's are saturated by its nacks).
+  {
+    queue: 't1-nack',
+    workers: 1,
+    ids: 'server',
+    nackFirstAttempt: true,
+    paced: { perSecond: 10, batch: 1, messages: 100 },
+  },
 ];
 
 /** The runs the figures come from. */
@@ -38,20 +78,26 @@ export const RUN = {
   producerIds: 'c4-ids',
   failedAttempt: 'c4-nack',
   contended: 'c16',
+  trickle: 't1',
+  paced: 'c4-paced',
+  retried: 't1-nack',
+  fastUnderLoad: 'c4-always',
 } as const;
 
 /** The runs that differ from each other only in their number of workers (set beside BullMQ's). */
 export function plainRuns<T extends { queue: string }>(runs: readonly T[]): T[] {
   return runs.filter((r) => {
     const spec = END_TO_END_RUNS.find((s) => s.queue === r.queue);
-    return spec?.ids === 'server' && !spec.nackFirstAttempt;
+    return spec?.ids === 'server' && !spec.nackFirstAttempt && !spec.paced && !spec.fastAdmission;
   });
 }
 
 export function describeRun(spec: EndToEndSpec): string {
   const ids = spec.ids === 'server' ? 'server ids' : 'producer ids';
   const nack = spec.nackFirstAttempt ? ', each nacked once then acked' : '';
-  return `${spec.workers} worker(s), ${ids}${nack}`;
+  const paced = spec.paced ? `, paced ${spec.paced.perSecond} msg/s in ${spec.paced.batch}s` : '';
+  const fast = spec.fastAdmission ? `, fast_admission ${spec.fastAdmission}` : '';
+  return `${spec.workers} worker(s), ${ids}${nack}${paced}${fast}`;
 }
 
 /** A phase after the end-to-end runs that failed: reported as such, so the runs measured before it are kept. */

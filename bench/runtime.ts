@@ -6,8 +6,9 @@ import { type Runtime, startRuntime } from '../infra/local/runtime.js';
  * The local runtime as every bench phase runs it: quiet, on a free port, at AWS's pace: a sweep a
  * second, and each shard's event-source poller idle for a second between empty reads (Lambda's
  * Kinesis mapping polls a shard about once a second). Faster idle polling only burnt the two
- * cores on empty GetRecords of idle queues (~2 a delivered message at 20 ms). Produce and the
- * sweep's re-appends still nudge the local pollers, which AWS's do not (issue 12's latency).
+ * cores on empty GetRecords of idle queues (~2 a delivered message at 20 ms). Nothing wakes the
+ * pollers early (AWS's mapping has no such call), so latency is what produce's fast admission
+ * and the pollers' own cadence give.
  */
 export function startBenchRuntime(
   tenant: TenantConfig,
@@ -23,6 +24,7 @@ export function startBenchRuntime(
     logLevel: 'SILENT',
     sweepIntervalMs: 1000,
     idlePollMs: 1000,
+    wakePollers: false,
     dynamodb,
   });
 }

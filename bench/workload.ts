@@ -76,6 +76,8 @@ export interface ProduceOptions {
   /** Produce requests in flight at once. */
   inFlight: number;
   ids: IdSource;
+  /** Paced: batches sent at this many messages a second (otherwise as fast as answered). */
+  perSecond?: number;
   /** Called with each batch's message orders just before its request is sent. */
   onSend?: (orders: readonly number[], at: number) => void;
   /** Checked before each batch: a failed run stops producing. */
@@ -85,10 +87,15 @@ export interface ProduceOptions {
 /** Produces messages 0 … messages-1 (producer ids: `${queue}-${order}`); all must be accepted. */
 export async function produce(api: Endpoint, queue: string, options: ProduceOptions): Promise<void> {
   const batches = Math.ceil(options.messages / options.batchSize);
+  const startedAt = performance.now();
   let next = 0;
   const sender = async () => {
     while (next < batches && !options.stopped?.()) {
       const first = next++ * options.batchSize;
+      if (options.perSecond) {
+        const due = startedAt + (first / options.perSecond) * 1000;
+        await new Promise((r) => setTimeout(r, Math.max(0, due - performance.now())));
+      }
       const orders = Array.from(
         { length: Math.min(options.batchSize, options.messages - first) },
         (_, k) => first + k,
@@ -115,6 +122,8 @@ interface WorkerHooks {
   stopped: () => boolean;
   /** Each delivery, as it arrives (before its ack or nack is sent). */
   onDelivered?: (message: Delivered, receivedAt: number) => void;
+  /** After a nack answered (retry due WORKLOAD.nackRetryAfterSeconds later). */
+  onNacked?: (message: Delivered, answeredAt: number) => void;
   /** After an ack request answered, with the ids it acked. */
   onAcked: (ids: readonly string[]) => void;
   /** True once no more deliveries are coming for a partial ack batch to wait for. */
@@ -160,6 +169,7 @@ async function workerLoop(
         retry_after_seconds: WORKLOAD.nackRetryAfterSeconds,
       });
       if (status !== 'retry_scheduled') throw new Error(`nack on ${queue}: ${status}`);
+      hooks.onNacked?.(m, performance.now());
     }
     while (held.length >= WORKLOAD.ackBatch) await ack(held.splice(0, WORKLOAD.ackBatch));
     if (held.length > 0 && (messages.length === 0 || hooks.nothingMoreComing?.())) await ack(held.splice(0));
@@ -177,6 +187,8 @@ export interface EndToEndOptions {
   ids: IdSource;
   /** Each message's first delivery is nacked (retry after WORKLOAD.nackRetryAfterSeconds), its second acked. */
   nackFirstAttempt: boolean;
+  /** `batch` messages a request at `perSecond` in all, instead of WORKLOAD's batches as fast as answered. */
+  paced?: { perSecond: number; batch: number };
   timeoutMs: number;
   /** Called the moment the last message is acked, before workers wind down (to snapshot the meter). */
   onAllAcked: () => void;
@@ -188,6 +200,8 @@ export interface EndToEndRun {
   finishedAt: number;
   /** Produce request sent → first delivery received, per message. */
   latenciesMs: number[];
+  /** A nacked message's retry due (nack answered + its retry_after) → its next delivery received. */
+  retryLatenciesMs: number[];
   /** Deliveries beyond those the workload asked for (at-least-once shows here). */
   redelivered: number;
 }
@@ -196,6 +210,8 @@ export interface EndToEndRun {
 export async function endToEnd(api: Endpoint, queue: string, options: EndToEndOptions): Promise<EndToEndRun> {
   const sentAt = new Map<number, number>();
   const latenciesMs: number[] = [];
+  const retryDue = new Map<string, number>();
+  const retryLatenciesMs: number[] = [];
   const deliveries = new Map<string, number>();
   /** Ids whose delivery the workers will ack. */
   const final = new Set<string>();
@@ -218,6 +234,11 @@ export async function endToEnd(api: Endpoint, queue: string, options: EndToEndOp
       const n = (deliveries.get(m.message_id) ?? 0) + 1;
       deliveries.set(m.message_id, n);
       if (n === 1) latenciesMs.push(receivedAt - sent);
+      const due = retryDue.get(m.message_id);
+      if (due !== undefined) {
+        retryLatenciesMs.push(receivedAt - due);
+        retryDue.delete(m.message_id);
+      }
       if (n > expectedDeliveries) redelivered++;
       if (!nacked(m, options.nackFirstAttempt)) final.add(m.message_id);
     },
@@ -228,6 +249,8 @@ export async function endToEnd(api: Endpoint, queue: string, options: EndToEndOp
         options.onAllAcked();
       }
     },
+    onNacked: (m, answeredAt) =>
+      retryDue.set(m.message_id, answeredAt + WORKLOAD.nackRetryAfterSeconds * 1000),
     nothingMoreComing: () => final.size >= options.messages,
   };
   let startedAt = 0;
@@ -236,9 +259,10 @@ export async function endToEnd(api: Endpoint, queue: string, options: EndToEndOp
       () =>
         produce(api, queue, {
           messages: options.messages,
-          batchSize: WORKLOAD.produceBatch,
+          batchSize: options.paced?.batch ?? WORKLOAD.produceBatch,
           inFlight: WORKLOAD.produceInFlight,
           ids: options.ids,
+          ...(options.paced ? { perSecond: options.paced.perSecond } : {}),
           onSend: (orders, at) => {
             if (startedAt === 0) startedAt = at;
             for (const order of orders) sentAt.set(order, at);
@@ -260,7 +284,7 @@ export async function endToEnd(api: Endpoint, queue: string, options: EndToEndOp
       `${queue}: only ${acked.size} of ${options.messages} messages acked after ${options.timeoutMs / 1000} s`,
     );
   }
-  return { startedAt, finishedAt, latenciesMs, redelivered };
+  return { startedAt, finishedAt, latenciesMs, retryLatenciesMs, redelivered };
 }
 
 export interface ConsumeOptions {
