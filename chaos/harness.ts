@@ -8,10 +8,11 @@ import type { Invariant } from './checks.js';
 import { ChildRuntime, pickPort } from './child-runtime.js';
 import { History } from './history.js';
 import { checkIndex } from './index-check.js';
+import { checkLineage } from './lineage-check.js';
 import { CALLS_FILE_ENV } from './push-consumer.js';
 import { seededRandom } from './random.js';
 import { runScenario, type ScenarioResult, workloadOf } from './scenario.js';
-import { CHAOS_ADMIN_KEY, CHAOS_TENANT, writeTenantFile } from './tenant.js';
+import { CHAOS_ADMIN_KEY, CHAOS_TENANT, QUEUES, writeTenantFile } from './tenant.js';
 
 /**
  * The crash harness: the local runtime as a child process, killed with SIGKILL at seeded random
@@ -146,6 +147,7 @@ export async function runCrash(options: CrashOptions): Promise<CrashReport> {
         violations: runtime.unexpectedExits,
       },
       await checkIndex(dataDir, CHAOS_TENANT.tenant, dynamodb),
+      await checkLineage(dataDir, CHAOS_TENANT.tenant, [QUEUES.unordered, QUEUES.ordered], dynamodb),
     ];
     const ok = invariants.every((i) => i.ok);
     const restarts = kills.map(({ killedAt, readyAt }, i) => {
