@@ -15,6 +15,19 @@ export const REDELIVERY_MIN_RECEIVED = 10;
  */
 export const REDELIVERY_EXPRESSION = `IF(FILL(received, 0) >= ${REDELIVERY_MIN_RECEIVED}, 100 * FILL(redelivered, 0) / FILL(received, 0), 0)`;
 
+/** Stale receipts over the receipts consumers sent back (ack, nack, stale), above this share in percent, two minutes running. */
+export const STALE_RECEIPT_PERCENT = 5;
+
+/** Below this many receipts a minute the share is noise. */
+export const STALE_RECEIPT_MIN = 10;
+
+/**
+ * The stale-receipt share in percent of one minute: handlers that finished after their lease ran
+ * out (their message was redelivered, or is on its retry path). FILL and IF as for redeliveries.
+ */
+const RECEIPTS = 'FILL(acked, 0) + FILL(nacked, 0) + FILL(stale, 0)';
+export const STALE_RECEIPT_EXPRESSION = `IF(${RECEIPTS} >= ${STALE_RECEIPT_MIN}, 100 * FILL(stale, 0) / (${RECEIPTS}), 0)`;
+
 /**
  * An ordered queue whose oldest unacked message is older than this is stalled behind one key (a
  * poison message on its retries, a handler stuck on it): its shard's later keys wait too.

@@ -16,6 +16,8 @@ import {
   ORDERED_STALL_SECONDS,
   REDELIVERY_EXPRESSION,
   REDELIVERY_PERCENT,
+  STALE_RECEIPT_EXPRESSION,
+  STALE_RECEIPT_PERCENT,
 } from './alarm-rules.js';
 import type { QueueConstruct } from './queue.js';
 
@@ -103,6 +105,7 @@ export class TenantAlarms extends Construct {
     // Push queues are consumed by their Lambda consumers, never by receive: their consumers count.
     if (queue.config.consumers.length === 0) {
       this.addRedeliveryAlarm(q, COUNTER_SERVICE, 'consumers');
+      this.addStaleReceiptAlarm(q);
       this.addHandlerDurationAlarm(
         q,
         COUNTER_SERVICE,
@@ -239,6 +242,29 @@ export class TenantAlarms extends Construct {
       threshold: REDELIVERY_PERCENT,
       evaluationPeriods: 2,
       // No deliveries, no counters: an idle queue redelivers nothing.
+      treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+    });
+  }
+
+  /** Pull queues only: a Lambda consumer's deliveries carry no receipts. */
+  private addStaleReceiptAlarm(q: string): void {
+    this.add(q, 'stale-receipt-rate', {
+      alarmDescription:
+        `For the consuming team: more than ${STALE_RECEIPT_PERCENT} % of the receipts sent back to ${q} ` +
+        '(ack, nack, extend) were stale for 2 minutes: handlers finish after their lease ran out, so ' +
+        'their messages run twice. Extend leases while handling (heartbeats) or raise lease_seconds.',
+      metric: new cloudwatch.MathExpression({
+        expression: STALE_RECEIPT_EXPRESSION,
+        usingMetrics: {
+          acked: this.counter(q, 'acked', COUNTER_SERVICE),
+          nacked: this.counter(q, 'nacked', COUNTER_SERVICE),
+          stale: this.counter(q, 'stale_receipts', COUNTER_SERVICE),
+        },
+        label: 'stale / receipts sent back (%)',
+        period: Duration.minutes(1),
+      }),
+      threshold: STALE_RECEIPT_PERCENT,
+      evaluationPeriods: 2,
       treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
     });
   }

@@ -60,7 +60,7 @@ function alarm(name: string) {
 }
 
 describe('alarms per queue', () => {
-  it('makes six for a pulled queue, four for a pushed one, three per consumer and two more when ordered, named by tenant and queue', () => {
+  it('makes seven for a pulled queue, four for a pushed one, three per consumer and two more when ordered, named by tenant and queue', () => {
     const names = Object.values(template.findResources('AWS::CloudWatch::Alarm')).map(
       (a) => a.Properties.AlarmName as string,
     );
@@ -78,12 +78,14 @@ describe('alarms per queue', () => {
         'leaseq-acme/orders/iterator-age',
         'leaseq-acme/orders/oldest-unacked-age',
         'leaseq-acme/orders/redelivery-rate',
+        'leaseq-acme/orders/stale-receipt-rate',
         'leaseq-acme/orders/handler-duration',
         'leaseq-acme/ledger/dlq-oldest-age',
         'leaseq-acme/ledger/expired-unprocessed',
         'leaseq-acme/ledger/iterator-age',
         'leaseq-acme/ledger/oldest-unacked-age',
         'leaseq-acme/ledger/redelivery-rate',
+        'leaseq-acme/ledger/stale-receipt-rate',
         'leaseq-acme/ledger/handler-duration',
         'leaseq-acme/ledger/ordered-stall',
         'leaseq-acme/ledger/parked-keys',
@@ -136,6 +138,27 @@ describe('alarms per queue', () => {
         },
       });
     }
+  });
+
+  it('stale receipts: stale over acked + nacked + stale above 5 % for 2 one-minute periods, 0 under 10 receipts', () => {
+    const a = alarm('leaseq-acme/orders/stale-receipt-rate');
+    expect(a).toMatchObject({ Threshold: 5, EvaluationPeriods: 2, TreatMissingData: 'notBreaching' });
+    expect(a.AlarmDescription).toContain('consuming team');
+    const metrics = a.Metrics as { Id: string; Expression?: string; MetricStat?: { Metric: unknown } }[];
+    expect(metrics.find((m) => m.Expression)?.Expression).toBe(
+      'IF(FILL(acked, 0) + FILL(nacked, 0) + FILL(stale, 0) >= 10, ' +
+        '100 * FILL(stale, 0) / (FILL(acked, 0) + FILL(nacked, 0) + FILL(stale, 0)), 0)',
+    );
+    for (const [id, name] of [
+      ['acked', 'acked'],
+      ['nacked', 'nacked'],
+      ['stale', 'stale_receipts'],
+    ])
+      expect(metrics.find((m) => m.Id === id)?.MetricStat?.Metric).toEqual({
+        Namespace: 'leaseq',
+        MetricName: name,
+        Dimensions: dims('leaseq-api', 'orders'),
+      });
   });
 
   it('redelivery of a Lambda consumer: the same rule over the counters the consumer publishes', () => {
@@ -284,7 +307,7 @@ describe('the owner', () => {
     const quietTemplate = Template.fromStack(quiet);
     quietTemplate.resourceCountIs('AWS::SNS::Topic', 1);
     quietTemplate.resourceCountIs('AWS::SNS::Subscription', 0);
-    quietTemplate.resourceCountIs('AWS::CloudWatch::Alarm', 6);
+    quietTemplate.resourceCountIs('AWS::CloudWatch::Alarm', 7);
   });
 
   it("keeps the addresses out of the functions' environment, which only the stack needs", () => {
@@ -344,7 +367,7 @@ describe('what the functions emit', () => {
   it('watches each leaseq metric under the namespace and dimensions of the EMF document that carries it', () => {
     // As functions/api/app.ts and functions/sweep/app.ts make them.
     const api = new CapturedMetrics(metricsOptions(SERVICE.api, 'acme'));
-    countFor(api, 'orders', { received: 3, redelivered: 1 });
+    countFor(api, 'orders', { received: 3, redelivered: 1, acked: 2, nacked: 1, stale_receipts: 1 });
     recordDurations(api, 'orders', 'handler_seconds', [0.2, 1.5]);
     api.publishStoredMetrics();
     const sweep = new CapturedMetrics(metricsOptions(SERVICE.sweep, 'acme'));
@@ -382,12 +405,15 @@ describe('what the functions emit', () => {
       .filter((m) => m.Namespace === METRICS_NAMESPACE);
     expect(watched.map((m) => m.MetricName).sort()).toEqual(
       [
+        'acked',
         'dlq_oldest_age',
         'expired_unprocessed',
         'handler_seconds',
+        'nacked',
         'oldest_unacked_age',
         'received',
         'redelivered',
+        'stale_receipts',
       ].sort(),
     );
     for (const m of watched) {

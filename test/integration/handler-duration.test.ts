@@ -12,7 +12,8 @@ import { startTestRuntime, type TestRuntime } from '../helpers/runtime.js';
 
 /**
  * How long pull deliveries are held (delivery to ack or nack), published by the api function as
- * `handler_seconds` per queue, each value kept: the handler-duration alarm watches their p99.
+ * `handler_seconds` per queue, each value kept: the handler-duration alarm watches their p99. And
+ * the receipts that came back too late, which the stale-receipt-rate alarm sets beside the acks.
  */
 
 const KEY = 'duration-admin-key-000000000';
@@ -41,10 +42,13 @@ async function post(path: string, body: unknown): Promise<number> {
   return (await api(event, lambdaContext('api'))).statusCode ?? 200;
 }
 
-const heldValues = () =>
+/** Every value of `name` the api published for `queue`. */
+const published = (name: string, queue = 'jobs') =>
   metrics.documents
-    .filter((d) => (d as Record<string, unknown>).queue === 'jobs')
-    .flatMap((d) => [(d as Record<string, unknown>).handler_seconds ?? []].flat() as number[]);
+    .filter((d) => (d as Record<string, unknown>).queue === queue)
+    .flatMap((d) => [(d as Record<string, unknown>)[name] ?? []].flat() as number[]);
+const heldValues = () => published('handler_seconds');
+const sum = (values: number[]) => values.reduce((a, b) => a + b, 0);
 
 describe('handler_seconds of a pull queue', () => {
   it('is the time from delivery to ack, and to nack, one value per delivery', async () => {
@@ -66,5 +70,30 @@ describe('handler_seconds of a pull queue', () => {
     expect(values[0]).toBeGreaterThanOrEqual(0.4);
     expect(values[1]).toBeGreaterThanOrEqual(0.7);
     expect(Math.max(...values)).toBeLessThan(30);
+  });
+});
+
+describe('stale_receipts of a pull queue', () => {
+  it('counts an ack, a nack and an extend that came after the lease ran out, beside the acks', async () => {
+    const q = queueApi(t, 'jobs');
+    await q.produce([
+      { message_id: 's-late', payload: 1 },
+      { message_id: 's-on-time', payload: 2 },
+    ]);
+    const got = await q.receiveAll(2, 10_000, { lease_seconds: 1 });
+    const late = got.find((m) => m.message_id === 's-late');
+    const onTime = got.find((m) => m.message_id === 's-on-time');
+    expect(await post('/queues/jobs/ack', { receipts: [onTime?.receipt] })).toBe(200);
+    await sleep(1100);
+    await t.runtime.sweep.fire();
+    metrics.publishStoredMetrics();
+    const [staleBefore, ackedBefore] = [sum(published('stale_receipts')), sum(published('acked'))];
+    expect(await post('/queues/jobs/ack', { receipts: [late?.receipt] })).toBe(200);
+    expect(await post('/queues/jobs/nack', { receipt: late?.receipt })).toBe(409);
+    expect(await post('/queues/jobs/extend', { receipt: late?.receipt, lease_seconds: 5 })).toBe(409);
+    metrics.publishStoredMetrics();
+    expect(sum(published('stale_receipts')) - staleBefore).toBe(3);
+    expect(sum(published('acked')) - ackedBefore).toBe(0);
+    expect(ackedBefore).toBeGreaterThanOrEqual(1);
   });
 });
