@@ -88,6 +88,14 @@ export interface QueueStats {
   expired_unprocessed_total: number;
   /** Set while an admin paused the queue's deliveries. */
   paused: QueuePause | null;
+  /** Whether the unacked backlog shrinks, at the produce and ack rates of the last minute. */
+  drain: {
+    state: 'empty' | 'draining' | 'not_draining' | 'unknown';
+    /** At the last minute's rates; null unless draining (0 when empty). */
+    eta_seconds: number | null;
+    produce_per_second: number | null;
+    ack_per_second: number | null;
+  };
 }
 
 /** A pause of a queue's deliveries: when, by which key, and why. */

@@ -19,6 +19,7 @@ import { AuditTrail } from './store/audit.js';
 import { BufferedAdds } from './store/buffered-adds.js';
 import { Counters } from './store/counters.js';
 import { DedupStore } from './store/dedup.js';
+import { ExpiryMarks } from './store/expiry-marks.js';
 import { KeyHolds } from './store/key-holds.js';
 import { KeyStates } from './store/key-states.js';
 import { MessageStore } from './store/messages.js';
@@ -27,6 +28,8 @@ import { RangeStore } from './store/ranges.js';
 import { RedriveJobs } from './store/redrives.js';
 import { SegmentStore } from './store/segments.js';
 import { StorageMeter } from './store/storage.js';
+import { TotalsSamples } from './store/totals-samples.js';
+import { ExpiryWatch } from './sweep/expiry-watch.js';
 
 /**
  * The adapters and services of one function instance, built once from its config and
@@ -52,6 +55,8 @@ export function buildServices(config: RuntimeConfig, clients: AwsClients) {
   const ranges = new RangeStore(clients.doc, table);
   const rangeFailures = new RangeFailures({ messages, ranges, segments, counters, keys });
   const pauses = new PauseStore(clients.doc, table);
+  const samples = new TotalsSamples(clients.doc, table);
+  const reader = new ShardReader(clients.kinesis);
   const admission = new RangeAdmission({
     ranges,
     segments,
@@ -76,6 +81,7 @@ export function buildServices(config: RuntimeConfig, clients: AwsClients) {
     segments,
     rangeFailures,
     pauses,
+    samples,
     held: new HeldDelivery({
       tenant,
       keys,
@@ -87,7 +93,15 @@ export function buildServices(config: RuntimeConfig, clients: AwsClients) {
       storage,
     }),
     admission,
-    fastAdmission: new FastAdmission({ tenant, admission, reader: new ShardReader(clients.kinesis) }),
+    fastAdmission: new FastAdmission({ tenant, admission, reader }),
+    expiryWatch: new ExpiryWatch({
+      tenant,
+      shards,
+      reader,
+      ranges,
+      counters,
+      marks: new ExpiryMarks(clients.doc, table),
+    }),
     /** Resolves when admission writes ranges of `queue` in this process, or after `ms`. */
     admittedWait: (queue: string, ms: number) => processAdmissions.wait(`${table}/${queue}`, ms),
     dedup,
@@ -114,6 +128,7 @@ export function buildServices(config: RuntimeConfig, clients: AwsClients) {
       storage,
       ranges,
       pauses,
+      samples,
     }),
     redrives: new Redrives({
       tenant,

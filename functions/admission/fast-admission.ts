@@ -124,7 +124,7 @@ export class FastAdmission {
 }
 
 /** What dispatch would offer of these records: envelopes, without Lambda consumers' own retries. */
-function toLogRecords(raw: readonly RawRecord[]): LogRecord[] {
+export function toLogRecords(raw: readonly RawRecord[]): LogRecord[] {
   return raw.flatMap((r) => {
     try {
       const envelope = admissionEnvelope(r.data);

@@ -10,6 +10,8 @@ import { GetRecordsCommand, GetShardIteratorCommand, type KinesisClient } from '
 export interface RawRecord {
   sequence: string;
   data: Uint8Array;
+  /** When Kinesis took it (epoch ms): its retention counts from here. */
+  arrivedAt: number;
 }
 
 export class ShardReader {
@@ -29,7 +31,15 @@ export class ShardReader {
     if (!ShardIterator) return [];
     const out = await this.kinesis.send(new GetRecordsCommand({ ShardIterator, Limit: limit }));
     return (out.Records ?? []).flatMap((r) =>
-      r.SequenceNumber ? [{ sequence: r.SequenceNumber, data: r.Data ?? new Uint8Array() }] : [],
+      r.SequenceNumber
+        ? [
+            {
+              sequence: r.SequenceNumber,
+              data: r.Data ?? new Uint8Array(),
+              arrivedAt: r.ApproximateArrivalTimestamp?.getTime() ?? 0,
+            },
+          ]
+        : [],
     );
   }
 }

@@ -9,6 +9,7 @@ import {
   storageQuotaBytes,
   streamName,
 } from '../core/config.js';
+import { drainView } from '../core/drain.js';
 import { InvalidRequestError, MessageNotFoundError, NotFoundError } from '../core/errors.js';
 import { entryStatus, isFinished } from '../core/ranges.js';
 import { retentionTtls } from '../core/retention.js';
@@ -21,6 +22,7 @@ import type { MessageStore, StateItem } from '../store/messages.js';
 import type { Pause, PauseStore } from '../store/pauses.js';
 import type { RangeStore } from '../store/ranges.js';
 import type { StorageMeter } from '../store/storage.js';
+import type { TotalsSamples } from '../store/totals-samples.js';
 import { type AttemptView, attemptView, iso } from './views.js';
 
 /**
@@ -41,6 +43,7 @@ export interface OperationsDeps {
   storage: StorageMeter;
   ranges: RangeStore;
   pauses: PauseStore;
+  samples: TotalsSamples;
   now?: () => number;
 }
 
@@ -188,14 +191,16 @@ export class Operations {
     const shards = await this.shardsOf(queue);
     const perShard = await Promise.all(shards.map((shard) => this.rangeShardStats(queue, shard, now)));
     // The totals first: reading them writes this instance's pending counts, the stored bytes too.
-    const [dead, totals, held, pause] = await Promise.all([
+    const [dead, totals, held, pause, samples] = await Promise.all([
       this.deadStats(queue, now),
       this.deps.counters.stats(queue),
       config.ordered ? this.deps.keyOrder.heldInHoldAreas(queue, shards) : 0,
       this.deps.pauses.get(queue),
+      this.deps.samples.get(queue),
     ]);
     const storedBytes = await this.deps.storage.used(queue);
     const sum = (f: (s: (typeof perShard)[number]) => number) => perShard.reduce((a, s) => a + f(s), 0);
+    const unacked = sum((s) => s.ready + s.inFlight + s.delayed) + held;
     return {
       depth: sum((s) => s.ready),
       in_flight: sum((s) => s.inFlight),
@@ -211,11 +216,13 @@ export class Operations {
       acked_total: totals.acked ?? 0,
       redelivered_total: totals.redelivered ?? 0,
       stale_receipts_total: totals.stale_receipts ?? 0,
-      expired_unprocessed_total: 0,
+      expired_unprocessed_total: totals.expired_unprocessed ?? 0,
       stored_bytes: storedBytes,
       storage_quota_bytes: storageQuotaBytes(config),
       /** Set while an admin paused deliveries (POST /queues/{q}/pause). */
       paused: pause ?? null,
+      /** Whether the unacked backlog shrinks, and when it will be gone at the last minute's rates. */
+      drain: drainView(unacked, now, samples.latest, samples.previous),
     };
   }
 

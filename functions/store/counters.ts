@@ -10,7 +10,14 @@ import { retryUnprocessed } from './util.js';
  * rides on the storage counter write every ack makes anyway (StorageMeter.release).
  */
 
-export type StatName = 'produced' | 'acked' | 'redelivered' | 'stale_receipts' | 'nacked' | 'dead_lettered';
+export type StatName =
+  | 'produced'
+  | 'acked'
+  | 'redelivered'
+  | 'stale_receipts'
+  | 'nacked'
+  | 'dead_lettered'
+  | 'expired_unprocessed';
 
 export class Counters {
   /** This instance's slot of the sharded totals: instances spread over the slots. */

@@ -130,6 +130,16 @@ export function keyHoldsMarkerKey(queue: string, shard: string, key: string): It
 }
 
 /** A queue's pause, while it is paused (store/pauses.ts). */
+/** The last record of a shard the expiry watch counted (store/expiry-marks.ts). */
+export function expiryMarkKey(queue: string, shard: string): ItemKey {
+  return { pk: `Q#${queue}#EXP#${shard}`, sk: 'E' };
+}
+
+/** The last two samples of a queue's totals (store/totals-samples.ts). */
+export function totalsSampleKey(queue: string): ItemKey {
+  return { pk: `Q#${queue}#RATE`, sk: 'R' };
+}
+
 export function pauseKey(queue: string): ItemKey {
   return { pk: `Q#${queue}#PAUSE`, sk: 'P' };
 }

@@ -39,7 +39,16 @@ export function createSweepHandler(
     if (Date.now() - gaugesAt < gaugeInterval) return;
     gaugesAt = Date.now();
     for (const [queue, queueConfig] of Object.entries(config.tenant.queues)) {
+      // Counted into the totals first, published as this interval's new ones (the alarm clears after).
+      const expired = await services.expiryWatch.check(queue, queueConfig);
       const s = await services.operations.stats(queue, queueConfig);
+      // The stats' drain rates come from these, a gauge interval apart (none for an unused queue).
+      if (s.produced_total || s.acked_total)
+        await services.samples.record(queue, {
+          at: Date.now(),
+          produced: s.produced_total,
+          acked: s.acked_total,
+        });
       publishGauges(metrics, queue, {
         depth: s.depth,
         in_flight: s.in_flight,
@@ -48,7 +57,7 @@ export function createSweepHandler(
         oldest_unacked_age: s.oldest_unacked_age_seconds,
         dlq_oldest_age: s.dlq_oldest_age_seconds,
         parked_keys: s.parked_keys,
-        expired_unprocessed: s.expired_unprocessed_total,
+        expired_unprocessed: expired,
       });
       for (const consumer of queueConfig.consumers) {
         const namespace = consumerNamespace(queue, consumer.name);

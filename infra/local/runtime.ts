@@ -36,6 +36,8 @@ export interface RuntimeOptions {
   logLevel?: 'DEBUG' | 'INFO' | 'WARN' | 'ERROR' | 'SILENT';
   /** How often the sweep makes a pass (on AWS: every second inside a once-a-minute invocation). */
   sweepIntervalMs?: number;
+  /** How often the sweep publishes the gauges and samples the totals (default a minute, as on AWS). */
+  gaugeIntervalMs?: number;
   /** How long an idle shard poller waits before reading again. */
   idlePollMs?: number;
   /**
@@ -119,7 +121,12 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
       ],
       onError: (err, info) => log.warn('event source error', { ...info, error: String(err) }),
     });
-    const sweepHandler = createSweepHandler(config, clients, {}, logger(SERVICE.sweep));
+    const sweepHandler = createSweepHandler(
+      config,
+      clients,
+      options.gaugeIntervalMs !== undefined ? { gaugeIntervalMs: options.gaugeIntervalMs } : {},
+      logger(SERVICE.sweep),
+    );
     const sweep = startSchedule(
       'sweep',
       async (event, context) => {

@@ -55,7 +55,12 @@ export const FAST = { sweepIntervalMs: 100, idlePollMs: 20 } as const;
 export async function startTestRuntime(
   rawTenant: unknown = TEST_TENANT,
   adminKey = 'test-admin-key-0123456789',
-  timings: { sweepIntervalMs?: number; idlePollMs?: number; wakePollers?: boolean } = FAST,
+  timings: {
+    sweepIntervalMs?: number;
+    idlePollMs?: number;
+    wakePollers?: boolean;
+    gaugeIntervalMs?: number;
+  } = FAST,
 ): Promise<TestRuntime> {
   const tenant = parseTenantConfig(rawTenant);
   const dataDir = mkdtempSync(join(tmpdir(), 'leaseq-test-'));

@@ -1,0 +1,65 @@
+import { toLogRecords } from '../admission/fast-admission.js';
+import { type QueueConfig, streamName } from '../core/config.js';
+import { compareSequence } from '../core/ranges.js';
+import type { ShardReader } from '../log/shard-reader.js';
+import type { ShardDirectory } from '../log/stream.js';
+import type { Counters } from '../store/counters.js';
+import type { ExpiryMarks } from '../store/expiry-marks.js';
+import type { RangeStore } from '../store/ranges.js';
+
+/**
+ * `expired_unprocessed` (issue 16): records that leave a pull queue's stream before they were
+ * admitted are lost, and the owner must hear it. Once a gauge interval the sweep reads each
+ * shard's oldest page (from the trim horizon) and counts, once each, the records within
+ * EXPIRY_MARGIN_MS of Kinesis trimming them that are still past the shard's last range. They
+ * are counted just before they go, since nothing can read them after: one admitted in those last
+ * minutes was counted anyway (a false alarm, never a missed one while the sweep runs).
+ */
+
+export interface ExpiryWatchDeps {
+  tenant: string;
+  shards: ShardDirectory;
+  reader: ShardReader;
+  ranges: RangeStore;
+  marks: ExpiryMarks;
+  counters: Counters;
+  now?: () => number;
+}
+
+/** Two gauge intervals: a record this close to its trim may be gone by the next look. */
+export const EXPIRY_MARGIN_MS = 2 * 60_000;
+/** The oldest records of a shard one look reads. */
+const PAGE = 1000;
+
+export class ExpiryWatch {
+  constructor(private readonly deps: ExpiryWatchDeps) {}
+
+  /** Counts (into the queue's totals) the records about to expire unadmitted; answers how many were new. */
+  async check(queue: string, config: QueueConfig): Promise<number> {
+    // A push queue's records are its Lambda consumers' to take; their mapping's iterator age watches them.
+    if (config.consumers.length) return 0;
+    const now = this.deps.now?.() ?? Date.now();
+    const trimmedBefore = now - config.retention_hours * 3_600_000 + EXPIRY_MARGIN_MS;
+    const stream = streamName(this.deps.tenant, queue);
+    let counted = 0;
+    for (const shard of await this.deps.shards.shards(stream)) {
+      const oldest = await this.deps.reader.after(stream, shard, undefined, PAGE);
+      if (!oldest[0] || oldest[0].arrivedAt >= trimmedBefore) continue;
+      const [head, mark] = await Promise.all([
+        this.deps.ranges.head(queue, shard),
+        this.deps.marks.get(queue, shard),
+      ]);
+      const past = (a: string, b: string | undefined) => b === undefined || compareSequence(a, b) > 0;
+      const expiring = toLogRecords(oldest.filter((r) => r.arrivedAt < trimmedBefore)).filter(
+        (r) => past(r.sequence, head?.last) && past(r.sequence, mark),
+      );
+      const last = expiring.at(-1);
+      if (!last) continue;
+      // The mark first: counted twice would be a second alarm for the same loss, counted never worse.
+      await this.deps.marks.set(queue, shard, last.sequence);
+      await this.deps.counters.addStats(queue, { expired_unprocessed: expiring.length });
+      counted += expiring.length;
+    }
+    return counted;
+  }
+}

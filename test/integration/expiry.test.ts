@@ -1,0 +1,58 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ShardReader } from '../../functions/log/shard-reader.js';
+import { buildServices } from '../../functions/services.js';
+import { ExpiryMarks } from '../../functions/store/expiry-marks.js';
+import { ExpiryWatch } from '../../functions/sweep/expiry-watch.js';
+import { queueApi } from '../helpers/queue-api.js';
+import { startTestRuntime, type TestRuntime } from '../helpers/runtime.js';
+
+/**
+ * expired_unprocessed (issue 16): records about to leave the stream unadmitted are counted once.
+ * Kinesis keeps records at least 24 h, so the watch is asked with a clock a retention ahead.
+ */
+
+let t: TestRuntime;
+
+beforeAll(async () => {
+  // Dispatch reads each shard once at start and then idles a minute: `stuck` is never admitted.
+  t = await startTestRuntime(
+    { tenant: 'expiry', queues: { stuck: { shards: 1, fast_admission: 'off' }, kept: { shards: 1 } } },
+    undefined,
+    { sweepIntervalMs: 100, idlePollMs: 60_000, wakePollers: false },
+  );
+});
+afterAll(async () => {
+  await t?.close();
+});
+
+function watch(aheadMs: number) {
+  const services = buildServices(t.runtime.config, t.runtime.clients);
+  const expiry = new ExpiryWatch({
+    ...services,
+    reader: new ShardReader(t.runtime.clients.kinesis),
+    marks: new ExpiryMarks(t.runtime.clients.doc, t.runtime.config.tableName),
+    now: () => Date.now() + aheadMs,
+  });
+  return { expiry, counters: services.counters };
+}
+
+describe('expired_unprocessed', () => {
+  it('counts records about to be trimmed before admission, once each, and none that were admitted', async () => {
+    const config = t.runtime.config.tenant.queues;
+    if (!config.stuck || !config.kept) throw new Error('queues missing');
+    await queueApi(t, 'stuck').produce(Array.from({ length: 5 }, (_, n) => ({ payload: { n } })));
+    await queueApi(t, 'kept').produce(Array.from({ length: 3 }, (_, n) => ({ payload: { n } })));
+
+    const today = watch(0);
+    expect(await today.expiry.check('stuck', config.stuck)).toBe(0);
+
+    const retention = config.stuck.retention_hours * 3_600_000;
+    const { expiry, counters } = watch(retention);
+    expect(await expiry.check('stuck', config.stuck)).toBe(5);
+    expect(await expiry.check('stuck', config.stuck)).toBe(0);
+    expect(await expiry.check('kept', config.kept)).toBe(0);
+    await counters.flush();
+    expect((await queueApi(t, 'stuck').stats()).expired_unprocessed_total).toBe(5);
+    expect((await queueApi(t, 'kept').stats()).expired_unprocessed_total).toBe(0);
+  });
+});
