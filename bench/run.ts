@@ -42,6 +42,7 @@ import {
   SMALL_BACKLOG,
 } from './runs.js';
 import { reportsIndexUnits, startBenchRuntime } from './runtime.js';
+import { printScaling, runScaling, SCALING_QUEUE, type ScalingReport } from './scaling.js';
 import {
   formatTable,
   INDEX_NOT_REPORTED,
@@ -71,7 +72,7 @@ import { endToEnd, produce, WORKLOAD } from './workload.js';
 const TENANT = {
   tenant: 'bench',
   queues: Object.fromEntries(
-    [...PRODUCE_RUNS, ...END_TO_END_RUNS].map((r) => [
+    [...PRODUCE_RUNS, ...END_TO_END_RUNS, { queue: SCALING_QUEUE }].map((r) => [
       r.queue,
       {
         shards: SHARDS,
@@ -82,6 +83,7 @@ const TENANT = {
 };
 const ADMIN_KEY = 'bench-admin-key-0123456789';
 const END_TO_END_TIMEOUT_MS = 5 * 60_000;
+const SCALING_SECONDS_PER_STEP = 4;
 /** Long enough for a few sweep passes (one a second), so the background rate is not one pass's luck. */
 const BACKGROUND_SECONDS = 3;
 const FIRST_SWEEP_MS = 1500;
@@ -125,6 +127,8 @@ interface Report {
     sqs: SqsCost[];
     fixedMonthlyPerQueue: FixedMonthly[];
   };
+  /** Workers added 1 → 16 during one run (--only without `scale` skips it). */
+  scaling?: ScalingReport | PhaseFailure;
   backlog?: BacklogReport | PhaseFailure;
   peer?: PeerReport | PhaseFailure;
   goals: GoalRow[];
@@ -181,7 +185,7 @@ function parseOptions(): Options {
 
 /** --only's run names, each one the bench has. */
 function parseOnly(raw: string): ReadonlySet<string> {
-  const known = [...PRODUCE_RUNS, ...END_TO_END_RUNS].map((r) => r.queue);
+  const known = [...PRODUCE_RUNS, ...END_TO_END_RUNS].map((r) => r.queue).concat(SCALING_QUEUE);
   const names = raw
     .split(',')
     .map((n) => n.trim())
@@ -202,7 +206,10 @@ function readBaseline(file: string): { file: string; goals: GoalRow[] } {
   return { file, goals: report.goals };
 }
 
-type Measured = Pick<Report, 'backgroundRequestsPerSecond' | 'background' | 'produce' | 'endToEnd'>;
+type Measured = Pick<
+  Report,
+  'backgroundRequestsPerSecond' | 'background' | 'produce' | 'endToEnd' | 'scaling'
+>;
 
 async function measure(
   runtime: Runtime,
@@ -314,6 +321,9 @@ async function measure(
     background: { seconds: BACKGROUND_SECONDS, queues: Object.keys(TENANT.queues).length, meter: background },
     produce: produceResults,
     endToEnd: endToEndResults,
+    ...(!only || only.has(SCALING_QUEUE)
+      ? { scaling: await phase('scaling', () => runScaling(admin, SCALING_SECONDS_PER_STEP, progress)) }
+      : {}),
   };
 }
 
@@ -402,6 +412,9 @@ function print(report: Report, file: string, baseline: readonly GoalRow[] | unde
   console.log(`\nWith no traffic the runtime still makes: ${background || 'no requests'}.`);
   const redelivered = report.endToEnd.reduce((n, r) => n + (r.redelivered ?? 0), 0);
   console.log(`Redeliveries in the end-to-end runs: ${redelivered}.`);
+  if (report.scaling && 'failed' in report.scaling)
+    console.log(`\nScaling phase: failed: ${report.scaling.failed}`);
+  else if (report.scaling) printScaling(report.scaling);
   for (const note of report.notes) console.log(note);
 
   const { cost } = report;
@@ -490,6 +503,7 @@ async function main(): Promise<void> {
       costs: cost.runs,
       throughput: measured.endToEnd,
       latency: measured.endToEnd,
+      scaling: measured.scaling,
       sqs: cost.sqs,
       backlog,
       peer,

@@ -30,6 +30,14 @@ export interface EndToEndSpec {
   fastAdmission?: 'always' | 'off';
 }
 
+/** 4 workers at a third of what they can take. */
+const PACED_C4 = {
+  workers: 4,
+  ids: 'server',
+  nackFirstAttempt: false,
+  paced: { perSecond: 100, batch: 10, messages: 600 },
+} as const;
+
 export const END_TO_END_RUNS: readonly EndToEndSpec[] = [
   { queue: 'c1', workers: 1, ids: 'server', nackFirstAttempt: false },
   { queue: 'c4', workers: 4, ids: 'server', nackFirstAttempt: false },
@@ -38,21 +46,8 @@ export const END_TO_END_RUNS: readonly EndToEndSpec[] = [
   { queue: 'c4-nack', workers: 4, ids: 'server', nackFirstAttempt: true },
   // Latency at 4 workers that keep up (100 msg/s, a third of what they can take), and what it
   // costs: past a range's worth a second per shard only fast_admission always admits at produce.
-  {
-    queue: 'c4-paced',
-    workers: 4,
-    ids: 'server',
-    nackFirstAttempt: false,
-    paced: { perSecond: 100, batch: 10, messages: 600 },
-  },
-  {
-    queue: 'c4-always',
-    workers: 4,
-    ids: 'server',
-    nackFirstAttempt: false,
-    paced: { perSecond: 100, batch: 10, messages: 600 },
-    fastAdmission: 'always',
-  },
+  { queue: 'c4-paced', ...PACED_C4 },
+  { queue: 'c4-always', ...PACED_C4, fastAdmission: 'always' },
   // Issue 12: where latency matters most, 10 messages a second to one worker.
   {
     queue: 't1',

@@ -118,7 +118,7 @@ function nacked(message: Delivered, nackFirstAttempt: boolean): boolean {
   return nackFirstAttempt && message.attempt === 1;
 }
 
-interface WorkerHooks {
+export interface WorkerHooks {
   stopped: () => boolean;
   /** Each delivery, as it arrives (before its ack or nack is sent). */
   onDelivered?: (message: Delivered, receivedAt: number) => void;
@@ -135,7 +135,7 @@ interface WorkerHooks {
  * requests of WORKLOAD.ackBatch receipts. While it holds receipts it does not long-poll: a receive
  * that comes back empty, or nothing more coming, sends what it holds. Runs until stopped.
  */
-async function workerLoop(
+export async function workerLoop(
   api: Endpoint,
   queue: string,
   worker: { id: number; nackFirstAttempt: boolean },
