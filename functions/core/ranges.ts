@@ -137,17 +137,35 @@ export function gapCap(config: { window_size: number }): number {
   return Math.max(1, Math.floor(config.window_size / 2));
 }
 
-/** Live leases of entries more than `cap` entries below the head of `ranges` (oldest first). */
+/**
+ * How long a lease is held before the gap cap counts it slow: behind a full window every lease
+ * sits a window below the head, and moving leases a few hundred ms old out of their ranges only
+ * costs writes (and races their acks); a slow one is still moved within seconds.
+ */
+export function slowLeaseMs(config: { lease_seconds: number }): number {
+  return Math.min(5000, config.lease_seconds * 500);
+}
+
+/**
+ * Live leases held at least `minHeldMs` of entries more than `cap` entries below the head of
+ * `ranges` (oldest first).
+ */
 export function stuckEntries(
   ranges: readonly Range[],
   cap: number,
   now: number,
+  minHeldMs: number,
 ): { range: Range; index: number }[] {
   const limit = admittedTotal(ranges.at(-1)) - cap;
   return ranges.flatMap((range) =>
-    [...range.leases.keys()]
-      .filter((index) => range.base + index < limit && entryStatus(range, index, now) === 'leased')
-      .map((index) => ({ range, index })),
+    [...range.leases]
+      .filter(
+        ([index, lease]) =>
+          range.base + index < limit &&
+          now - lease.deliveredAt >= minHeldMs &&
+          entryStatus(range, index, now) === 'leased',
+      )
+      .map(([index]) => ({ range, index })),
   );
 }
 

@@ -13,6 +13,7 @@ import {
   expiredEntries,
   gapCap,
   type Range,
+  slowLeaseMs,
   stuckEntries,
   stuckRetries,
 } from '../core/ranges.js';
@@ -231,7 +232,8 @@ export class Sweeper {
       return outcome !== undefined;
     });
     // A Lambda consumer's lease ends with its invocation: none outlives the gap cap's reason.
-    const stuck = ns.consumer === undefined ? stuckEntries(open, gapCap(config), now) : [];
+    const stuck =
+      ns.consumer === undefined ? stuckEntries(open, gapCap(config), now, slowLeaseMs(config)) : [];
     await mapLimit(stuck, 16, async ({ range, index }) => {
       const target = await this.entryOf(queue, range, index);
       if (target) await this.deps.rangeFailures.evict(config, target, now);

@@ -129,11 +129,17 @@ describe('the gap cap', () => {
     });
     const head = range('9', { base: 5, count: 10, leases: new Map([[0, lease(2000)]]) });
     // Head at 15, cap 11: entries below 4 are stuck; 1 expired, 2 acked, 3 is at 3 < 4.
-    expect(stuckEntries([low, head], 11, 1000).map((s) => [s.range.start, s.index])).toEqual([
+    expect(stuckEntries([low, head], 11, 1000, 0).map((s) => [s.range.start, s.index])).toEqual([
       ['1', 0],
       ['1', 3],
     ]);
-    expect(stuckEntries([low, head], 15, 1000)).toEqual([]);
+    expect(stuckEntries([low, head], 15, 1000, 0)).toEqual([]);
+    // Delivered at 1000: not slow yet at 1000 when a lease must be held 500 ms, slow at 1600.
+    expect(stuckEntries([low, head], 11, 1000, 500)).toEqual([]);
+    expect(stuckEntries([low, head], 11, 1600, 500).map((s) => [s.range.start, s.index])).toEqual([
+      ['1', 0],
+      ['1', 3],
+    ]);
   });
 });
 
