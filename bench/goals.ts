@@ -146,6 +146,9 @@ function scalingRow(scaling: ScalingReport | PhaseFailure | undefined): GoalRow 
   if (!scaling) return notMeasured(id, figure, goal, 'skipped (--only)');
   if ('failed' in scaling) return notMeasured(id, figure, goal, 'phase failed (see above)');
   const dips = scaling.changes.filter((c) => c.dip);
+  const unmeasured = scaling.changes.filter((c) => c.ranOut).map((c) => `→ ${c.workers}`);
+  if (unmeasured.length && !dips.length)
+    return notMeasured(id, figure, goal, `backlog ran out around ${unmeasured.join(', ')}`);
   return {
     id,
     figure,

@@ -12,9 +12,9 @@ import { produce, type WorkerHooks, workerLoop } from './workload.js';
 
 export const SCALING_QUEUE = 'scale';
 const STEPS = [1, 2, 4, 8, 16];
-/** Acks a second the backlog is sized for (above what 2 cores reach), so it outlasts the run. */
-const BACKLOG_RATE = 600;
-/** A second after a change below this share of the two before it is a dip. */
+/** Acks a second the backlog is sized for (above the ~900 2 cores reach), so it outlasts the run. */
+const BACKLOG_RATE = 1500;
+/** Three seconds after a change below this share of the three before it are a dip. */
 const DIP_SHARE = 0.8;
 
 export interface ScalingReport {
@@ -22,8 +22,18 @@ export interface ScalingReport {
   backlog: number;
   /** Acks in each second of the run, from the first worker's start. */
   ackedPerSecond: number[];
+  /** The second the backlog ran out in, if it did: seconds from then on say nothing of the workers. */
+  ranOutAt: number | null;
   /** Each change: the workers from then on, the second it happened, the rate around it. */
-  changes: { workers: number; atSecond: number; before: number; after: number; dip: boolean }[];
+  changes: {
+    workers: number;
+    atSecond: number;
+    before: number;
+    after: number;
+    dip: boolean;
+    /** The backlog ran out around it: not measured. */
+    ranOut: boolean;
+  }[];
 }
 
 export async function runScaling(
@@ -67,14 +77,31 @@ export async function runScaling(
   if (failure !== undefined) throw failure;
   const perSecond = Array.from({ length: secondsPerStep * STEPS.length }, (_, s) => acked[s] ?? 0);
   const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / Math.max(1, xs.length);
+  const cumulative = perSecond.map((_, s) => perSecond.slice(0, s + 1).reduce((a, b) => a + b, 0));
+  const ranOutAt = cumulative.findIndex((n) => n >= backlog);
   const changes = STEPS.slice(1).map((target, i) => {
     const at = (i + 1) * secondsPerStep;
-    // The second a worker joins in is partly the old count's; compare the two whole seconds on each side.
-    const before = mean(perSecond.slice(at - 2, at));
-    const after = Math.min(...perSecond.slice(at + 1, at + 3));
-    return { workers: target, atSecond: at, before, after, dip: after < DIP_SHARE * before };
+    // The second a worker joins in is partly the old count's; the three whole seconds on each side
+    // (one second on 2 shared cores swings by a third with nothing changing).
+    const before = mean(perSecond.slice(at - 3, at));
+    const after = mean(perSecond.slice(at + 1, at + 4));
+    const ranOut = ranOutAt >= 0 && ranOutAt < at + 3;
+    return {
+      workers: target,
+      atSecond: at,
+      before,
+      after,
+      dip: !ranOut && after < DIP_SHARE * before,
+      ranOut,
+    };
   });
-  return { secondsPerStep, backlog, ackedPerSecond: perSecond, changes };
+  return {
+    secondsPerStep,
+    backlog,
+    ranOutAt: ranOutAt >= 0 ? ranOutAt : null,
+    ackedPerSecond: perSecond,
+    changes,
+  };
 }
 
 export function printScaling(report: ScalingReport): void {
@@ -91,13 +118,13 @@ export function printScaling(report: ScalingReport): void {
   );
   console.log(
     `\n${formatTable(
-      ['change', 'at s', 'acks/s before (2 s)', 'after (min of 2 s)', `dip (< ${DIP_SHARE * 100} %)?`],
+      ['change', 'at s', 'acks/s before (3 s)', 'after (3 s)', `dip (< ${DIP_SHARE * 100} %)?`],
       report.changes.map((c) => [
         `→ ${c.workers}`,
         c.atSecond,
         formatNumber(c.before),
         formatNumber(c.after),
-        c.dip ? 'DIP' : 'no',
+        c.ranOut ? 'backlog ran out' : c.dip ? 'DIP' : 'no',
       ]),
     )}`,
   );
