@@ -151,7 +151,13 @@ export class RangeAdmission {
       (r) => this.deps.messages.delay(shard, r.sequence, r.envelope, bodyTtl),
     );
     const admitted = await this.identities(queue, config, shard, batch.filter(due), now);
-    if (admitted.length && !(await this.write(queue, shard, this.layout(head, admitted), bodyTtl)))
+    // An unordered pull queue's shards are admitted by dispatch and produce alike (ordered ones
+    // returned above; a namespace is its Lambda consumer's alone).
+    const stopOnLoss = !isNamespace(queue) && config.consumers.length === 0;
+    if (
+      admitted.length &&
+      !(await this.write(queue, shard, this.layout(head, admitted), bodyTtl, stopOnLoss))
+    )
       return this.doneAfterLostRace(queue, shard, records);
     return skipped + cut;
   }
@@ -283,7 +289,7 @@ export class RangeAdmission {
       (r) => this.deps.messages.delay(shard, r.sequence, r.envelope, bodyTtl),
     );
     const held = new Set(kept.filter((_, i) => plan.steps[i] === 'hold').map((r) => r.sequence));
-    return ranged.length ? this.write(queue, shard, layout, bodyTtl, held) : true;
+    return ranged.length ? this.write(queue, shard, layout, bodyTtl, false, held) : true;
   }
 
   /** How admitted records are cut into ranges after the shard's head. */
@@ -305,14 +311,20 @@ export class RangeAdmission {
   }
 
   /**
-   * The segment first, then the ranges that point into it. False when a range was written by
-   * another caller first (the rest of this layout is then not written).
+   * The segment first, then the ranges that point into it. A put whose condition failed may be
+   * this write's own (a try that landed, then its retry): the range names this write's segment.
+   * A range another caller wrote ends the layout here when several callers admit the shard
+   * (`stopOnLoss`: an unordered pull queue, which produce admits too; false: the next caller admits
+   * the rest from the new last range). A shard with one admitter goes on with its layout: an
+   * ordered queue's keys were sequenced with these positions, and that admitter offered again
+   * cuts the same ranges from the same last range (a crashed try wrote the first ones).
    */
   private async write(
     queue: string,
     shard: string,
     layout: Layout,
     ttl: number,
+    stopOnLoss: boolean,
     held: ReadonlySet<string> = new Set(),
   ): Promise<boolean> {
     const segment = await this.deps.segments.put(queue, shard, layout.entries, ttl);
@@ -332,11 +344,13 @@ export class RangeAdmission {
         ttl,
         slice.flatMap((e, index) => (held.has(e.sequence) ? [index] : [])),
       );
-      if (!created) break;
-      written += count;
+      const start = (slice[0] as SegmentEntry).sequence;
+      const ours = created || (await this.deps.ranges.get(queue, shard, start))?.segment.id === segment.id;
+      if (!ours && stopOnLoss) break;
+      if (ours) written += count;
     }
     if (written) this.deps.admitted?.(queue, written);
-    return written === layout.entries.length;
+    return !stopOnLoss || written === layout.entries.length;
   }
 
   /**

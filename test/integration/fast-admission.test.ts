@@ -1,7 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { LogRecord } from '../../functions/admission/range-admission.js';
+import { KeySequencer } from '../../functions/admission/key-sequencer.js';
+import { type LogRecord, RangeAdmission } from '../../functions/admission/range-admission.js';
 import type { Range } from '../../functions/core/ranges.js';
 import { buildServices } from '../../functions/services.js';
+import { RangeStore } from '../../functions/store/ranges.js';
 import { queueApi } from '../helpers/queue-api.js';
 import { startTestRuntime, type TestRuntime } from '../helpers/runtime.js';
 
@@ -25,11 +27,12 @@ beforeAll(async () => {
           off: { shards: 1, fast_admission: 'off' },
           manual: { shards: 1, fast_admission: 'off' },
           burst: { shards: 1 },
+          lossy: { shards: 1, fast_admission: 'off' },
           eager: { shards: 1, fast_admission: 'always' },
         },
       },
       'test-admin-key-0123456789',
-      { sweepIntervalMs: 100, idlePollMs: 60_000, wakePollers: false },
+      { sweepIntervalMs: 1000, idlePollMs: 60_000, wakePollers: false },
     ),
     // Dispatch polls every 20 ms and is woken by every produce: both admit the same shards.
     startTestRuntime({ tenant: 'race', queues: { jobs: { shards: 2, fast_admission: 'always' } } }),
@@ -57,6 +60,8 @@ describe('fast admission', () => {
     // What a first call of the process pays once (clients, the receipt key) is not the path's.
     const warm = await producedToReceived(slow, 'warm', {});
     await queueApi(slow, 'warm').ack(warm.received.map((m) => m.receipt));
+    // Nor the sweep's first pass, which computes every queue's gauges.
+    await slow.runtime.sweep.fire();
     // The first finds no range yet (the shard is read from its start), the others the last one's.
     for (let i = 0; i < 4; i++) {
       const { result, received, ms } = await producedToReceived(slow, 'jobs', { i });
@@ -138,6 +143,37 @@ describe('fast admission', () => {
     expect(got.map((m) => m.payload.n).sort((a, b) => a - b)).toEqual(
       Array.from({ length: 40 }, (_, n) => n),
     );
+  });
+});
+
+describe('a range put whose answer was lost', () => {
+  it("is taken for the caller's own when the range names its segment, and admission goes on", async () => {
+    const q = queueApi(slow, 'lossy');
+    await q.produce(Array.from({ length: 45 }, (_, n) => ({ payload: { n } })));
+    const records = await slow.records('lossy');
+    const shard = records[0]?.shardId as string;
+    const config = slow.runtime.config.tenant.queues.lossy;
+    if (!config) throw new Error('no queue lossy');
+    const services = buildServices(slow.runtime.config, slow.runtime.clients);
+    // Every put lands, and its caller hears that its condition failed (a timeout, then the retry).
+    class LostAnswers extends RangeStore {
+      override async create(...args: Parameters<RangeStore['create']>): Promise<boolean> {
+        await super.create(...args);
+        return false;
+      }
+    }
+    const admission = new RangeAdmission({
+      ...services,
+      ranges: new LostAnswers(slow.runtime.clients.doc, slow.runtime.config.tableName),
+      sequencer: new KeySequencer(services),
+    });
+    const log: LogRecord[] = records.map((r) => ({ sequence: r.sequenceNumber, envelope: r.envelope }));
+    expect(await admission.admit('lossy', config, shard, log)).toBe(45);
+    expectOneLineage(
+      await services.ranges.from('lossy', shard, undefined, 1000, true),
+      records.map((r) => r.sequenceNumber),
+    );
+    expect(await q.receiveAll(45, 10_000)).toHaveLength(45);
   });
 });
 
