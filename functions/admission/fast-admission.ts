@@ -1,5 +1,6 @@
 import { type QueueConfig, streamName } from '../core/config.js';
 import { RANGE_ENTRIES } from '../core/ranges.js';
+import { RecentRate } from '../core/recent-rate.js';
 import type { RawRecord, ShardReader } from '../log/shard-reader.js';
 import { admissionEnvelope, type LogRecord, type RangeAdmission } from './range-admission.js';
 
@@ -34,24 +35,6 @@ const THROTTLED_PAUSE_MS = 1000;
 /** Pull queues whose file does not turn it off; ordered queues keep dispatch's single admitter. */
 export function takesFastAdmission(config: QueueConfig): boolean {
   return config.fast_admission !== 'off' && !config.ordered && config.consumers.length === 0;
-}
-
-/** Records landed on a shard over the last second: two one-second buckets, the older one weighed by overlap. */
-class RecentRate {
-  private bucket = 0;
-  private current = 0;
-  private previous = 0;
-
-  add(n: number, now: number): number {
-    const bucket = Math.floor(now / 1000);
-    if (bucket !== this.bucket) {
-      this.previous = bucket === this.bucket + 1 ? this.current : 0;
-      this.current = 0;
-      this.bucket = bucket;
-    }
-    this.current += n;
-    return this.current + this.previous * (1 - (now % 1000) / 1000);
-  }
 }
 
 interface Slot {
