@@ -2,6 +2,44 @@ import type { QueueConfig } from '../functions/core/config.js';
 
 /** The thresholds of DESIGN §5's alarms, kept apart from CDK so they are tested without a stack. */
 
+/**
+ * Whose each alarm is, as the case study assigns them: what consumers do (or fail to) is the
+ * consuming team's; the stream not being read, records lost to the retention, or a tenant's
+ * produce rate leaving its usual band (a noisy neighbour of the shared account), the platform's;
+ * producers refused over the queue's quota, the producing team's.
+ */
+export const ALARM_OWNERS = {
+  'redelivery-rate': 'consuming_team',
+  'stale-receipt-rate': 'consuming_team',
+  'handler-duration': 'consuming_team',
+  'oldest-unacked-age': 'consuming_team',
+  'dlq-oldest-age': 'consuming_team',
+  'ordered-stall': 'consuming_team',
+  'parked-keys': 'consuming_team',
+  'expired-unprocessed': 'platform',
+  'iterator-age': 'platform',
+  'produce-rate-anomaly': 'platform',
+  'quota-throttled': 'producing_team',
+} as const;
+
+export type AlarmKind = keyof typeof ALARM_OWNERS;
+export type AlarmOwner = (typeof ALARM_OWNERS)[AlarmKind];
+
+/** The alarm kinds an owner's addresses hear. */
+export function alarmsOf(owner: AlarmOwner): AlarmKind[] {
+  return (Object.keys(ALARM_OWNERS) as AlarmKind[]).filter((k) => ALARM_OWNERS[k] === owner);
+}
+
+/** How a description names the owner. */
+export const OWNER_LABEL: Record<AlarmOwner, string> = {
+  consuming_team: 'For the consuming team',
+  platform: 'For the platform team',
+  producing_team: 'For the producing team',
+};
+
+/** Standard deviations above the produce rate's expected band that make it an anomaly. */
+export const PRODUCE_ANOMALY_STD_DEVS = 3;
+
 /** Redelivered over received above this share, in percent, for two minutes running. */
 export const REDELIVERY_PERCENT = 10;
 

@@ -6,14 +6,19 @@ import * as kms from 'aws-cdk-lib/aws-kms';
 import * as sns from 'aws-cdk-lib/aws-sns';
 import { EmailSubscription } from 'aws-cdk-lib/aws-sns-subscriptions';
 import { Construct } from 'constructs';
-import { consumerNamespace, namespaceParts } from '../functions/core/config.js';
+import { type AlarmsConfig, consumerNamespace, namespaceParts } from '../functions/core/config.js';
 import type { CounterName, DurationName, GaugeName } from '../functions/observability/metrics.js';
 import { METRICS_NAMESPACE, SERVICE } from '../functions/observability/metrics.js';
 import {
+  ALARM_OWNERS,
+  type AlarmKind,
   alarmName,
+  alarmsOf,
   backlogAgeLimitSeconds,
   DLQ_AGE_LIMIT_SECONDS,
   ORDERED_STALL_SECONDS,
+  OWNER_LABEL,
+  PRODUCE_ANOMALY_STD_DEVS,
   REDELIVERY_EXPRESSION,
   REDELIVERY_PERCENT,
   STALE_RECEIPT_EXPRESSION,
@@ -38,8 +43,8 @@ const CLOUDWATCH = new iam.ServicePrincipal('cloudwatch.amazonaws.com');
 export interface TenantAlarmsProps {
   tenant: string;
   queues: Iterable<QueueConstruct>;
-  /** Addresses subscribed to the alarm topic (the tenant file's `alarms.email`). */
-  email: readonly string[];
+  /** Who hears which alarms (the tenant file's `alarms`). */
+  owners: AlarmsConfig;
 }
 
 /**
@@ -76,7 +81,17 @@ export class TenantAlarms extends Construct {
       masterKey: key,
       enforceSSL: true,
     });
-    for (const address of props.email) this.topic.addSubscription(new EmailSubscription(address));
+    for (const address of props.owners.email) this.topic.addSubscription(new EmailSubscription(address));
+    // An owner's addresses hear only its alarms: the topic filters on the name in the alarm's message.
+    for (const owner of ['consuming_team', 'platform', 'producing_team'] as const) {
+      const filterPolicyWithMessageBody = {
+        AlarmName: sns.FilterOrPolicy.filter(
+          sns.SubscriptionFilter.stringFilter({ matchSuffixes: alarmsOf(owner).map((kind) => `/${kind}`) }),
+        ),
+      };
+      for (const address of props.owners[owner])
+        this.topic.addSubscription(new EmailSubscription(address, { filterPolicyWithMessageBody }));
+    }
     this.action = new SnsAction(this.topic);
 
     for (const queue of props.queues) this.addQueueAlarms(queue);
@@ -154,6 +169,7 @@ export class TenantAlarms extends Construct {
       });
     }
     if (queue.config.ordered) this.addOrderedAlarms(queue);
+    this.addNoisyProducerAlarms(q);
     this.add(q, 'expired-unprocessed', {
       alarmDescription: `Records of ${q} expired from its stream before they were admitted: messages were lost.`,
       metric: this.gauge(q, 'expired_unprocessed'),
@@ -185,7 +201,7 @@ export class TenantAlarms extends Construct {
     const q = queue.name;
     this.add(q, 'ordered-stall', {
       alarmDescription:
-        `For the consuming team: the oldest unacked message of the ordered queue ${q} has waited over ` +
+        `The oldest unacked message of the ordered queue ${q} has waited over ` +
         `${ORDERED_STALL_SECONDS / 60} minutes, and its key's later messages (its shard's too, in a Lambda ` +
         `consumer's batches) wait behind it. Trace it (GET /queues/${q}/messages/{id}), see the parked ` +
         `keys (GET /queues/${q}/keys/parked).`,
@@ -198,7 +214,7 @@ export class TenantAlarms extends Construct {
     const parked = (ns: string, where: string) =>
       this.add(ns, 'parked-keys', {
         alarmDescription:
-          `For the consuming team: a key of ${where} is parked behind its dead letter; its later ` +
+          `A key of ${where} is parked behind its dead letter; its later ` +
           `messages are held until the dead letter is redriven or the key skipped (GET /queues/${q}/keys/parked` +
           `${ns === q ? '' : `?consumer=${namespaceParts(ns).consumer}`}).`,
         metric: this.gauge(ns, 'parked_keys'),
@@ -211,13 +227,32 @@ export class TenantAlarms extends Construct {
       parked(consumerNamespace(q, consumer.name), `${q}'s Lambda consumer ${consumer.name}`);
   }
 
-  private add(queue: string, alarm: string, props: Omit<cloudwatch.AlarmProps, 'alarmName'>): void {
+  private add(
+    queue: string,
+    alarm: AlarmKind,
+    props: Omit<cloudwatch.AlarmProps, 'alarmName' | 'alarmDescription'> & { alarmDescription: string },
+  ): void {
+    this.register(
+      queue,
+      alarm,
+      new cloudwatch.Alarm(this, `${queue}-${alarm}`, {
+        comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+        ...props,
+        ...this.named(queue, alarm, props.alarmDescription),
+      }),
+    );
+  }
+
+  /** Name and description (its owner first) of an alarm. */
+  private named(queue: string, alarm: AlarmKind, description: string) {
+    return {
+      alarmName: alarmName(this.tenant, queue, alarm),
+      alarmDescription: `${OWNER_LABEL[ALARM_OWNERS[alarm]]}: ${description}`,
+    };
+  }
+
+  private register(queue: string, alarm: AlarmKind, created: cloudwatch.Alarm): void {
     const name = alarmName(this.tenant, queue, alarm);
-    const created = new cloudwatch.Alarm(this, `${queue}-${alarm}`, {
-      comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
-      ...props,
-      alarmName: name,
-    });
     // Cleared too, so the owner knows without looking.
     created.addAlarmAction(this.action);
     created.addOkAction(this.action);
@@ -246,11 +281,47 @@ export class TenantAlarms extends Construct {
     });
   }
 
+  /**
+   * Issue 16's noisy tenant: produce refused over the queue's quota (the producers', who set
+   * their pace), and a produce rate above its learned band (the platform's: one tenant's surge
+   * is every tenant's in the shared account's Kinesis, Lambda and DynamoDB limits).
+   */
+  private addNoisyProducerAlarms(q: string): void {
+    this.add(q, 'quota-throttled', {
+      alarmDescription:
+        `Requests to ${q} were refused over its quota (429 QUOTA_EXCEEDED: rate_limits, or the storage ` +
+        'quota while consumers fall behind) in the last 5 minutes. Slow the producers (honour Retry-After), ' +
+        'or raise the quota in the tenant file.',
+      metric: this.counter(q, 'throttled', COUNTER_SERVICE).with({ period: GAUGE_PERIOD }),
+      threshold: 0,
+      evaluationPeriods: 1,
+      treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+    });
+    this.register(
+      q,
+      'produce-rate-anomaly',
+      new cloudwatch.AnomalyDetectionAlarm(this, `${q}-produce-rate-anomaly`, {
+        ...this.named(
+          q,
+          'produce-rate-anomaly',
+          `Messages produced to ${q} rose above ${PRODUCE_ANOMALY_STD_DEVS} standard deviations of their ` +
+            'usual band (CloudWatch anomaly detection on the produced count) for 10 minutes. Find the producer ' +
+            '(audit, API key), check the queue keeps up (stats drain), and set rate_limits if it should not.',
+        ),
+        metric: this.counter(q, 'produced', COUNTER_SERVICE).with({ period: GAUGE_PERIOD }),
+        stdDevs: PRODUCE_ANOMALY_STD_DEVS,
+        comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_UPPER_THRESHOLD,
+        evaluationPeriods: 2,
+        treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+      }),
+    );
+  }
+
   /** Pull queues only: a Lambda consumer's deliveries carry no receipts. */
   private addStaleReceiptAlarm(q: string): void {
     this.add(q, 'stale-receipt-rate', {
       alarmDescription:
-        `For the consuming team: more than ${STALE_RECEIPT_PERCENT} % of the receipts sent back to ${q} ` +
+        `More than ${STALE_RECEIPT_PERCENT} % of the receipts sent back to ${q} ` +
         '(ack, nack, extend) were stale for 2 minutes: handlers finish after their lease ran out, so ' +
         'their messages run twice. Extend leases while handling (heartbeats) or raise lease_seconds.',
       metric: new cloudwatch.MathExpression({
@@ -277,7 +348,7 @@ export class TenantAlarms extends Construct {
   private addHandlerDurationAlarm(q: string, service: string, leaseSeconds: number, lease: string): void {
     this.add(q, 'handler-duration', {
       alarmDescription:
-        `For the consuming team: the p99 handler time of ${q} passed half the lease between ${lease}, ` +
+        `The p99 handler time of ${q} passed half the lease between ${lease}, ` +
         `${leaseSeconds / 2} s, over 5 minutes: handlers are slowing towards expired leases and redeliveries. ` +
         'Look at what the handler waits on; extend leases (heartbeats) or raise the lease.',
       metric: new cloudwatch.Metric({

@@ -1,33 +1,23 @@
-import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { App } from 'aws-cdk-lib';
 import { buildApp } from './build-app.js';
+import { loadTenantFile } from './tenant-file.js';
 
 /** `cdk synth|deploy -c tenant=<name>`: one stack for tenants/<name>.json. */
 
 const app = new App();
 const tenant = String(app.node.tryGetContext('tenant') ?? 'local');
 
-function loadTenantFile(): unknown {
+function tenantFile(): unknown {
   // The name becomes a path, so it is checked before it is used as one.
   if (!/^[a-z0-9-]{1,32}$/.test(tenant))
     throw new Error(`-c tenant=${tenant}: tenant names are 1-32 of [a-z0-9-]`);
   const relative = `tenants/${tenant}.json`;
-  let text: string;
-  try {
-    text = readFileSync(fileURLToPath(new URL(`../${relative}`, import.meta.url)), 'utf8');
-  } catch {
-    throw new Error(`${relative} not found (from -c tenant=${tenant})`);
-  }
-  try {
-    return JSON.parse(text);
-  } catch (err) {
-    throw new Error(`${relative} is not valid JSON: ${(err as Error).message}`);
-  }
+  return loadTenantFile(fileURLToPath(new URL(`../${relative}`, import.meta.url)), relative);
 }
 
 try {
-  buildApp(loadTenantFile(), { app, source: `tenants/${tenant}.json`, tenant });
+  buildApp(tenantFile(), { app, source: `tenants/${tenant}.json`, tenant });
 } catch (err) {
   console.error((err as Error).message);
   process.exit(1);

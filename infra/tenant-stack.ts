@@ -172,7 +172,7 @@ export class TenantStack extends Stack {
     this.alarms = new TenantAlarms(this, 'Alarms', {
       tenant: config.tenant,
       queues: this.queues.values(),
-      email: config.alarms.email,
+      owners: config.alarms,
     });
 
     new CfnOutput(this, 'TableName', { value: this.table.tableName });

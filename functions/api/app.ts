@@ -116,8 +116,8 @@ export function createApiHandler(
         if (internal) logger.error('unhandled error', request.error as Error);
         const queue = request.event.pathParameters?.queue;
         if (queue && code === 'STALE_RECEIPT') countFor(metrics, queue, { stale_receipts: 1 });
-        if (queue && (code === 'UNAVAILABLE' || code === 'QUOTA_EXCEEDED'))
-          countFor(metrics, queue, { throttled: 1 });
+        if (queue && code === 'QUOTA_EXCEEDED') countFor(metrics, queue, { throttled: 1 });
+        if (queue && code === 'UNAVAILABLE') countFor(metrics, queue, { unavailable: 1 });
         request.response = response;
       },
     })

@@ -167,11 +167,19 @@ export const apiKeyConfigSchema = z.strictObject({
 
 /**
  * Who hears the tenant's CloudWatch alarms (infra/alarms.ts): each address is subscribed to the
- * tenant's alarm topic by email, and confirms it once from the message SNS sends.
+ * tenant's alarm topic by email, and confirms it once from the message SNS sends. `email` hears
+ * every alarm; `consuming_team`, `platform` and `producing_team` only their own
+ * (infra/alarm-rules.ts ALARM_OWNERS).
  */
+const addresses = z.array(z.email()).max(20).default([]);
 export const alarmsConfigSchema = z.strictObject({
-  email: z.array(z.email()).max(20).default([]),
+  email: addresses,
+  consuming_team: addresses,
+  platform: addresses,
+  producing_team: addresses,
 });
+
+export type AlarmsConfig = z.infer<typeof alarmsConfigSchema>;
 
 export const tenantConfigSchema = z.strictObject({
   tenant: z.string().regex(/^[a-z0-9-]{1,32}$/, 'tenant names are 1-32 of [a-z0-9-]'),
@@ -179,7 +187,7 @@ export const tenantConfigSchema = z.strictObject({
     .record(z.string().regex(QUEUE_NAME, 'queue names are 1-64 of [a-z0-9-]'), queueConfigSchema)
     .refine((q) => Object.keys(q).length > 0, 'declare at least one queue'),
   api_keys: z.array(apiKeyConfigSchema).default([]),
-  alarms: alarmsConfigSchema.default({ email: [] }),
+  alarms: alarmsConfigSchema.default({ email: [], consuming_team: [], platform: [], producing_team: [] }),
 });
 
 export type QueueConfig = z.infer<typeof queueConfigSchema>;

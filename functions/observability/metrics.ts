@@ -36,7 +36,10 @@ export type CounterName =
   | 'nacked'
   | 'stale_receipts'
   | 'dead_lettered'
-  | 'throttled';
+  /** Requests refused over a quota (429 QUOTA_EXCEEDED). */
+  | 'throttled'
+  /** Requests answered 503: AWS refused or failed a call after its retries. */
+  | 'unavailable';
 
 export type GaugeName =
   | 'depth'

@@ -1,9 +1,9 @@
-import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
 import { ConfigError, parseTenantConfig } from '../../functions/core/config.js';
 import { checkPayloadSchemas } from '../../functions/core/payload-schema.js';
+import { loadTenantFile } from '../tenant-file.js';
 import { DYNAMODB_EMULATOR_ENV, dynamodbEmulatorSchema } from './emulators.js';
 import { startRuntime } from './runtime.js';
 
@@ -36,7 +36,7 @@ async function main(): Promise<void> {
     dynamodb: process.env[DYNAMODB_EMULATOR_ENV] || undefined,
   });
   const configPath = resolve(options.config);
-  const tenant = parseTenantConfig(JSON.parse(readFileSync(configPath, 'utf8')), configPath);
+  const tenant = parseTenantConfig(loadTenantFile(configPath), configPath);
   checkPayloadSchemas(tenant, configPath);
   const runtime = await startRuntime({
     tenant,

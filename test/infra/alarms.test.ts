@@ -11,6 +11,7 @@ import {
   recordDurations,
   SERVICE,
 } from '../../functions/observability/metrics.js';
+import { ALARM_OWNERS, type AlarmKind } from '../../infra/alarm-rules.js';
 import { buildApp } from '../../infra/build-app.js';
 import { CapturedMetrics } from '../helpers/captured-metrics.js';
 
@@ -34,7 +35,12 @@ const { app, stack } = buildApp(
         consumers: [{ name: 'search', entry: 'examples/lambda-consumer.ts' }],
       },
     },
-    alarms: { email: ['ops@acme.example', 'oncall@acme.example'] },
+    alarms: {
+      email: ['ops@acme.example', 'oncall@acme.example'],
+      consuming_team: ['orders-team@acme.example'],
+      platform: ['platform@acme.example'],
+      producing_team: ['producers@acme.example'],
+    },
   },
   { functionCode },
 );
@@ -60,13 +66,15 @@ function alarm(name: string) {
 }
 
 describe('alarms per queue', () => {
-  it('makes seven for a pulled queue, four for a pushed one, three per consumer and two more when ordered, named by tenant and queue', () => {
+  it('makes nine for a pulled queue, six for a pushed one, three per consumer and two more when ordered, named by tenant and queue', () => {
     const names = Object.values(template.findResources('AWS::CloudWatch::Alarm')).map(
       (a) => a.Properties.AlarmName as string,
     );
     expect(names.sort()).toEqual(
       [
         'leaseq-acme/events/dlq-oldest-age',
+        'leaseq-acme/events/produce-rate-anomaly',
+        'leaseq-acme/events/quota-throttled',
         'leaseq-acme/events/expired-unprocessed',
         'leaseq-acme/events/iterator-age',
         'leaseq-acme/events/oldest-unacked-age',
@@ -74,6 +82,8 @@ describe('alarms per queue', () => {
         'leaseq-acme/events~billing/redelivery-rate',
         'leaseq-acme/events~billing/handler-duration',
         'leaseq-acme/orders/dlq-oldest-age',
+        'leaseq-acme/orders/produce-rate-anomaly',
+        'leaseq-acme/orders/quota-throttled',
         'leaseq-acme/orders/expired-unprocessed',
         'leaseq-acme/orders/iterator-age',
         'leaseq-acme/orders/oldest-unacked-age',
@@ -81,6 +91,8 @@ describe('alarms per queue', () => {
         'leaseq-acme/orders/stale-receipt-rate',
         'leaseq-acme/orders/handler-duration',
         'leaseq-acme/ledger/dlq-oldest-age',
+        'leaseq-acme/ledger/produce-rate-anomaly',
+        'leaseq-acme/ledger/quota-throttled',
         'leaseq-acme/ledger/expired-unprocessed',
         'leaseq-acme/ledger/iterator-age',
         'leaseq-acme/ledger/oldest-unacked-age',
@@ -90,6 +102,8 @@ describe('alarms per queue', () => {
         'leaseq-acme/ledger/ordered-stall',
         'leaseq-acme/ledger/parked-keys',
         'leaseq-acme/feed/dlq-oldest-age',
+        'leaseq-acme/feed/produce-rate-anomaly',
+        'leaseq-acme/feed/quota-throttled',
         'leaseq-acme/feed/expired-unprocessed',
         'leaseq-acme/feed/iterator-age',
         'leaseq-acme/feed/oldest-unacked-age',
@@ -106,7 +120,11 @@ describe('alarms per queue', () => {
     for (const a of Object.values(template.findResources('AWS::CloudWatch::Alarm'))) {
       expect(a.Properties.AlarmActions).toEqual([topicRef]);
       expect(a.Properties.OKActions).toEqual([topicRef]);
-      expect(a.Properties.ComparisonOperator).toBe('GreaterThanThreshold');
+      expect(a.Properties.ComparisonOperator).toBe(
+        a.Properties.AlarmName.endsWith('/produce-rate-anomaly')
+          ? 'GreaterThanUpperThreshold'
+          : 'GreaterThanThreshold',
+      );
       expect(a.Properties.AlarmDescription.length).toBeGreaterThan(40);
     }
   });
@@ -138,6 +156,33 @@ describe('alarms per queue', () => {
         },
       });
     }
+  });
+
+  it('noisy producers: any 429 over 5 minutes, and the produced count above 3 standard deviations of its band', () => {
+    expect(alarm('leaseq-acme/events/quota-throttled')).toMatchObject({
+      MetricName: 'throttled',
+      Dimensions: dims('leaseq-api', 'events'),
+      Statistic: 'Sum',
+      Period: 300,
+      Threshold: 0,
+      EvaluationPeriods: 1,
+      TreatMissingData: 'notBreaching',
+    });
+    const a = alarm('leaseq-acme/orders/produce-rate-anomaly');
+    expect(a).toMatchObject({ ComparisonOperator: 'GreaterThanUpperThreshold', EvaluationPeriods: 2 });
+    const metrics = a.Metrics as {
+      Id: string;
+      Expression?: string;
+      MetricStat?: { Metric: unknown; Stat: string };
+    }[];
+    const band = metrics.find((m) => m.Expression?.startsWith('ANOMALY_DETECTION_BAND'));
+    expect(a.ThresholdMetricId).toBe(band?.Id);
+    const produced = metrics.find((m) => m.MetricStat);
+    expect(band?.Expression).toBe(`ANOMALY_DETECTION_BAND(${produced?.Id}, 3)`);
+    expect(produced?.MetricStat).toMatchObject({
+      Metric: { Namespace: 'leaseq', MetricName: 'produced', Dimensions: dims('leaseq-api', 'orders') },
+      Stat: 'Sum',
+    });
   });
 
   it('stale receipts: stale over acked + nacked + stale above 5 % for 2 one-minute periods, 0 under 10 receipts', () => {
@@ -292,7 +337,58 @@ describe('alarms per queue', () => {
 });
 
 describe('the owner', () => {
-  it('subscribes each address of alarms.email to the topic by email', () => {
+  it("names each alarm's owner in its description and sends an owner's addresses only its alarms", () => {
+    const alarms = Object.values(template.findResources('AWS::CloudWatch::Alarm')).map((a) => a.Properties);
+    for (const a of alarms) {
+      const kind = String(a.AlarmName).split('/').at(-1) as AlarmKind;
+      const label = {
+        platform: 'For the platform team: ',
+        consuming_team: 'For the consuming team: ',
+        producing_team: 'For the producing team: ',
+      }[ALARM_OWNERS[kind]];
+      expect(a.AlarmDescription, a.AlarmName).toMatch(new RegExp(`^${label}`));
+    }
+    const byAddress = (address: string) =>
+      Object.values(template.findResources('AWS::SNS::Subscription')).find(
+        (s) => s.Properties.Endpoint === address,
+      )?.Properties;
+    expect(byAddress('platform@acme.example')).toMatchObject({
+      FilterPolicyScope: 'MessageBody',
+      FilterPolicy: {
+        AlarmName: [
+          { suffix: '/expired-unprocessed' },
+          { suffix: '/iterator-age' },
+          { suffix: '/produce-rate-anomaly' },
+        ],
+      },
+    });
+    expect(byAddress('producers@acme.example')).toMatchObject({
+      FilterPolicyScope: 'MessageBody',
+      FilterPolicy: { AlarmName: [{ suffix: '/quota-throttled' }] },
+    });
+    const consuming = byAddress('orders-team@acme.example');
+    expect(consuming?.FilterPolicyScope).toBe('MessageBody');
+    expect(consuming?.FilterPolicy.AlarmName).toEqual(
+      expect.arrayContaining([{ suffix: '/stale-receipt-rate' }, { suffix: '/parked-keys' }]),
+    );
+    expect(consuming?.FilterPolicy.AlarmName).not.toContainEqual({ suffix: '/iterator-age' });
+    // Every alarm the stack makes goes to exactly one owner's filter.
+    const kinds = new Set(alarms.map((a) => String(a.AlarmName).split('/').at(-1)));
+    const filtered = [
+      ...(consuming?.FilterPolicy.AlarmName ?? []),
+      ...(byAddress('platform@acme.example')?.FilterPolicy.AlarmName ?? []),
+      ...(byAddress('producers@acme.example')?.FilterPolicy.AlarmName ?? []),
+    ];
+    for (const kind of kinds)
+      expect(
+        filtered.filter((f) => f.suffix === `/${kind}`),
+        kind,
+      ).toHaveLength(1);
+    // Everyone on alarms.email hears everything: no filter.
+    expect(byAddress('ops@acme.example')?.FilterPolicy).toBeUndefined();
+  });
+
+  it('subscribes each address of the tenant file to the topic by email', () => {
     const subscriptions = Object.values(template.findResources('AWS::SNS::Subscription')).map(
       (s) => s.Properties,
     );
@@ -300,14 +396,25 @@ describe('the owner', () => {
       expect.arrayContaining([
         { Protocol: 'email', Endpoint: 'ops@acme.example', TopicArn: topicRef },
         { Protocol: 'email', Endpoint: 'oncall@acme.example', TopicArn: topicRef },
+        expect.objectContaining({
+          Protocol: 'email',
+          Endpoint: 'orders-team@acme.example',
+          TopicArn: topicRef,
+        }),
+        expect.objectContaining({ Protocol: 'email', Endpoint: 'platform@acme.example', TopicArn: topicRef }),
+        expect.objectContaining({
+          Protocol: 'email',
+          Endpoint: 'producers@acme.example',
+          TopicArn: topicRef,
+        }),
       ]),
     );
-    expect(subscriptions).toHaveLength(2);
+    expect(subscriptions).toHaveLength(5);
     // No owner named: the topic and alarms are there to subscribe to later, with nobody on it.
     const quietTemplate = Template.fromStack(quiet);
     quietTemplate.resourceCountIs('AWS::SNS::Topic', 1);
     quietTemplate.resourceCountIs('AWS::SNS::Subscription', 0);
-    quietTemplate.resourceCountIs('AWS::CloudWatch::Alarm', 7);
+    quietTemplate.resourceCountIs('AWS::CloudWatch::Alarm', 9);
   });
 
   it("keeps the addresses out of the functions' environment, which only the stack needs", () => {
@@ -367,7 +474,15 @@ describe('what the functions emit', () => {
   it('watches each leaseq metric under the namespace and dimensions of the EMF document that carries it', () => {
     // As functions/api/app.ts and functions/sweep/app.ts make them.
     const api = new CapturedMetrics(metricsOptions(SERVICE.api, 'acme'));
-    countFor(api, 'orders', { received: 3, redelivered: 1, acked: 2, nacked: 1, stale_receipts: 1 });
+    countFor(api, 'orders', {
+      received: 3,
+      redelivered: 1,
+      acked: 2,
+      nacked: 1,
+      stale_receipts: 1,
+      produced: 4,
+      throttled: 1,
+    });
     recordDurations(api, 'orders', 'handler_seconds', [0.2, 1.5]);
     api.publishStoredMetrics();
     const sweep = new CapturedMetrics(metricsOptions(SERVICE.sweep, 'acme'));
@@ -411,9 +526,11 @@ describe('what the functions emit', () => {
         'handler_seconds',
         'nacked',
         'oldest_unacked_age',
+        'produced',
         'received',
         'redelivered',
         'stale_receipts',
+        'throttled',
       ].sort(),
     );
     for (const m of watched) {

@@ -8,12 +8,13 @@ import { metricsOptions, SERVICE } from '../../functions/observability/metrics.j
 import { lambdaContext } from '../../infra/local/lambda-context.js';
 import { CapturedMetrics } from '../helpers/captured-metrics.js';
 import { queueApi } from '../helpers/queue-api.js';
-import { startTestRuntime, type TestRuntime } from '../helpers/runtime.js';
+import { startTestRuntime, TEST_TENANT, type TestRuntime } from '../helpers/runtime.js';
 
 /**
- * How long pull deliveries are held (delivery to ack or nack), published by the api function as
- * `handler_seconds` per queue, each value kept: the handler-duration alarm watches their p99. And
- * the receipts that came back too late, which the stale-receipt-rate alarm sets beside the acks.
+ * What the api function publishes for the alarms, read back from its EMF documents: how long pull
+ * deliveries are held (delivery to ack or nack) as `handler_seconds`, each value kept (the
+ * handler-duration alarm watches their p99); the receipts that came back too late, which the
+ * stale-receipt-rate alarm sets beside the acks; and requests refused over a quota (quota-throttled).
  */
 
 const KEY = 'duration-admin-key-000000000';
@@ -22,7 +23,16 @@ let api: ApiHandler;
 const metrics = new CapturedMetrics(metricsOptions(SERVICE.api, 'test'));
 
 beforeAll(async () => {
-  t = await startTestRuntime(undefined, KEY);
+  t = await startTestRuntime(
+    {
+      ...TEST_TENANT,
+      queues: {
+        ...TEST_TENANT.queues,
+        limited: { shards: 1, rate_limits: { produce: { requests_per_sec: 1 } } },
+      },
+    },
+    KEY,
+  );
   api = createApiHandler(t.runtime.config, t.runtime.clients, new Logger({ logLevel: 'SILENT' }), metrics);
 });
 afterAll(async () => {
@@ -95,5 +105,19 @@ describe('stale_receipts of a pull queue', () => {
     expect(sum(published('stale_receipts')) - staleBefore).toBe(3);
     expect(sum(published('acked')) - ackedBefore).toBe(0);
     expect(ackedBefore).toBeGreaterThanOrEqual(1);
+  });
+});
+
+describe('throttled', () => {
+  it('counts each produce refused over the queue quota (429), and not the ones accepted', async () => {
+    const statuses: number[] = [];
+    for (let i = 0; i < 4; i++)
+      statuses.push(await post('/queues/limited/messages', { messages: [{ payload: { i } }] }));
+    metrics.publishStoredMetrics();
+    const refused = statuses.filter((s) => s === 429).length;
+    expect(refused).toBeGreaterThanOrEqual(1);
+    expect(statuses.filter((s) => s === 200).length).toBeGreaterThanOrEqual(1);
+    expect(sum(published('throttled', 'limited'))).toBe(refused);
+    expect(sum(published('unavailable', 'limited'))).toBe(0);
   });
 });

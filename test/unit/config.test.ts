@@ -40,7 +40,7 @@ describe('tenant configuration', () => {
     });
     expect(config.api_keys).toEqual([]);
     // No owner named: the alarm topic is made anyway, with no subscription (README "Alarms").
-    expect(config.alarms).toEqual({ email: [] });
+    expect(config.alarms).toEqual({ email: [], consuming_team: [], platform: [], producing_team: [] });
   });
 
   it('keeps the alarm owners of the tenant file', () => {

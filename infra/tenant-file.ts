@@ -1,0 +1,36 @@
+import { readFileSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
+import { ConfigError } from '../functions/core/config.js';
+
+/**
+ * Reads a tenant file for `npm start` and `cdk synth`: its JSON, with each queue's `"schema":
+ * "<file>"` replaced by that file's JSON Schema (relative to the tenant file), so a team keeps its
+ * schemas beside its tenant file and the functions get them inline. Errors name the file and,
+ * for a schema, the queue (a ConfigError: `npm start` prints it in one line).
+ */
+export function loadTenantFile(path: string, shown = path): unknown {
+  const raw = readJson(path, shown);
+  const queues = (raw as { queues?: unknown })?.queues;
+  if (!queues || typeof queues !== 'object') return raw;
+  for (const [name, queue] of Object.entries(queues as Record<string, unknown>)) {
+    const schema = (queue as { schema?: unknown } | null)?.schema;
+    if (typeof schema !== 'string') continue;
+    const file = resolve(dirname(path), schema);
+    (queue as { schema: unknown }).schema = readJson(file, `${shown}: queues.${name}.schema (${schema})`);
+  }
+  return raw;
+}
+
+function readJson(path: string, shown: string): unknown {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch {
+    throw new ConfigError(`${shown}: not found`, []);
+  }
+  try {
+    return JSON.parse(text);
+  } catch (err) {
+    throw new ConfigError(`${shown}: not valid JSON: ${(err as Error).message}`, []);
+  }
+}
