@@ -5,12 +5,19 @@ import type { Range } from '../../functions/core/ranges.js';
 import { buildServices } from '../../functions/services.js';
 import { RangeStore } from '../../functions/store/ranges.js';
 import { queueApi } from '../helpers/queue-api.js';
-import { startTestRuntime, type TestRuntime } from '../helpers/runtime.js';
+import { DYNAMODB, startTestRuntime, type TestRuntime } from '../helpers/runtime.js';
 
 /**
  * Produce's fast admission (issue 12): what produce accepted is receivable when it answers, and
  * admission stays exactly once with produce and dispatch both admitting one shard.
  */
+
+/**
+ * Issue 12's bound for a loaded CI machine (the bench holds the real goal). AWS's DynamoDB Local
+ * (Java, `npm run test:dynamodb-local`) answers each of the path's ~10 calls several ms slower
+ * than dynalite: measured 277 ms there once, so its bound is twice as wide.
+ */
+const WITHIN_MS = DYNAMODB === 'dynamodb-local' ? 500 : 250;
 
 let slow: TestRuntime;
 let busy: TestRuntime;
@@ -67,7 +74,7 @@ describe('fast admission', () => {
       const { result, received, ms } = await producedToReceived(slow, 'jobs', { i });
       expect(result?.status).toBe('accepted');
       expect(received.map((m) => m.payload)).toEqual([{ i }]);
-      expect(ms).toBeLessThan(250);
+      expect(ms).toBeLessThan(WITHIN_MS);
       await queueApi(slow, 'jobs').ack(received.map((m) => m.receipt));
     }
   });
