@@ -77,8 +77,11 @@ export async function runScaling(
   if (failure !== undefined) throw failure;
   const perSecond = Array.from({ length: secondsPerStep * STEPS.length }, (_, s) => acked[s] ?? 0);
   const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / Math.max(1, xs.length);
-  const cumulative = perSecond.map((_, s) => perSecond.slice(0, s + 1).reduce((a, b) => a + b, 0));
-  const ranOutAt = cumulative.findIndex((n) => n >= backlog);
+  let acksSoFar = 0;
+  const ranOutAt = perSecond.findIndex((n) => {
+    acksSoFar += n;
+    return acksSoFar >= backlog;
+  });
   const changes = STEPS.slice(1).map((target, i) => {
     const at = (i + 1) * secondsPerStep;
     // The second a worker joins in is partly the old count's; the three whole seconds on each side
