@@ -86,6 +86,9 @@ export interface QueueStats {
   redelivered_total: number;
   stale_receipts_total: number;
   expired_unprocessed_total: number;
+  /** Requests refused over a quota (429), in all and by the name of the API key refused. */
+  throttled_total: number;
+  throttled_by_key: Record<string, number>;
   /** Set while an admin paused the queue's deliveries. */
   paused: QueuePause | null;
   /** Whether the unacked backlog shrinks, at the produce and ack rates of the last minute. */

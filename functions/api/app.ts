@@ -100,6 +100,7 @@ export function createApiHandler(
     operations: built.operations,
     redrives: built.redrives,
     tracer: built.tracer,
+    counters: built.counters,
   };
   const router = httpRouterHandler(
     routes.map((r) => ({
@@ -116,7 +117,6 @@ export function createApiHandler(
         if (internal) logger.error('unhandled error', request.error as Error);
         const queue = request.event.pathParameters?.queue;
         if (queue && code === 'STALE_RECEIPT') countFor(metrics, queue, { stale_receipts: 1 });
-        if (queue && code === 'QUOTA_EXCEEDED') countFor(metrics, queue, { throttled: 1 });
         if (queue && code === 'UNAVAILABLE') countFor(metrics, queue, { unavailable: 1 });
         request.response = response;
       },

@@ -8,12 +8,14 @@ import type { Demand, RateQuotas } from '../access/quotas.js';
 import type { Consumer } from '../consume/consumer.js';
 import { type Action, type Principal, requireScope } from '../core/auth.js';
 import { consumerNamespace, type QueueConfig } from '../core/config.js';
-import { ConsumerNotFoundError, QueueNotFoundError } from '../core/errors.js';
+import { ConsumerNotFoundError, QueueNotFoundError, QuotaExceededError } from '../core/errors.js';
 import type { RuntimeConfig } from '../core/runtime-config.js';
+import { countThrottled } from '../observability/metrics.js';
 import type { Operations } from '../operations/operations.js';
 import type { Redrives } from '../operations/redrive.js';
 import type { Tracer } from '../operations/trace.js';
 import type { Producer } from '../produce/producer.js';
+import type { Counters } from '../store/counters.js';
 import { type HttpResponse, header, pathParam, validate } from './http.js';
 import { consumerQuerySchema } from './schemas.js';
 
@@ -28,6 +30,8 @@ export interface ApiServices {
   operations: Operations;
   redrives: Redrives;
   tracer: Tracer;
+  /** The queue totals a request adds to outside the services above (its 429s). */
+  counters: Counters;
   logger: Logger;
   metrics: Metrics;
 }
@@ -68,8 +72,16 @@ export function queueRoute(
       action === 'admin'
         ? []
         : demandsFor(principal, name, config, action, Buffer.byteLength(event.body ?? ''));
-    await services.quotas.admit(demands);
-    return handler({ event, services, principal, queue: { name, config }, demands });
+    try {
+      await services.quotas.admit(demands);
+      return await handler({ event, services, principal, queue: { name, config }, demands });
+    } catch (error) {
+      if (error instanceof QuotaExceededError) {
+        countThrottled(services.metrics, name, principal.name);
+        await services.counters.addThrottled(name, principal.name);
+      }
+      throw error;
+    }
   });
 }
 

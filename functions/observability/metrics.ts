@@ -54,19 +54,24 @@ export type GaugeName =
 /** Timings kept value by value, so CloudWatch can take percentiles of them. */
 export type DurationName = 'handler_seconds';
 
-/** The queue each Metrics' stored metrics are for: one EMF document holds one queue's. */
+/** The dimensions each Metrics' stored metrics are for: one EMF document holds one set's. */
 const storedFor = new WeakMap<Metrics, string>();
 
-/** Publishes what was stored for another queue, then stores under `queue`. */
-function forQueue(metrics: Metrics, queue: string): void {
+/** Publishes what was stored under other dimensions, then stores under `dimensions`. */
+function forDimensions(metrics: Metrics, dimensions: Record<string, string>): void {
+  const label = JSON.stringify(dimensions);
   const current = storedFor.get(metrics);
-  if (current === queue) return;
+  if (current === label) return;
   if (current !== undefined) {
     if (metrics.hasStoredMetrics()) publish(metrics);
     else metrics.clearDimensions();
   }
-  metrics.addDimension('queue', queue);
-  storedFor.set(metrics, queue);
+  for (const [name, value] of Object.entries(dimensions)) metrics.addDimension(name, value);
+  storedFor.set(metrics, label);
+}
+
+function forQueue(metrics: Metrics, queue: string): void {
+  forDimensions(metrics, { queue });
 }
 
 function publish(metrics: Metrics): void {
@@ -83,6 +88,16 @@ export function countFor(
   if (!entries.length) return;
   forQueue(metrics, queue);
   for (const [name, n] of entries) metrics.addMetric(name, MetricUnit.Count, n as number);
+}
+
+/**
+ * A request refused over a quota (429): counted for the queue (the quota-throttled alarm) and
+ * for the queue and the API key that was refused, so an operator sees whose traffic hit the limit.
+ */
+export function countThrottled(metrics: Metrics, queue: string, apiKey: string): void {
+  countFor(metrics, queue, { throttled: 1 });
+  forDimensions(metrics, { queue, api_key: apiKey });
+  metrics.addMetric('throttled', MetricUnit.Count, 1);
 }
 
 /**

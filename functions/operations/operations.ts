@@ -217,6 +217,9 @@ export class Operations {
       redelivered_total: totals.redelivered ?? 0,
       stale_receipts_total: totals.stale_receipts ?? 0,
       expired_unprocessed_total: totals.expired_unprocessed ?? 0,
+      /** Requests refused over a quota (429), in all and by the API key refused. */
+      throttled_total: totals.throttled ?? 0,
+      throttled_by_key: totals.throttledByKey,
       stored_bytes: storedBytes,
       storage_quota_bytes: storageQuotaBytes(config),
       /** Set while an admin paused deliveries (POST /queues/{q}/pause). */

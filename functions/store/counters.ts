@@ -17,7 +17,14 @@ export type StatName =
   | 'stale_receipts'
   | 'nacked'
   | 'dead_lettered'
-  | 'expired_unprocessed';
+  | 'expired_unprocessed'
+  /** Requests refused over a quota (429), beside `throttled@<key name>` per API key. */
+  | 'throttled';
+
+/** A queue's totals, and its 429s by the name of the API key that was refused. */
+export type Totals = Record<StatName, number> & { throttledByKey: Record<string, number> };
+
+const BY_KEY = 'throttled@';
 
 export class Counters {
   /** This instance's slot of the sharded totals: instances spread over the slots. */
@@ -34,13 +41,18 @@ export class Counters {
     return this.buffer.add(statsKey(queue, this.slot), deltas as Record<string, number>);
   }
 
+  /** A request refused over a quota: the queue's total and the refused key's. */
+  addThrottled(queue: string, keyName: string): Promise<void> {
+    return this.buffer.add(statsKey(queue, this.slot), { throttled: 1, [`${BY_KEY}${keyName}`]: 1 });
+  }
+
   /** Writes this instance's pending counts now: a function that may be frozen after an invocation calls it. */
   flush(): Promise<void> {
     return this.buffer.flush();
   }
 
   /** The queue's totals: its stats slots, and `acked` from its storage counter. */
-  async stats(queue: string): Promise<Record<StatName, number>> {
+  async stats(queue: string): Promise<Totals> {
     await this.buffer.flush();
     const totals: Record<string, number> = {};
     const storage = storageKey(queue);
@@ -57,6 +69,9 @@ export class Counters {
       }
       return (out.UnprocessedKeys?.[this.table]?.Keys ?? []) as typeof pending;
     });
-    return totals as Record<StatName, number>;
+    const throttledByKey: Record<string, number> = {};
+    for (const [k, v] of Object.entries(totals))
+      if (k.startsWith(BY_KEY)) throttledByKey[k.slice(BY_KEY.length)] = v;
+    return { ...(totals as Record<StatName, number>), throttledByKey };
   }
 }

@@ -48,9 +48,11 @@ export function buildUpdate(spec: UpdateSpec): BuiltExpression {
       setParts.push(`${name(attr)} = :set_${attr}`);
     }
   }
-  const addParts = Object.entries(spec.add ?? {}).map(([attr, n]) => {
-    values[`:add_${attr}`] = n;
-    return `${name(attr)} :add_${attr}`;
+  // Counter names may be data (`throttled@<key name>`): aliased by position, not by name.
+  const addParts = Object.entries(spec.add ?? {}).map(([attr, n], i) => {
+    names[`#add${i}`] = attr;
+    values[`:add${i}`] = n;
+    return `#add${i} :add${i}`;
   });
   // A list element (`hist[2]`) is removed by its attribute's alias and its index.
   const removeParts = (spec.remove ?? []).map((attr) => {

@@ -52,10 +52,11 @@ async function post(path: string, body: unknown): Promise<number> {
   return (await api(event, lambdaContext('api'))).statusCode ?? 200;
 }
 
-/** Every value of `name` the api published for `queue`. */
-const published = (name: string, queue = 'jobs') =>
+/** Every value of `name` the api published for `queue` (and for one API key's requests to it). */
+const published = (name: string, queue = 'jobs', apiKey?: string) =>
   metrics.documents
     .filter((d) => (d as Record<string, unknown>).queue === queue)
+    .filter((d) => (d as Record<string, unknown>).api_key === apiKey)
     .flatMap((d) => [(d as Record<string, unknown>)[name] ?? []].flat() as number[]);
 const heldValues = () => published('handler_seconds');
 const sum = (values: number[]) => values.reduce((a, b) => a + b, 0);
@@ -119,5 +120,13 @@ describe('throttled', () => {
     expect(statuses.filter((s) => s === 200).length).toBeGreaterThanOrEqual(1);
     expect(sum(published('throttled', 'limited'))).toBe(refused);
     expect(sum(published('unavailable', 'limited'))).toBe(0);
+    // And by the key refused, in the metrics and in the queue's stats.
+    expect(sum(published('throttled', 'limited', 'local-admin'))).toBe(refused);
+    // The api instance writes its totals about once a second, with the next count it makes.
+    await sleep(1100);
+    expect(await post('/queues/limited/messages', { messages: [{ payload: 'later' }] })).toBe(200);
+    const stats = await queueApi(t, 'limited').stats();
+    expect(stats.throttled_total).toBe(refused);
+    expect(stats.throttled_by_key).toEqual({ 'local-admin': refused });
   });
 });
