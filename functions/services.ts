@@ -8,12 +8,14 @@ import { HeldDelivery } from './consume/held-delivery.js';
 import { KeyOrder } from './consume/key-order.js';
 import { RangeFailures } from './consume/range-failures.js';
 import { Requeue } from './consume/requeue.js';
+import { isNamespace } from './core/config.js';
 import type { RuntimeConfig } from './core/runtime-config.js';
 import { LogLookup } from './log/lookup.js';
 import { ShardReader } from './log/shard-reader.js';
 import { ShardDirectory, StreamLog } from './log/stream.js';
 import { Operations } from './operations/operations.js';
 import { Redrives } from './operations/redrive.js';
+import { Replays } from './operations/replay.js';
 import { Tracer } from './operations/trace.js';
 import { AuditTrail } from './store/audit.js';
 import { BufferedAdds } from './store/buffered-adds.js';
@@ -25,7 +27,8 @@ import { KeyStates } from './store/key-states.js';
 import { MessageStore } from './store/messages.js';
 import { PauseStore } from './store/pauses.js';
 import { RangeStore } from './store/ranges.js';
-import { RedriveJobs } from './store/redrives.js';
+import { redriveJobs } from './store/redrives.js';
+import { replayJobs } from './store/replays.js';
 import { SegmentStore } from './store/segments.js';
 import { StorageMeter } from './store/storage.js';
 import { TotalsSamples } from './store/totals-samples.js';
@@ -109,7 +112,7 @@ export function buildServices(config: RuntimeConfig, clients: AwsClients) {
     tracer: new Tracer({
       tenant,
       shards,
-      lookup: new LogLookup(clients.kinesis),
+      lookup: new LogLookup(reader),
       messages,
       dedup,
       ranges,
@@ -133,11 +136,22 @@ export function buildServices(config: RuntimeConfig, clients: AwsClients) {
     redrives: new Redrives({
       tenant,
       messages,
-      jobs: new RedriveJobs(clients.doc, table),
+      jobs: redriveJobs(clients.doc, table),
       keys,
       keyOrder,
       requeue,
       audit,
+    }),
+    replays: new Replays({
+      tenant: config.tenant,
+      jobs: replayJobs(clients.doc, table),
+      reader,
+      shards,
+      requeue,
+      messages,
+      audit,
+      stored: (namespace, _config, bytes) =>
+        isNamespace(namespace) ? Promise.resolve() : storage.add(namespace, bytes),
     }),
   };
 }

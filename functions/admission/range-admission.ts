@@ -11,6 +11,7 @@ import {
   rangeSizes,
   windowSize,
 } from '../core/ranges.js';
+import { admissionId } from '../core/replay-policy.js';
 import { retentionTtls } from '../core/retention.js';
 import type { DedupStore } from '../store/dedup.js';
 import type { MessageStore } from '../store/messages.js';
@@ -28,7 +29,8 @@ import type { KeySequencer, Positions } from './key-sequencer.js';
  * the next caller admits it. Segments carry an id of their own (not only the first entry's
  * sequence number), so two callers' segments of one run never overwrite each other.
  * Which copies are admitted: a server-assigned id was appended once, so its entry is admitted as
- * it is; a producer's id at the position its dedup record names; a retry's next entry once per
+ * it is; a producer's id at the position its dedup record names (a replay's copy likewise, under
+ * an id of its own per replay); a retry's next entry once per
  * entry number (its message item says so).
  * `queue` is a queue or a Lambda consumer's namespace (push-consumer.ts admits its batches here):
  * the message state is the namespace's, the producer's dedup record its queue's, so every reader
@@ -180,11 +182,13 @@ export class RangeAdmission {
     records: LogRecord[],
     now: number,
   ): Promise<LogRecord[]> {
-    const producerIds = records.filter((r) => r.envelope.entry === 1 && !r.envelope.server_id);
+    const producerIds = records.filter(
+      (r) => r.envelope.entry === 1 && admissionId(r.envelope) !== undefined,
+    );
     const claims = await this.deps.dedup.claimPositions(
       namespaceParts(queue).queue,
       producerIds.map((r) => ({
-        messageId: r.envelope.message_id,
+        messageId: admissionId(r.envelope) as string,
         record: { shard, sequence: r.sequence, acceptedAt: now },
       })),
       config.dedup_window_seconds,

@@ -134,6 +134,7 @@ export const PARAM = {
   messageId: { pattern: MESSAGE_ID, message: '1-128 of [A-Za-z0-9_.:-]' },
   key: { pattern: /^[\s\S]{1,256}$/u, message: '1-256 characters' },
   redriveId: { pattern: /^[A-Za-z0-9-]{1,64}$/, message: '1-64 of [A-Za-z0-9-]' },
+  replayId: { pattern: /^[A-Za-z0-9-]{1,64}$/, message: '1-64 of [A-Za-z0-9-]' },
   keyName: { pattern: /^[A-Za-z0-9_.-]{1,64}$/, message: '1-64 of [A-Za-z0-9_.-]' },
 };
 

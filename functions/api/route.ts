@@ -13,6 +13,7 @@ import type { RuntimeConfig } from '../core/runtime-config.js';
 import { countThrottled } from '../observability/metrics.js';
 import type { Operations } from '../operations/operations.js';
 import type { Redrives } from '../operations/redrive.js';
+import type { Replays } from '../operations/replay.js';
 import type { Tracer } from '../operations/trace.js';
 import type { Producer } from '../produce/producer.js';
 import type { Counters } from '../store/counters.js';
@@ -29,6 +30,7 @@ export interface ApiServices {
   consumer: Consumer;
   operations: Operations;
   redrives: Redrives;
+  replays: Replays;
   tracer: Tracer;
   /** The queue totals a request adds to outside the services above (its 429s). */
   counters: Counters;

@@ -96,6 +96,7 @@ export interface DeliveredMessage {
   lease_expires_at: string;
   schema_ref?: string;
   traceparent?: string;
+  replay_id?: string;
 }
 
 export type AckStatus = 'acked' | 'stale_receipt' | 'invalid_receipt';
@@ -121,6 +122,19 @@ export const redriveRequestSchema = z.strictObject({
       error_contains: z.string().min(1).max(1024).optional(),
       dead_after: z.iso.datetime({ offset: true }).optional(),
       dead_before: z.iso.datetime({ offset: true }).optional(),
+    })
+    .default({}),
+});
+
+export const replayRequestSchema = z.strictObject({
+  /** The window of times the log took the messages (ISO 8601); `to` defaults to now. */
+  from: z.iso.datetime({ offset: true }),
+  to: z.iso.datetime({ offset: true }).optional(),
+  rate_per_sec: z.number().positive().max(1000).default(10),
+  filter: z
+    .strictObject({
+      message_ids: z.array(z.string().regex(MESSAGE_ID)).max(1000).optional(),
+      keys: z.array(z.string().min(1).max(256)).max(1000).optional(),
     })
     .default({}),
 });

@@ -2,13 +2,14 @@ import { mapLimit } from '../core/async.js';
 import { namespaceParts, streamName, type TenantConfig } from '../core/config.js';
 import type { Envelope, PayloadRef } from '../core/envelope.js';
 import { payloadSource, type Range } from '../core/ranges.js';
+import { replayCopy } from '../core/replay-policy.js';
 import type { StreamLog } from '../log/stream.js';
 import { type MessageStore, type StateItem, type StoredBody, storedBody } from '../store/messages.js';
 import type { SegmentEntry, SegmentStore } from '../store/segments.js';
 
 /**
  * Puts messages back into their queue's stream as their next entry: due retries (the sweep) and
- * redriven dead letters (attempt 1 again); and wake records for a Lambda consumer's keys with held
+ * redriven dead letters (attempt 1 again); a replay's copies (a new life of their id); and wake records for a Lambda consumer's keys with held
  * messages. The new entry is appended first; the item
  * leaves its index partition only once the entry is in the log, so a crash in between leaves a
  * second copy, which admission takes once. On the lease layer the item is marked `ranged` where
@@ -123,6 +124,24 @@ export class Requeue {
     };
     const [appended] = await this.append(queue, [envelope], false);
     return appended?.ok === true;
+  }
+
+  /**
+   * A replay's copies of messages the log still has (core/replay-policy.ts replayCopy), in their
+   * order, for the namespace's consumer only when it is a consumer's. Answers which landed.
+   */
+  async replay(
+    namespace: string,
+    originals: readonly Envelope[],
+    replayId: string,
+    now: number,
+  ): Promise<boolean[]> {
+    if (!originals.length) return [];
+    const { queue, consumer } = namespaceParts(namespace);
+    const ordered = this.deps.tenant.queues[queue]?.ordered ?? false;
+    const copies = originals.map((env) => replayCopy(env, replayId, now, consumer));
+    const appended = await this.append(queue, copies, ordered);
+    return copies.map((_, i) => appended[i]?.ok === true);
   }
 
   /** Into the queue's stream, each under its key (or its id): every entry of a message in one shard. */

@@ -18,6 +18,8 @@ export interface LeaseqMessage<T = unknown> {
   schema_ref?: string;
   /** The producer's W3C trace context, if it gave one. */
   traceparent?: string;
+  /** Set on a replay's copy (POST /queues/{q}/replay): the replay's id. */
+  replay_id?: string;
 }
 
 export type MessageHandler<T = unknown> = (message: LeaseqMessage<T>, context: Context) => unknown;

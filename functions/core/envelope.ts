@@ -47,6 +47,11 @@ export const envelopeSchema = z.object({
    * messages of `key` (appended by the sweep, or a skip, when nothing else would come for the key).
    */
   wake: z.literal(true).optional(),
+  /**
+   * A replay's copy of the message (POST /queues/{q}/replay): the replay's id. Admission takes one
+   * copy per replay (core/replay-policy.ts admissionId); deliveries show it as `replay_id`.
+   */
+  replay: z.string().optional(),
   /** The version of the queue's payload schema the payload was checked against (config `schema_ref`). */
   schema_ref: z.string().optional(),
   /** The producer's W3C trace context, handed to every delivery. */
@@ -99,13 +104,15 @@ export function payloadBytes(env: Pick<Envelope, 'payload' | 'claim'>): number {
 export const TRACEPARENT = /^00-(?!0{32})[0-9a-f]{32}-(?!0{16})[0-9a-f]{16}-[0-9a-f]{2}$/;
 
 /** What a delivery carries of the envelope beyond its payload, when the producer gave it. */
-export function deliveryContext(env: Pick<Envelope, 'schema_ref' | 'traceparent'>): {
+export function deliveryContext(env: Pick<Envelope, 'schema_ref' | 'traceparent' | 'replay'>): {
   schema_ref?: string;
   traceparent?: string;
+  replay_id?: string;
 } {
   return {
     ...(env.schema_ref !== undefined ? { schema_ref: env.schema_ref } : {}),
     ...(env.traceparent !== undefined ? { traceparent: env.traceparent } : {}),
+    ...(env.replay !== undefined ? { replay_id: env.replay } : {}),
   };
 }
 

@@ -57,6 +57,13 @@ export class ConsumerNotFoundError extends LeaseqError {
   }
 }
 
+/** A replay window that starts before what the log still keeps. */
+export class OutsideRetentionError extends LeaseqError {
+  constructor(message: string, oldest: string) {
+    super('OUTSIDE_RETENTION', 400, message, { oldest_replayable: oldest });
+  }
+}
+
 export class MessageNotFoundError extends LeaseqError {
   constructor(messageId: string) {
     super('MESSAGE_NOT_FOUND', 404, `no message with id ${JSON.stringify(messageId)}`);

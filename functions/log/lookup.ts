@@ -1,4 +1,4 @@
-import { GetRecordsCommand, GetShardIteratorCommand, type KinesisClient } from '@aws-sdk/client-kinesis';
+import type { ShardReader } from './shard-reader.js';
 
 /**
  * Finds a message in the log by the time it was appended: how trace locates a message whose id
@@ -13,7 +13,7 @@ const AFTER_MS = 10_000;
 const MAX_PAGES = 10;
 
 export class LogLookup {
-  constructor(private readonly kinesis: KinesisClient) {}
+  constructor(private readonly reader: ShardReader) {}
 
   /** The first record of `messageId` near `atMs` (`accept`ed, when given: one copy among several). */
   async findAround(
@@ -36,27 +36,14 @@ export class LogLookup {
     atMs: number,
     accept: (sequence: string) => boolean,
   ) {
-    let iterator = (
-      await this.kinesis.send(
-        new GetShardIteratorCommand({
-          StreamName: stream,
-          ShardId: shard,
-          ShardIteratorType: 'AT_TIMESTAMP',
-          Timestamp: new Date(atMs - BEFORE_MS),
-        }),
-      )
-    ).ShardIterator;
     // The id is looked for in the raw bytes first: most records are not it, and need no parse.
     const needle = Buffer.from(`"message_id":${JSON.stringify(messageId)}`);
-    for (let page = 0; iterator && page < MAX_PAGES; page++) {
-      const out = await this.kinesis.send(new GetRecordsCommand({ ShardIterator: iterator, Limit: 1000 }));
-      for (const r of out.Records ?? []) {
-        if ((r.ApproximateArrivalTimestamp?.getTime() ?? 0) > atMs + AFTER_MS) return undefined;
-        if (r.Data && Buffer.from(r.Data).includes(needle) && r.SequenceNumber && accept(r.SequenceNumber))
-          return { shard, sequence: r.SequenceNumber };
+    for await (const page of this.reader.pages(stream, shard, { at: atMs - BEFORE_MS }, 1000, MAX_PAGES)) {
+      for (const r of page.records) {
+        if (r.arrivedAt > atMs + AFTER_MS) return undefined;
+        if (Buffer.from(r.data).includes(needle) && accept(r.sequence))
+          return { shard, sequence: r.sequence };
       }
-      if (!out.Records?.length && out.MillisBehindLatest === 0) return undefined;
-      iterator = out.NextShardIterator;
     }
     return undefined;
   }

@@ -146,13 +146,16 @@ export class Redrives {
     }
     const moved = landed.size;
     const remaining = Math.max(0, job.remaining - moved);
-    await this.deps.jobs.progress(job, {
-      moved,
-      credit: credit - moved,
-      last_run_at: now,
-      status: exhausted || remaining === 0 ? 'done' : 'running',
-      ...(cursor ? { cursor } : {}),
-    });
+    await this.deps.jobs.progress(
+      job,
+      { moved, remaining: -moved },
+      {
+        credit: credit - moved,
+        last_run_at: now,
+        status: exhausted || remaining === 0 ? 'done' : 'running',
+        ...(cursor ? { cursor } : {}),
+      },
+    );
     return moved;
   }
 

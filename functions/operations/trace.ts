@@ -33,6 +33,7 @@ export interface Trace {
   /** From the message's envelope, where the log still has it. */
   schema_ref?: string;
   traceparent?: string;
+  replay_id?: string;
 }
 
 const STATE: Record<StateItem['state'], TraceState> = {

@@ -6,7 +6,15 @@ import { auditPk } from './keys.js';
 
 /** The audit trail of operator actions on a queue: who, when, what and why. */
 
-export type AuditAction = 'skip' | 'purge' | 'redrive' | 'redrive_cancel' | 'pause' | 'resume';
+export type AuditAction =
+  | 'skip'
+  | 'purge'
+  | 'redrive'
+  | 'redrive_cancel'
+  | 'replay'
+  | 'replay_cancel'
+  | 'pause'
+  | 'resume';
 
 export interface AuditEntry {
   at: string;

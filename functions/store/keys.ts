@@ -55,6 +55,8 @@ export const gsi = {
   parked: (queue: string) => `Q#${queue}#P`,
   /** Running redrive jobs. */
   redrives: (queue: string) => `Q#${queue}#RJ`,
+  /** Running replay jobs. */
+  replays: (queue: string) => `Q#${queue}#PJ`,
 };
 
 export function seqSortKey(sequenceNumber: string): string {
@@ -81,6 +83,10 @@ export function auditPk(queue: string): string {
 
 export function redriveKey(queue: string, redriveId: string): ItemKey {
   return { pk: `Q#${queue}#RD#${redriveId}`, sk: 'J' };
+}
+
+export function replayKey(queue: string, replayId: string): ItemKey {
+  return { pk: `Q#${queue}#RP#${replayId}`, sk: 'J' };
 }
 
 /** Run-time API keys: the listing partition (sort key: name) and the item looked up by hash. */

@@ -75,7 +75,7 @@ export function createSweepHandler(
   const interval = options.passIntervalMs ?? 1000;
   const reserve = options.reserveMs ?? 5000;
   return async (_event, context) => {
-    const total: SweepReport = { requeued: 0, expired: 0, released: 0, redriven: 0 };
+    const total: SweepReport = { requeued: 0, expired: 0, released: 0, redriven: 0, replayed: 0 };
     await publishAllGauges();
     do {
       const pass = await sweeper.sweepOnce();
@@ -84,6 +84,7 @@ export function createSweepHandler(
       total.expired += pass.expired;
       total.released += pass.released;
       total.redriven += pass.redriven;
+      total.replayed += pass.replayed;
       if (context.getRemainingTimeInMillis() < reserve + interval) break;
       await sleep(interval);
     } while (context.getRemainingTimeInMillis() > reserve);

@@ -19,6 +19,7 @@ import {
 } from '../core/ranges.js';
 import type { ShardDirectory } from '../log/stream.js';
 import type { Redrives } from '../operations/redrive.js';
+import type { Replays } from '../operations/replay.js';
 import type { Counters } from '../store/counters.js';
 import type { KeyHolds } from '../store/key-holds.js';
 import type { KeyStates } from '../store/key-states.js';
@@ -50,6 +51,7 @@ export interface SweeperDeps {
   fastAdmission?: Pick<FastAdmission, 'afterAppend'>;
   requeue: Requeue;
   redrives: Redrives;
+  replays: Replays;
   logger: Logger;
   now?: () => number;
 }
@@ -61,6 +63,8 @@ export interface SweepReport {
   released: number;
   /** Dead letters moved back by redrive jobs. */
   redriven: number;
+  /** Copies appended by replay jobs. */
+  replayed: number;
 }
 
 /** Items handled per partition per pass; a pass repeats while partitions stay full. */
@@ -114,7 +118,7 @@ export class Sweeper {
    * The pass still fails at its end, so the scheduler sees it.
    */
   async sweepOnce(): Promise<SweepReport> {
-    const report: SweepReport = { requeued: 0, expired: 0, released: 0, redriven: 0 };
+    const report: SweepReport = { requeued: 0, expired: 0, released: 0, redriven: 0, replayed: 0 };
     const failures: unknown[] = [];
     for (const ns of namespaces(this.deps.tenant)) {
       try {
@@ -134,6 +138,7 @@ export class Sweeper {
 
   private async sweepNamespace(ns: Namespace, report: SweepReport): Promise<void> {
     report.redriven += await this.deps.redrives.runPass(ns.name, ns.config);
+    report.replayed += await this.deps.replays.runPass(ns.name, ns.config);
     const shards = await this.deps.shards.shards(streamName(this.deps.tenant.tenant, ns.queue));
     await Promise.all(
       shards.map(async (shard) => {

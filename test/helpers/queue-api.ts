@@ -13,6 +13,7 @@ export interface Received {
   attempt: number;
   enqueued_at: string;
   lease_expires_at: string;
+  replay_id?: string;
 }
 
 export function queueApi(t: TestRuntime, queue: string) {

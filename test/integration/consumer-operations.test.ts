@@ -179,6 +179,35 @@ describe("a Lambda consumer's dead letters", () => {
   });
 });
 
+describe("a Lambda consumer's replay", () => {
+  it('delivers the window again to that consumer alone, as new deliveries', async () => {
+    const from = new Date().toISOString();
+    await queueApi(t, 'events').produce([
+      { message_id: 'rp-1', payload: {} },
+      { message_id: 'rp-2', payload: {} },
+    ]);
+    await until(() =>
+      ['billing', 'audit'].every((c) => callsOf(c, 'rp-1').length && callsOf(c, 'rp-2').length),
+    );
+    const to = new Date().toISOString();
+    const started = ok(await ofConsumer('billing', 'replay', { body: { from, to, rate_per_sec: 100 } }), 202);
+    await until(
+      async () => ok(await ofConsumer('billing', `replays/${started.replay_id}`)).status === 'done',
+    );
+    expect(ok(await ofConsumer('billing', `replays/${started.replay_id}`)).replayed).toBe(2);
+    await until(() => callsOf('billing', 'rp-1').length === 2 && callsOf('billing', 'rp-2').length === 2);
+    expect([callsOf('billing', 'rp-1'), callsOf('billing', 'rp-2')]).toEqual([
+      [1, 1],
+      [1, 1],
+    ]);
+    await sleep(1500);
+    expect([callsOf('audit', 'rp-1'), callsOf('audit', 'rp-2')]).toEqual([[1], [1]]);
+    expect(callsOf('billing', 'rp-1')).toHaveLength(2);
+    const audit = ok(await t.api('/queues/events/audit')).entries;
+    expect(audit[0]).toMatchObject({ action: 'replay', consumer: 'billing', target: started.replay_id });
+  }, 40_000);
+});
+
 describe("a Lambda consumer's stats", () => {
   it("count its own state, apart from the queue's and the other consumer's", async () => {
     const stats = async () => {

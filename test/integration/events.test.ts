@@ -125,6 +125,23 @@ const expectations: Record<string, Expectation> = {
     status: 404,
     check: async ({ body }) => expect(body.error.code).toBe('NOT_FOUND'),
   },
+  // The sample's window is long past the log's retention: refused, saying from when it could start.
+  'replay.json': {
+    status: 400,
+    check: async ({ body }) =>
+      expect(body.error).toMatchObject({
+        code: 'OUTSIDE_RETENTION',
+        details: { oldest_replayable: expect.any(String) },
+      }),
+  },
+  'replay-get.json': {
+    status: 404,
+    check: async ({ body }) => expect(body.error.code).toBe('NOT_FOUND'),
+  },
+  'replay-cancel.json': {
+    status: 404,
+    check: async ({ body }) => expect(body.error.code).toBe('NOT_FOUND'),
+  },
   'parked-keys.json': {
     status: 200,
     check: async ({ body }) => expect(body).toEqual({ keys: [] }),

@@ -5,6 +5,7 @@ import {
   dlqListQuerySchema,
   pauseRequestSchema,
   redriveRequestSchema,
+  replayRequestSchema,
   resumeRequestSchema,
   skipRequestSchema,
 } from '../schemas.js';
@@ -48,6 +49,29 @@ export const redriveCancelRoute = operationsRoute(
       await req.services.redrives.cancel(
         req.state,
         pathParam(req.event, 'redrive_id', PARAM.redriveId),
+        req.principal.name,
+      ),
+    ),
+);
+
+export const replayRoute = operationsRoute('POST', '/queues/{queue}/replay', async (req) => {
+  const body = parseBody(req.event, replayRequestSchema);
+  return json(202, await req.services.replays.start(req.state, req.queue.config, body, req.principal.name));
+});
+
+export const replayGetRoute = operationsRoute('GET', '/queues/{queue}/replays/{replay_id}', async (req) =>
+  json(200, await req.services.replays.get(req.state, pathParam(req.event, 'replay_id', PARAM.replayId))),
+);
+
+export const replayCancelRoute = operationsRoute(
+  'DELETE',
+  '/queues/{queue}/replays/{replay_id}',
+  async (req) =>
+    json(
+      200,
+      await req.services.replays.cancel(
+        req.state,
+        pathParam(req.event, 'replay_id', PARAM.replayId),
         req.principal.name,
       ),
     ),

@@ -1,0 +1,279 @@
+import { randomUUID } from 'node:crypto';
+import type { Requeue } from '../consume/requeue.js';
+import { mapLimit } from '../core/async.js';
+import { namespaceParts, type QueueConfig, streamName, type TenantConfig } from '../core/config.js';
+import { decodeEnvelope, type Envelope, payloadBytes } from '../core/envelope.js';
+import { NotFoundError } from '../core/errors.js';
+import { refill } from '../core/redrive-policy.js';
+import { isReplayable, type ReplayFilterSpec, replayWindow } from '../core/replay-policy.js';
+import { retentionTtls } from '../core/retention.js';
+import type { ShardReader } from '../log/shard-reader.js';
+import type { ShardDirectory } from '../log/stream.js';
+import type { AuditTrail } from '../store/audit.js';
+import type { MessageStore } from '../store/messages.js';
+import type { ReplayJob, ReplayJobs } from '../store/replays.js';
+
+/**
+ * Replay by time: a job re-delivers the messages the queue accepted in a window, read back from
+ * the log while it still has them, as new deliveries (attempt 1, `replay_id` on each, a
+ * `replayed` event in their trace). The incident tool after a consumer processed messages
+ * wrongly. Rate-limited and cancellable like redrive; the sweep runs the jobs. `queue` may be a
+ * Lambda consumer's namespace: the copies go to that consumer only.
+ */
+
+export interface ReplayDeps {
+  tenant: TenantConfig;
+  jobs: ReplayJobs;
+  reader: ShardReader;
+  shards: ShardDirectory;
+  requeue: Requeue;
+  messages: MessageStore;
+  audit: AuditTrail;
+  /** Stored bytes of what a replay appended, as produce counts them. */
+  stored: (namespace: string, config: QueueConfig, bytes: number) => Promise<void>;
+  now?: () => number;
+}
+
+export interface ReplayView {
+  replay_id: string;
+  status: ReplayJob['status'];
+  from: string;
+  to: string;
+  replayed: number;
+  scanned: number;
+  shards: number;
+  shards_done: number;
+  rate_per_sec: number;
+}
+
+export interface ReplayRequest {
+  from: string;
+  to?: string | undefined;
+  rate_per_sec: number;
+  filter: ReplayFilterSpec;
+}
+
+/** Records read per page, and pages per shard per pass: a pass's reads stay bounded. */
+const PAGE = 500;
+const PAGES_PER_PASS = 4;
+
+export class Replays {
+  constructor(private readonly deps: ReplayDeps) {}
+
+  private now(): number {
+    return this.deps.now?.() ?? Date.now();
+  }
+
+  async start(
+    queue: string,
+    config: QueueConfig,
+    request: ReplayRequest,
+    actor: string,
+  ): Promise<ReplayView> {
+    const now = this.now();
+    const window = replayWindow(request, config.retention_hours, now);
+    const shards = await this.deps.shards.shards(this.stream(queue));
+    const job: ReplayJob = {
+      replay_id: randomUUID(),
+      queue,
+      status: 'running',
+      rate_per_sec: request.rate_per_sec,
+      ...window,
+      filter: request.filter,
+      replayed: 0,
+      scanned: 0,
+      shards,
+      cursors: {},
+      finished: [],
+      created_at: now,
+      created_by: actor,
+      credit: 0,
+      last_run_at: now,
+    };
+    await this.deps.jobs.create(job);
+    await this.deps.audit.record(
+      queue,
+      {
+        action: 'replay',
+        actor,
+        target: job.replay_id,
+        detail: {
+          from: iso(window.from),
+          to: iso(window.to),
+          filter: request.filter,
+          rate_per_sec: job.rate_per_sec,
+        },
+      },
+      now,
+    );
+    return view(job);
+  }
+
+  async get(queue: string, id: string): Promise<ReplayView> {
+    return view(await this.job(queue, id));
+  }
+
+  async cancel(queue: string, id: string, actor: string): Promise<ReplayView> {
+    const job = await this.job(queue, id);
+    if (job.status === 'running' && (await this.deps.jobs.cancel(job))) {
+      await this.deps.audit.record(queue, { action: 'replay_cancel', actor, target: id }, this.now());
+    }
+    return view(await this.job(queue, id));
+  }
+
+  /** One pass of every running job of the namespace, each at its own rate. */
+  async runPass(queue: string, config: QueueConfig): Promise<number> {
+    let total = 0;
+    for (const job of await this.deps.jobs.running(queue)) total += await this.runJob(queue, config, job);
+    return total;
+  }
+
+  private async job(queue: string, id: string): Promise<ReplayJob> {
+    const job = await this.deps.jobs.get(queue, id);
+    if (!job) throw new NotFoundError(`no replay ${JSON.stringify(id)} on this queue`);
+    return job;
+  }
+
+  private stream(queue: string): string {
+    return streamName(this.deps.tenant.tenant, namespaceParts(queue).queue);
+  }
+
+  private async runJob(queue: string, config: QueueConfig, job: ReplayJob): Promise<number> {
+    const now = this.now();
+    const credit = refill(job.credit, job.last_run_at, now, job.rate_per_sec);
+    let take = Math.floor(credit);
+    const cursors = { ...job.cursors };
+    const finished = new Set(job.finished);
+    let replayed = 0;
+    let scanned = 0;
+    for (const shard of job.shards) {
+      if (take <= 0) break;
+      if (finished.has(shard)) continue;
+      const pass = await this.replayShard(queue, config, job, shard, cursors[shard], take, now);
+      replayed += pass.replayed;
+      scanned += pass.scanned;
+      take -= pass.replayed;
+      if (pass.cursor !== undefined) cursors[shard] = pass.cursor;
+      if (pass.finished) finished.add(shard);
+    }
+    await this.deps.jobs.progress(
+      job,
+      { replayed, scanned },
+      {
+        credit: credit - replayed,
+        last_run_at: now,
+        cursors,
+        finished: [...finished],
+        status: finished.size === job.shards.length ? 'done' : 'running',
+      },
+    );
+    return replayed;
+  }
+
+  /**
+   * Up to `take` of a shard's matching records from its cursor on, appended as copies. The cursor
+   * moves past what was examined up to the first copy that did not land, so that one is read again.
+   */
+  private async replayShard(
+    queue: string,
+    config: QueueConfig,
+    job: ReplayJob,
+    shard: string,
+    cursor: string | undefined,
+    take: number,
+    now: number,
+  ): Promise<{ replayed: number; scanned: number; cursor: string | undefined; finished: boolean }> {
+    const examined: { sequence: string; before: string | undefined; envelope?: Envelope }[] = [];
+    let at = cursor;
+    let selected = 0;
+    let finished = false;
+    const from = cursor !== undefined ? { after: cursor } : { at: job.from };
+    read: for await (const page of this.deps.reader.pages(
+      this.stream(queue),
+      shard,
+      from,
+      PAGE,
+      PAGES_PER_PASS,
+    )) {
+      for (const r of page.records) {
+        if (r.arrivedAt > job.to) {
+          finished = true;
+          break read;
+        }
+        const envelope = parse(r.data);
+        const match = envelope !== undefined && isReplayable(envelope, r.arrivedAt, job, job.filter);
+        examined.push({ sequence: r.sequence, before: at, ...(match ? { envelope } : {}) });
+        at = r.sequence;
+        if (match && ++selected >= take) break read;
+      }
+      if (page.atTip) finished = true;
+    }
+    const chosen = examined.filter((e) => e.envelope !== undefined);
+    const landed = await this.deps.requeue.replay(
+      queue,
+      chosen.map((e) => e.envelope as Envelope),
+      job.replay_id,
+      now,
+    );
+    const missed = chosen.findIndex((_, i) => !landed[i]);
+    if (missed >= 0) {
+      at = chosen[missed]?.before;
+      finished = false;
+    }
+    const copies = chosen.filter((_, i) => landed[i]).map((e) => e.envelope as Envelope);
+    await this.afterLanding(queue, config, copies, job.replay_id, now);
+    const scanned = missed >= 0 ? examined.findIndex((e) => e === chosen[missed]) : examined.length;
+    return { replayed: copies.length, scanned, cursor: at, finished };
+  }
+
+  /** The `replayed` event in each copy's trace, and its bytes in the queue's storage. */
+  private async afterLanding(
+    queue: string,
+    config: QueueConfig,
+    copies: readonly Envelope[],
+    replayId: string,
+    now: number,
+  ): Promise<void> {
+    if (!copies.length) return;
+    const ttl = retentionTtls(config, now).deadTtl;
+    await mapLimit(copies, 16, (env) =>
+      this.deps.messages.putEvent(
+        queue,
+        env.message_id,
+        { event: 'replayed', detail: { replay_id: replayId } },
+        now,
+        ttl,
+      ),
+    );
+    await this.deps.stored(
+      queue,
+      config,
+      copies.reduce((sum, env) => sum + payloadBytes(env), 0),
+    );
+  }
+}
+
+function parse(data: Uint8Array): Envelope | undefined {
+  try {
+    return decodeEnvelope(data);
+  } catch {
+    // Not an envelope: nothing a replay can deliver.
+    return undefined;
+  }
+}
+
+const iso = (ms: number) => new Date(ms).toISOString();
+
+function view(job: ReplayJob): ReplayView {
+  return {
+    replay_id: job.replay_id,
+    status: job.status,
+    from: iso(job.from),
+    to: iso(job.to),
+    replayed: job.replayed,
+    scanned: job.scanned,
+    shards: job.shards.length,
+    shards_done: job.finished.length,
+    rate_per_sec: job.rate_per_sec,
+  };
+}
