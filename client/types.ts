@@ -86,6 +86,11 @@ export interface QueueStats {
   redelivered_total: number;
   stale_receipts_total: number;
   expired_unprocessed_total: number;
+  /** Payload bytes held against `storage_quota_bytes`: a push queue's slowest consumer's. */
+  stored_bytes: number;
+  /** Push queues: what each Lambda consumer has not finished. */
+  stored_bytes_by_consumer?: Record<string, number>;
+  storage_quota_bytes: number;
   /** Requests refused over a quota (429), in all and by the name of the API key refused. */
   throttled_total: number;
   throttled_by_key: Record<string, number>;

@@ -8,7 +8,6 @@ import { HeldDelivery } from './consume/held-delivery.js';
 import { KeyOrder } from './consume/key-order.js';
 import { RangeFailures } from './consume/range-failures.js';
 import { Requeue } from './consume/requeue.js';
-import { isNamespace } from './core/config.js';
 import type { RuntimeConfig } from './core/runtime-config.js';
 import { LogLookup } from './log/lookup.js';
 import { ShardReader } from './log/shard-reader.js';
@@ -56,7 +55,7 @@ export function buildServices(config: RuntimeConfig, clients: AwsClients) {
   const dedup = new DedupStore(clients.doc, table);
   const storage = new StorageMeter(clients.doc, table, buffered);
   const ranges = new RangeStore(clients.doc, table);
-  const rangeFailures = new RangeFailures({ messages, ranges, segments, counters, keys });
+  const rangeFailures = new RangeFailures({ messages, ranges, segments, counters, keys, storage });
   const pauses = new PauseStore(clients.doc, table);
   const samples = new TotalsSamples(clients.doc, table);
   const reader = new ShardReader(clients.kinesis);
@@ -141,6 +140,7 @@ export function buildServices(config: RuntimeConfig, clients: AwsClients) {
       keyOrder,
       requeue,
       audit,
+      storage,
     }),
     replays: new Replays({
       tenant: config.tenant,
@@ -150,8 +150,7 @@ export function buildServices(config: RuntimeConfig, clients: AwsClients) {
       requeue,
       messages,
       audit,
-      stored: (namespace, _config, bytes) =>
-        isNamespace(namespace) ? Promise.resolve() : storage.add(namespace, bytes),
+      storage,
     }),
   };
 }

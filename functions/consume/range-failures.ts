@@ -1,5 +1,5 @@
 import { isNamespace, type QueueConfig } from '../core/config.js';
-import type { Envelope } from '../core/envelope.js';
+import { type Envelope, payloadBytes } from '../core/envelope.js';
 import { entryStatus, type Lease, payloadSource, type Range, waitsInRange } from '../core/ranges.js';
 import { retentionTtls } from '../core/retention.js';
 import { afterFailure, type FailureReason, type Outcome } from '../core/retry-policy.js';
@@ -8,6 +8,7 @@ import type { KeyStates } from '../store/key-states.js';
 import type { HistoryRecord, MessageStore, SegmentSource } from '../store/messages.js';
 import type { RangeStore } from '../store/ranges.js';
 import type { SegmentStore } from '../store/segments.js';
+import type { StorageMeter } from '../store/storage.js';
 
 /**
  * A failed delivery of an entry of the lease layer (a nack, a release, or a lease the sweep found
@@ -26,6 +27,7 @@ export interface RangeFailuresDeps {
   segments: SegmentStore;
   counters: Counters;
   keys: KeyStates;
+  storage: Pick<StorageMeter, 'deadLettered'>;
 }
 
 export interface FailedEntry {
@@ -183,7 +185,8 @@ export class RangeFailures {
       ...(e.evicted ? { evicted: f.lease } : {}),
     });
     // An evicted lease's range already counts the entry finished: its item alone decides.
-    if (e.evicted) return item ? this.finished(e, outcome, f, now, ttls) : undefined;
+    if (e.evicted)
+      return item ? this.finished({ queue: e.queue, envelope: stored }, outcome, f, now, ttls) : undefined;
     if (!item) {
       const existing = await messages.get(e.queue, env.message_id);
       const sameLife = existing?.produced_at === Date.parse(env.produced_at);
@@ -200,7 +203,7 @@ export class RangeFailures {
       // retried it and the retry found it done): the failure is ours.
       const ours = existing?.hist?.some((h) => h.generation === env.entry && h.failed_at === now) === true;
       if (!(landed && ours)) return undefined;
-      return this.finished(e, outcome, f, now, ttls);
+      return this.finished({ queue: e.queue, envelope: stored }, outcome, f, now, ttls);
     }
     if (!(await ranges.fail(e.queue, e.range, e.index, f.lease, now))) {
       const fresh = await ranges.get(e.queue, e.range.shard, e.range.start);
@@ -212,7 +215,7 @@ export class RangeFailures {
         return undefined;
       }
     }
-    return this.finished(e, outcome, f, now, ttls);
+    return this.finished({ queue: e.queue, envelope: stored }, outcome, f, now, ttls);
   }
 
   /**
@@ -265,7 +268,7 @@ export class RangeFailures {
     return false;
   }
 
-  /** What follows a failed attempt that landed: its counts, and a dead letter's event. */
+  /** What follows a failed attempt that landed: its counts, and a dead letter's event and bytes (`e.envelope` has its payload). */
   private async finished(
     e: Pick<FailedEntry, 'queue' | 'envelope'>,
     outcome: Outcome,
@@ -275,6 +278,10 @@ export class RangeFailures {
   ): Promise<Outcome> {
     const dead = outcome.kind === 'dead';
     await Promise.all([
+      // A dead letter holds its bytes until it leaves the DLQ (store/storage.ts).
+      dead
+        ? this.deps.storage.deadLettered(e.queue, payloadBytes(e.envelope), ttls.deadTtl * 1000)
+        : Promise.resolve(),
       this.deps.counters.addStats(e.queue, {
         ...(f.lease === 'live' && !f.release ? { nacked: 1 } : {}),
         ...(dead ? { dead_lettered: 1 } : {}),

@@ -2,7 +2,7 @@ import type { Logger } from '@aws-lambda-powertools/logger';
 import type { Context } from 'aws-lambda';
 import type { ClaimStore } from '../claims/claims.js';
 import { mapLimit } from '../core/async.js';
-import type { Envelope } from '../core/envelope.js';
+import { type Envelope, payloadBytes } from '../core/envelope.js';
 import { entryStatus, type Lease, type Range } from '../core/ranges.js';
 import type { CounterName } from '../observability/metrics.js';
 import type { NewLease, RangeStore } from '../store/ranges.js';
@@ -163,6 +163,10 @@ export class Invocation {
     return taken;
   }
 
+  /** Payload bytes of the messages this invocation acked: freed from the queue's storage for its consumer. */
+  freedBytes = 0;
+  private readonly bytes = new WeakMap<Envelope, number>();
+
   count(name: CounterName, n = 1): void {
     if (n) this.counts[name] = (this.counts[name] ?? 0) + n;
   }
@@ -216,6 +220,7 @@ export class Invocation {
   async deliver(envelope: Envelope, onFailure: FailureHook): Promise<boolean> {
     const { deps } = this;
     const resolved = await this.resolve(envelope);
+    this.bytes.set(envelope, payloadBytes(resolved));
     const message = messageOf(resolved, await deps.claims.payloadOf(resolved), resolved.attempt);
     this.count('received');
     if (resolved.attempt > 1) this.count('redelivered');
@@ -249,9 +254,20 @@ export class Invocation {
 
   /** Acks one entry now, not with its range's others (it must be acked before what follows it). */
   async ackOne(l: Located): Promise<void> {
-    if (!(await this.ack(l.range, [l.index])).length)
-      throw new Error(`the lease of ${l.envelope.message_id} ended`);
+    const { done, mine } = await this.ack(l.range, [l.index]);
+    if (!done.length) throw new Error(`the lease of ${l.envelope.message_id} ended`);
     this.count('acked');
+    if (mine.length) this.freed(l.envelope);
+  }
+
+  /** A delivered message acked outside its range run (a key's hold area): counted and its bytes freed. */
+  ackedElsewhere(envelope: Envelope): void {
+    this.count('acked');
+    this.freed(envelope);
+  }
+
+  private freed(envelope: Envelope): void {
+    this.freedBytes += this.bytes.get(envelope) ?? 0;
   }
 
   /** The end of the batch: what was handled and not acked yet is acked; what never started, given back. */
@@ -270,7 +286,10 @@ export class Invocation {
   private async ackRun(run: RangeRun, indexes: number[]): Promise<void> {
     let acked: number[] = [];
     try {
-      acked = await this.ack(run.range, indexes);
+      const { done, mine } = await this.ack(run.range, indexes);
+      acked = done;
+      for (const l of this.todo)
+        if (l.range.start === run.range.start && mine.includes(l.index)) this.freed(l.envelope);
     } catch (err) {
       this.halted = true;
       this.deps.logger.warn('could not ack handled messages: the event source retries them', {
@@ -297,14 +316,16 @@ export class Invocation {
 
   /**
    * One write for a run's handled entries; entry by entry when one of them is no longer ours.
-   * Answers those that are done with: acked here, or finished by another meanwhile.
+   * Answers those that are done with (acked here, or finished by another meanwhile), and those
+   * acked here.
    */
-  private async ack(range: Range, indexes: number[]): Promise<number[]> {
+  private async ack(range: Range, indexes: number[]): Promise<{ done: number[]; mine: number[] }> {
     const { ranges, namespace } = this.deps;
-    if (await ranges.ack(namespace, range, indexes, Date.now())) return indexes;
+    if (await ranges.ack(namespace, range, indexes, Date.now())) return { done: indexes, mine: indexes };
     const one = await mapLimit(indexes, 8, (i) => ranges.ack(namespace, range, [i], Date.now()));
+    const mine = indexes.filter((_, k) => one[k]);
     const stale = indexes.filter((_, k) => !one[k]);
-    if (!stale.length) return indexes;
+    if (!stale.length) return { done: indexes, mine };
     // Finished by someone else meanwhile (a takeover's ack, or the sweep's expiry): nothing left to do.
     const fresh = await ranges.get(namespace, range.shard, range.start);
     const finished = stale.filter((i) => !fresh || fresh.acked.has(i) || fresh.failed.has(i));
@@ -314,7 +335,7 @@ export class Invocation {
         range: range.start,
         entries: lost,
       });
-    return indexes.filter((i) => !lost.includes(i));
+    return { done: indexes.filter((i) => !lost.includes(i)), mine };
   }
 
   /** Leases written but never started go back, so the retry takes no attempt for them. */

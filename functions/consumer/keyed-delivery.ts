@@ -175,7 +175,7 @@ export class KeyedDelivery {
     // Acked where it was admitted first (trace reads it there), then out of the hold area.
     await this.deps.ranges.ackHeld(namespace, { shard: h.shard, start: h.range }, h.index, Date.now());
     await holds.remove(namespace, h.key, h.sequence);
-    this.inv.count('acked');
+    this.inv.ackedElsewhere(h.envelope);
   }
 
   /** A failed delivery of a held message: the key marked, then the failure, then out of the hold area. */

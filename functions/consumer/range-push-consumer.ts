@@ -15,6 +15,7 @@ import type { KeyStates } from '../store/key-states.js';
 import { PAUSE_CHECK_MS, type PauseStore } from '../store/pauses.js';
 import type { RangeStore } from '../store/ranges.js';
 import type { SegmentStore } from '../store/segments.js';
+import type { StorageMeter } from '../store/storage.js';
 import { Invocation, type Located } from './invocation.js';
 import { KeyedDelivery } from './keyed-delivery.js';
 import { assertStream, type ConsumerRecord, consumerRecords, type MessageHandler } from './records.js';
@@ -49,6 +50,8 @@ export interface RangePushConsumerDeps {
   holds: KeyHolds;
   /** Its totals are written at the end of each invocation: the instance may be frozen after it. */
   counters: Pick<Counters, 'flush'>;
+  /** What the consumer acked is freed from the queue's storage, written with the totals. */
+  storage: Pick<StorageMeter, 'release'>;
   logger: Logger;
   /** Per invocation, under the consumer's namespace: received, redelivered, acked, nacked, dead-lettered. */
   metrics: Metrics;
@@ -133,6 +136,7 @@ export class RangePushConsumer {
       await mapLimit(todo, this.deps.concurrency, (l) => this.runOne(inv, l, tooOften(l)));
     }
     await inv.finish();
+    await this.deps.storage.release(this.namespace, inv.freedBytes, 0);
     countFor(this.deps.metrics, this.namespace, inv.counts);
     recordDurations(this.deps.metrics, this.namespace, 'handler_seconds', inv.handlerSeconds);
     await this.deps.counters.flush();

@@ -18,3 +18,8 @@ export function retentionTtls(
     bodyTtl: hours(config.retention_hours + config.dlq_retention_hours),
   };
 }
+
+/** When a dead letter leaves the DLQ by itself (epoch ms): its DLQ retention from its death. */
+export function deadLetterExpiry(deadAt: number, config: Pick<QueueConfig, 'dlq_retention_hours'>): number {
+  return deadAt + config.dlq_retention_hours * 3_600_000;
+}

@@ -2,17 +2,11 @@ import { z } from 'zod';
 import type { ClaimStore } from '../claims/claims.js';
 import type { KeyOrder } from '../consume/key-order.js';
 import { mapLimit } from '../core/async.js';
-import {
-  isNamespace,
-  namespaceParts,
-  type QueueConfig,
-  storageQuotaBytes,
-  streamName,
-} from '../core/config.js';
+import { namespaceParts, type QueueConfig, storageQuotaBytes, streamName } from '../core/config.js';
 import { drainView } from '../core/drain.js';
 import { InvalidRequestError, MessageNotFoundError, NotFoundError } from '../core/errors.js';
 import { entryStatus, isFinished } from '../core/ranges.js';
-import { retentionTtls } from '../core/retention.js';
+import { deadLetterExpiry, retentionTtls } from '../core/retention.js';
 import type { ShardDirectory } from '../log/stream.js';
 import type { AuditEntry, AuditTrail } from '../store/audit.js';
 import type { Counters } from '../store/counters.js';
@@ -112,8 +106,8 @@ export class Operations {
     const ttls = retentionTtls(config, now);
     if (!(await this.deps.messages.purge(item, now, ttls.deadTtl))) throw new MessageNotFoundError(messageId);
     await Promise.all([
-      // A consumer's namespace holds no storage quota of its own (push queues are not metered).
-      isNamespace(queue) ? Promise.resolve() : this.deps.storage.add(queue, -(item.bytes ?? 0)),
+      this.deps.storage.release(queue, item.bytes ?? 0, 0),
+      this.deps.storage.leftDlq(queue, item.bytes ?? 0, deadLetterExpiry(item.dead_at ?? now, config)),
       this.deps.messages.putEvent(
         queue,
         messageId,
@@ -166,7 +160,7 @@ export class Operations {
 
   /** TTL deletes late: a dead letter past the DLQ retention is gone even while the item lingers. */
   private isLiveDead(item: StateItem, config: QueueConfig): boolean {
-    return (item.dead_at ?? 0) + config.dlq_retention_hours * 3_600_000 > this.now();
+    return deadLetterExpiry(item.dead_at ?? 0, config) > this.now();
   }
 
   private async deadLetters(queue: string, items: StateItem[]): Promise<DeadLetter[]> {
@@ -198,7 +192,7 @@ export class Operations {
       this.deps.pauses.get(queue),
       this.deps.samples.get(queue),
     ]);
-    const storedBytes = await this.deps.storage.used(queue);
+    const storedBytes = await this.deps.storage.byReader(queue, config);
     const sum = (f: (s: (typeof perShard)[number]) => number) => perShard.reduce((a, s) => a + f(s), 0);
     const unacked = sum((s) => s.ready + s.inFlight + s.delayed) + held;
     return {
@@ -220,7 +214,9 @@ export class Operations {
       /** Requests refused over a quota (429), in all and by the API key refused. */
       throttled_total: totals.throttled ?? 0,
       throttled_by_key: totals.throttledByKey,
-      stored_bytes: storedBytes,
+      /** What the queue holds unconsumed: a push queue's slowest consumer's, each consumer's beside it. */
+      stored_bytes: Math.max(0, ...Object.values(storedBytes)),
+      ...(config.consumers.length ? { stored_bytes_by_consumer: storedBytes } : {}),
       storage_quota_bytes: storageQuotaBytes(config),
       /** Set while an admin paused deliveries (POST /queues/{q}/pause). */
       paused: pause ?? null,

@@ -5,12 +5,13 @@ import { mapLimit } from '../core/async.js';
 import type { QueueConfig } from '../core/config.js';
 import { NotFoundError } from '../core/errors.js';
 import { matchesFilter, needsHistory, type RedriveFilterSpec, refill } from '../core/redrive-policy.js';
-import { retentionTtls } from '../core/retention.js';
+import { deadLetterExpiry, retentionTtls } from '../core/retention.js';
 import type { AuditTrail } from '../store/audit.js';
 import type { KeyStates } from '../store/key-states.js';
 import { gsi } from '../store/keys.js';
 import type { MessageStore, StateItem } from '../store/messages.js';
 import type { RedriveJob, RedriveJobs } from '../store/redrives.js';
+import type { StorageMeter } from '../store/storage.js';
 
 /**
  * Redrive: a job with a rate and a filter moves dead letters back into the queue through the
@@ -26,6 +27,7 @@ export interface RedriveDeps {
   keyOrder: KeyOrder;
   requeue: Requeue;
   audit: AuditTrail;
+  storage: Pick<StorageMeter, 'leftDlq'>;
   now?: () => number;
 }
 
@@ -199,6 +201,10 @@ export class Redrives {
   ): Promise<Set<string>> {
     const landed = await this.deps.requeue.reappend(queue, items, 'dead', now);
     const ttl = retentionTtls(config, now).deadTtl;
+    // Their bytes stay held (until acked), no longer as dead letters that expire.
+    await mapLimit(landed, 16, (item) =>
+      this.deps.storage.leftDlq(queue, item.bytes ?? 0, deadLetterExpiry(item.dead_at ?? now, config)),
+    );
     await mapLimit(landed, 16, (item) =>
       this.deps.messages.putEvent(
         queue,

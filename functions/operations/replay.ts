@@ -12,6 +12,7 @@ import type { ShardDirectory } from '../log/stream.js';
 import type { AuditTrail } from '../store/audit.js';
 import type { MessageStore } from '../store/messages.js';
 import type { ReplayJob, ReplayJobs } from '../store/replays.js';
+import type { StorageMeter } from '../store/storage.js';
 
 /**
  * Replay by time: a job re-delivers the messages the queue accepted in a window, read back from
@@ -29,8 +30,8 @@ export interface ReplayDeps {
   requeue: Requeue;
   messages: MessageStore;
   audit: AuditTrail;
-  /** Stored bytes of what a replay appended, as produce counts them. */
-  stored: (namespace: string, config: QueueConfig, bytes: number) => Promise<void>;
+  /** Holds what a replay appended, as produce's messages are held, until each is done with. */
+  storage: StorageMeter;
   now?: () => number;
 }
 
@@ -222,7 +223,8 @@ export class Replays {
     }
     const copies = chosen.filter((_, i) => landed[i]).map((e) => e.envelope as Envelope);
     await this.afterLanding(queue, config, copies, job.replay_id, now);
-    const scanned = missed >= 0 ? examined.findIndex((e) => e === chosen[missed]) : examined.length;
+    const scanned =
+      missed >= 0 ? examined.indexOf(chosen[missed] as (typeof examined)[number]) : examined.length;
     return { replayed: copies.length, scanned, cursor: at, finished };
   }
 
@@ -245,7 +247,7 @@ export class Replays {
         ttl,
       ),
     );
-    await this.deps.stored(
+    await this.deps.storage.add(
       queue,
       config,
       copies.reduce((sum, env) => sum + payloadBytes(env), 0),

@@ -151,12 +151,11 @@ export class Producer {
   }
 
   /**
-   * A queue that holds its storage quota takes no more until consumers catch up. Push queues
-   * are not metered: their consumers' acks do not pass through here.
+   * A queue that holds its storage quota takes no more until consumers catch up (a push queue's
+   * slowest Lambda consumer).
    */
   private async checkStorage(queue: string, config: QueueConfig): Promise<void> {
-    if (config.consumers.length) return;
-    const used = await this.deps.storage.used(queue);
+    const used = await this.deps.storage.used(queue, config);
     const quota = storageQuotaBytes(config);
     if (used >= quota) {
       throw new QuotaExceededError(
@@ -172,9 +171,8 @@ export class Producer {
     config: QueueConfig,
     landed: readonly { p: Prepared }[],
   ): Promise<void> {
-    if (config.consumers.length) return;
     const bytes = landed.reduce((sum, l) => sum + payloadBytes({ payload: l.p.message.payload }), 0);
-    await this.deps.storage.add(queue, bytes).catch(() => undefined);
+    await this.deps.storage.add(queue, config, bytes).catch(() => undefined);
   }
 
   /** Totals are best effort: a counter write that fails must not turn accepted into an error. */

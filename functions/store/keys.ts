@@ -33,6 +33,15 @@ export function storageKey(queue: string): ItemKey {
   return { pk: `Q#${queue}#STORE`, sk: 'C' };
 }
 
+/** The bytes of a namespace's dead letters that expire in one hour (epoch hours, fixed width). */
+export function deadBytesPk(namespace: string): string {
+  return `Q#${namespace}#SX`;
+}
+
+export function deadBytesKey(namespace: string, hour: number): ItemKey {
+  return { pk: deadBytesPk(namespace), sk: String(hour).padStart(10, '0') };
+}
+
 /** Sharded counters of a queue's totals, so no one item takes every write. */
 export const STATS_SHARDS = 8;
 export function statsKey(queue: string, slot: number): ItemKey {

@@ -1,12 +1,24 @@
-import { type DynamoDBDocumentClient, GetCommand } from '@aws-sdk/lib-dynamodb';
+import { DeleteCommand, type DynamoDBDocumentClient, GetCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
+import { namespaceParts, type QueueConfig } from '../core/config.js';
 import type { BufferedAdds } from './buffered-adds.js';
-import { storageKey } from './keys.js';
+import { buildKeyCondition } from './expression.js';
+import { deadBytesKey, deadBytesPk, storageKey } from './keys.js';
+import { isConditionFailed } from './util.js';
 
 /**
- * Bytes a queue holds unconsumed (payloads accepted and not yet acked or purged): one ADD
- * counter per queue, read by the storage quota, written through BufferedAdds (about once a
- * second per instance). Acks also add to its `acked`, a stats total.
+ * Bytes a queue holds unconsumed (payloads accepted and not yet acked, purged or expired as dead
+ * letters): ADD counters in one item per queue, read by the storage quota, written through
+ * BufferedAdds (about once a second per instance). A pull queue has one (`bytes`); a push queue
+ * one per Lambda consumer (`bytes@<consumer>`), since each consumer is done with a message on its
+ * own: the queue holds what its slowest consumer has not finished. Acks of a pull queue also add
+ * to the item's `acked`, a stats total.
+ * A dead letter holds its bytes until it is purged, or redriven and acked, or its DLQ retention
+ * ends. DynamoDB's TTL deletes it without telling anyone, so its bytes are also added to a bucket
+ * of the hour it expires in (`Q#<ns>#SX`); the sweep frees a bucket once its hour has passed.
  */
+
+const HOUR_MS = 3_600_000;
+
 export class StorageMeter {
   constructor(
     private readonly doc: DynamoDBDocumentClient,
@@ -14,19 +26,111 @@ export class StorageMeter {
     private readonly buffer: BufferedAdds,
   ) {}
 
-  /** What the queue holds: the stored counter and what this instance has not written yet. */
-  async used(queue: string): Promise<number> {
+  /** What the queue holds: the most any of its readers has not finished. */
+  async used(queue: string, config: QueueConfig): Promise<number> {
+    return Math.max(0, ...Object.values(await this.byReader(queue, config)));
+  }
+
+  /**
+   * What each reader of the queue has not finished: the queue itself (pull), or each Lambda
+   * consumer by name; the stored counters and what this instance has not written yet.
+   */
+  async byReader(queue: string, config: QueueConfig): Promise<Record<string, number>> {
     const key = storageKey(queue);
     const out = await this.doc.send(new GetCommand({ TableName: this.table, Key: key }));
-    return Math.max(0, Number(out.Item?.bytes ?? 0) + this.buffer.unwritten(key, 'bytes'));
+    return Object.fromEntries(
+      readers(queue, config).map(({ name, attribute }) => [
+        name,
+        Math.max(0, Number(out.Item?.[attribute] ?? 0) + this.buffer.unwritten(key, attribute)),
+      ]),
+    );
   }
 
-  add(queue: string, bytes: number): Promise<void> {
-    return this.buffer.add(storageKey(queue), { bytes });
+  /**
+   * Accepted messages' bytes, held by every reader of the queue until each is done with them; by
+   * one Lambda consumer only when `namespace` is its (a replay for that consumer).
+   */
+  add(namespace: string, config: QueueConfig, bytes: number): Promise<void> {
+    const { queue, consumer } = namespaceParts(namespace);
+    const holders = readers(queue, config).filter((r) => consumer === undefined || r.name === consumer);
+    return this.buffer.add(
+      storageKey(queue),
+      Object.fromEntries(holders.map(({ attribute }) => [attribute, bytes])),
+    );
   }
 
-  /** `acked` messages free their `bytes`; the same item counts them in the queue's acked total. */
-  release(queue: string, bytes: number, acked: number): Promise<void> {
-    return this.buffer.add(storageKey(queue), { bytes: -bytes, acked });
+  /**
+   * A reader is done with messages (`namespace`: the queue, or a consumer's): their bytes are
+   * freed. `acked` of them were acked (a pull queue's total; a purge or an expiry frees none acked).
+   */
+  release(namespace: string, bytes: number, acked: number): Promise<void> {
+    const { queue, consumer } = namespaceParts(namespace);
+    return this.buffer.add(
+      storageKey(queue),
+      consumer === undefined ? { bytes: -bytes, acked } : { [consumerAttribute(consumer)]: -bytes },
+    );
   }
+
+  /** A message died: its bytes leave with its DLQ retention (`expiresAt`, epoch ms) at the latest. */
+  deadLettered(namespace: string, bytes: number, expiresAt: number): Promise<void> {
+    return this.buffer.add(deadBytesKey(namespace, hourOf(expiresAt)), { bytes });
+  }
+
+  /** A dead letter left the DLQ before its expiry (purged, or redriven): not its bucket's any more. */
+  leftDlq(namespace: string, bytes: number, expiresAt: number): Promise<void> {
+    return this.buffer.add(deadBytesKey(namespace, hourOf(expiresAt)), { bytes: -bytes });
+  }
+
+  /**
+   * The sweep: frees the bytes of dead letters whose retention ended (each bucket whose hour has
+   * passed, deleted as it is freed). A bucket changed meanwhile is left for the next pass; a crash
+   * between the delete and the release leaves those bytes counted (the quota errs on the safe side).
+   * Answers the bytes freed.
+   */
+  async expireDeadLetters(namespace: string, now: number): Promise<number> {
+    const out = await this.doc.send(
+      new QueryCommand({
+        TableName: this.table,
+        ...buildKeyCondition('#pk = :pk AND #sk < :sk', {
+          ':pk': deadBytesPk(namespace),
+          ':sk': deadBytesKey(namespace, hourOf(now)).sk,
+        }),
+      }),
+    );
+    let freed = 0;
+    for (const item of out.Items ?? []) {
+      const bytes = Number(item.bytes ?? 0);
+      try {
+        await this.doc.send(
+          new DeleteCommand({
+            TableName: this.table,
+            Key: { pk: item.pk, sk: item.sk },
+            ConditionExpression: '#bytes = :bytes',
+            ExpressionAttributeNames: { '#bytes': 'bytes' },
+            ExpressionAttributeValues: { ':bytes': item.bytes },
+          }),
+        );
+      } catch (err) {
+        if (isConditionFailed(err)) continue;
+        throw err;
+      }
+      freed += bytes;
+    }
+    if (freed) await this.release(namespace, freed, 0);
+    return freed;
+  }
+}
+
+function consumerAttribute(consumer: string): string {
+  return `bytes@${consumer}`;
+}
+
+function readers(queue: string, config: QueueConfig): { name: string; attribute: string }[] {
+  return config.consumers.length
+    ? config.consumers.map((c) => ({ name: c.name, attribute: consumerAttribute(c.name) }))
+    : [{ name: queue, attribute: 'bytes' }];
+}
+
+function hourOf(ms: number): number {
+  return Math.floor(ms / HOUR_MS);
 }

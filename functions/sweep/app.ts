@@ -39,6 +39,9 @@ export function createSweepHandler(
     if (Date.now() - gaugesAt < gaugeInterval) return;
     gaugesAt = Date.now();
     for (const [queue, queueConfig] of Object.entries(config.tenant.queues)) {
+      // Dead letters whose retention ended free their bytes (DynamoDB's TTL deletes them unseen).
+      for (const namespace of [queue, ...queueConfig.consumers.map((c) => consumerNamespace(queue, c.name))])
+        await services.storage.expireDeadLetters(namespace, Date.now());
       // Counted into the totals first, published as this interval's new ones (the alarm clears after).
       const expired = await services.expiryWatch.check(queue, queueConfig);
       const s = await services.operations.stats(queue, queueConfig);
