@@ -301,6 +301,7 @@ export class Operations {
       ...dead,
       nacked_total: totals.nacked ?? 0,
       dead_lettered_total: totals.dead_lettered ?? 0,
+      expired_unprocessed_total: totals.expired_unprocessed ?? 0,
     };
   }
 

@@ -44,6 +44,7 @@ export function createSweepHandler(
         await services.storage.expireDeadLetters(namespace, Date.now());
       // Counted into the totals first, published as this interval's new ones (the alarm clears after).
       const expired = await services.expiryWatch.check(queue, queueConfig);
+      const expiredTotal = [...expired.values()].reduce((a, n) => a + n, 0);
       const s = await services.operations.stats(queue, queueConfig);
       // The stats' drain rates come from these, a gauge interval apart (none for an unused queue).
       if (s.produced_total || s.acked_total)
@@ -60,7 +61,7 @@ export function createSweepHandler(
         oldest_unacked_age: s.oldest_unacked_age_seconds,
         dlq_oldest_age: s.dlq_oldest_age_seconds,
         parked_keys: s.parked_keys,
-        expired_unprocessed: expired,
+        expired_unprocessed: expiredTotal,
       });
       for (const consumer of queueConfig.consumers) {
         const namespace = consumerNamespace(queue, consumer.name);
@@ -71,6 +72,7 @@ export function createSweepHandler(
           dlq_depth: c.dlq_depth,
           dlq_oldest_age: c.dlq_oldest_age_seconds,
           parked_keys: c.parked_keys,
+          expired_unprocessed: expired.get(namespace) ?? 0,
         });
       }
     }

@@ -1,5 +1,5 @@
 import { toLogRecords } from '../admission/fast-admission.js';
-import { type QueueConfig, streamName } from '../core/config.js';
+import { consumerNamespace, type QueueConfig, streamName } from '../core/config.js';
 import { compareSequence } from '../core/ranges.js';
 import type { ShardReader } from '../log/shard-reader.js';
 import type { ShardDirectory } from '../log/stream.js';
@@ -8,8 +8,8 @@ import type { ExpiryMarks } from '../store/expiry-marks.js';
 import type { RangeStore } from '../store/ranges.js';
 
 /**
- * `expired_unprocessed` (issue 16): records that leave a pull queue's stream before they were
- * admitted are lost, and the owner must hear it. Once a gauge interval the sweep reads each
+ * `expired_unprocessed` (issue 16): records that leave a queue's stream before they were admitted
+ * (by the queue, or by one of its Lambda consumers) are lost to it, and the owner must hear it. Once a gauge interval the sweep reads each
  * shard's oldest page (from the trim horizon) and counts, once each, the records within
  * EXPIRY_MARGIN_MS of Kinesis trimming them that are still past the shard's last range. They
  * are counted just before they go, since nothing can read them after: one admitted in those last
@@ -34,31 +34,39 @@ const PAGE = 1000;
 export class ExpiryWatch {
   constructor(private readonly deps: ExpiryWatchDeps) {}
 
-  /** Counts (into the queue's totals) the records about to expire unadmitted; answers how many were new. */
-  async check(queue: string, config: QueueConfig): Promise<number> {
-    // A push queue's records are its Lambda consumers' to take; their mapping's iterator age watches them.
-    if (config.consumers.length) return 0;
+  /**
+   * Counts (into the totals) the records about to expire unadmitted, for the queue or, on a push
+   * queue, for each Lambda consumer that has not admitted them (the queue's total sums them).
+   * Answers how many were new, by namespace.
+   */
+  async check(queue: string, config: QueueConfig): Promise<Map<string, number>> {
     const now = this.deps.now?.() ?? Date.now();
     const trimmedBefore = now - config.retention_hours * 3_600_000 + EXPIRY_MARGIN_MS;
     const stream = streamName(this.deps.tenant, queue);
-    let counted = 0;
+    const namespaces = config.consumers.length
+      ? config.consumers.map((c) => consumerNamespace(queue, c.name))
+      : [queue];
+    const counted = new Map(namespaces.map((ns) => [ns, 0]));
     for (const shard of await this.deps.shards.shards(stream)) {
       const oldest = await this.deps.reader.after(stream, shard, undefined, PAGE);
       if (!oldest[0] || oldest[0].arrivedAt >= trimmedBefore) continue;
-      const [head, mark] = await Promise.all([
-        this.deps.ranges.head(queue, shard),
-        this.deps.marks.get(queue, shard),
-      ]);
-      const past = (a: string, b: string | undefined) => b === undefined || compareSequence(a, b) > 0;
-      const expiring = toLogRecords(oldest.filter((r) => r.arrivedAt < trimmedBefore)).filter(
-        (r) => past(r.sequence, head?.last) && past(r.sequence, mark),
-      );
-      const last = expiring.at(-1);
-      if (!last) continue;
-      // The mark first: counted twice would be a second alarm for the same loss, counted never worse.
-      await this.deps.marks.set(queue, shard, last.sequence);
-      await this.deps.counters.addStats(queue, { expired_unprocessed: expiring.length });
-      counted += expiring.length;
+      const near = toLogRecords(oldest.filter((r) => r.arrivedAt < trimmedBefore));
+      for (const namespace of namespaces) {
+        const [head, mark] = await Promise.all([
+          this.deps.ranges.head(namespace, shard),
+          this.deps.marks.get(namespace, shard),
+        ]);
+        const past = (a: string, b: string | undefined) => b === undefined || compareSequence(a, b) > 0;
+        const expiring = near.filter((r) => past(r.sequence, head?.last) && past(r.sequence, mark));
+        const last = expiring.at(-1);
+        if (!last) continue;
+        // The mark first: counted twice would be a second alarm for the same loss, counted never worse.
+        await this.deps.marks.set(namespace, shard, last.sequence);
+        await this.deps.counters.addStats(namespace, { expired_unprocessed: expiring.length });
+        if (namespace !== queue)
+          await this.deps.counters.addStats(queue, { expired_unprocessed: expiring.length });
+        counted.set(namespace, (counted.get(namespace) ?? 0) + expiring.length);
+      }
     }
     return counted;
   }

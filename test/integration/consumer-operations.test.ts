@@ -236,6 +236,7 @@ describe("a Lambda consumer's stats", () => {
       dlq_oldest_age_seconds: expect.any(Number),
       nacked_total: billing.nacked_total + 1,
       dead_lettered_total: billing.dead_lettered_total + 1,
+      expired_unprocessed_total: 0,
     });
     // audit handled s-1: nothing of its own changed but the age of what was already dead.
     expect(auditAfter).toEqual({ ...audit, dlq_oldest_age_seconds: expect.any(Number) });

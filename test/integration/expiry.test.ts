@@ -16,7 +16,20 @@ let t: TestRuntime;
 beforeAll(async () => {
   // Dispatch reads each shard once at start and then idles a minute: `stuck` is never admitted.
   t = await startTestRuntime(
-    { tenant: 'expiry', queues: { stuck: { shards: 1, fast_admission: 'off' }, kept: { shards: 1 } } },
+    {
+      tenant: 'expiry',
+      queues: {
+        stuck: { shards: 1, fast_admission: 'off' },
+        kept: { shards: 1 },
+        events: {
+          shards: 1,
+          consumers: [
+            { name: 'billing', entry: 'test/fixtures/consumer-operations.ts', handler: 'billing' },
+            { name: 'audit', entry: 'test/fixtures/consumer-operations.ts', handler: 'audit' },
+          ],
+        },
+      },
+    },
     undefined,
     { sweepIntervalMs: 100, idlePollMs: 60_000, wakePollers: false },
   );
@@ -44,15 +57,34 @@ describe('expired_unprocessed', () => {
     await queueApi(t, 'kept').produce(Array.from({ length: 3 }, (_, n) => ({ payload: { n } })));
 
     const today = watch(0);
-    expect(await today.expiry.check('stuck', config.stuck)).toBe(0);
+    expect(await today.expiry.check('stuck', config.stuck)).toEqual(new Map([['stuck', 0]]));
 
     const retention = config.stuck.retention_hours * 3_600_000;
     const { expiry, counters } = watch(retention);
-    expect(await expiry.check('stuck', config.stuck)).toBe(5);
-    expect(await expiry.check('stuck', config.stuck)).toBe(0);
-    expect(await expiry.check('kept', config.kept)).toBe(0);
+    expect(await expiry.check('stuck', config.stuck)).toEqual(new Map([['stuck', 5]]));
+    expect(await expiry.check('stuck', config.stuck)).toEqual(new Map([['stuck', 0]]));
+    expect(await expiry.check('kept', config.kept)).toEqual(new Map([['kept', 0]]));
     await counters.flush();
     expect((await queueApi(t, 'stuck').stats()).expired_unprocessed_total).toBe(5);
     expect((await queueApi(t, 'kept').stats()).expired_unprocessed_total).toBe(0);
+  });
+
+  it("counts, on a push queue, each Lambda consumer's records it never admitted", async () => {
+    const config = t.runtime.config.tenant.queues.events;
+    if (!config) throw new Error('queue missing');
+    // The consumers' event source idles a minute after its first look: they admit none of these.
+    await queueApi(t, 'events').produce(Array.from({ length: 3 }, (_, n) => ({ payload: { n } })));
+    const { expiry, counters } = watch(config.retention_hours * 3_600_000);
+    expect(await expiry.check('events', config)).toEqual(
+      new Map([
+        ['events~billing', 3],
+        ['events~audit', 3],
+      ]),
+    );
+    expect([...(await expiry.check('events', config)).values()]).toEqual([0, 0]);
+    await counters.flush();
+    expect((await queueApi(t, 'events').stats()).expired_unprocessed_total).toBe(6);
+    const billing = await t.api('/queues/events/stats?consumer=billing');
+    expect(billing.body.expired_unprocessed_total).toBe(3);
   });
 });
