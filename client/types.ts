@@ -80,6 +80,9 @@ export interface QueueStats {
   parked_keys: number;
   oldest_unacked_age_seconds: number;
   oldest_unacked_age_seconds_by_shard: Record<string, number>;
+  /** How long a shard's oldest unfinished message has held its commit point (a poison head). */
+  commit_stalled_seconds: number;
+  commit_stalled_seconds_by_shard: Record<string, number>;
   dlq_oldest_age_seconds: number;
   produced_total: number;
   acked_total: number;

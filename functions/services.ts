@@ -18,6 +18,7 @@ import { Replays } from './operations/replay.js';
 import { Tracer } from './operations/trace.js';
 import { AuditTrail } from './store/audit.js';
 import { BufferedAdds } from './store/buffered-adds.js';
+import { CommitMarks } from './store/commit-marks.js';
 import { Counters } from './store/counters.js';
 import { DedupStore } from './store/dedup.js';
 import { ExpiryMarks } from './store/expiry-marks.js';
@@ -131,6 +132,7 @@ export function buildServices(config: RuntimeConfig, clients: AwsClients) {
       ranges,
       pauses,
       samples,
+      commitMarks: new CommitMarks(clients.doc, table),
     }),
     redrives: new Redrives({
       tenant,

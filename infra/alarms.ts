@@ -199,18 +199,27 @@ export class TenantAlarms extends Construct {
    */
   private addOrderedAlarms(queue: QueueConstruct): void {
     const q = queue.name;
-    this.add(q, 'ordered-stall', {
-      alarmDescription:
-        `The oldest unacked message of the ordered queue ${q} has waited over ` +
-        `${ORDERED_STALL_SECONDS / 60} minutes, and its key's later messages (its shard's too, in a Lambda ` +
-        `consumer's batches) wait behind it. Trace it (GET /queues/${q}/messages/{id}), see the parked ` +
-        `keys (GET /queues/${q}/keys/parked).`,
-      metric: this.gauge(q, 'oldest_unacked_age'),
-      threshold: ORDERED_STALL_SECONDS,
-      evaluationPeriods: 1,
-      // A silent sweep is the oldest-unacked-age alarm's to report.
-      treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
-    });
+    // Each reader of the queue: the queue itself (pull), or each of its Lambda consumers.
+    const readers = queue.config.consumers.length
+      ? queue.config.consumers.map((c) => ({
+          ns: consumerNamespace(q, c.name),
+          where: `${q}'s Lambda consumer ${c.name}`,
+          query: `?consumer=${c.name}`,
+        }))
+      : [{ ns: q, where: `the ordered queue ${q}`, query: '' }];
+    for (const { ns, where, query } of readers)
+      this.add(ns, 'ordered-stall', {
+        alarmDescription:
+          `A shard of ${where} has not moved past its oldest unfinished message for over ` +
+          `${ORDERED_STALL_SECONDS / 60} minutes: its key's later messages (its shard's too, in a Lambda ` +
+          `consumer's batches) wait behind it. Trace it (GET /queues/${q}/messages/{id}${query}), see the ` +
+          `parked keys (GET /queues/${q}/keys/parked${query}) and stats' commit_stalled_seconds_by_shard.`,
+        metric: this.gauge(ns, 'commit_stalled_seconds'),
+        threshold: ORDERED_STALL_SECONDS,
+        evaluationPeriods: 1,
+        // A silent sweep is the oldest-unacked-age alarm's to report.
+        treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+      });
     const parked = (ns: string, where: string) =>
       this.add(ns, 'parked-keys', {
         alarmDescription:

@@ -49,7 +49,9 @@ export type GaugeName =
   | 'oldest_unacked_age'
   | 'dlq_oldest_age'
   | 'parked_keys'
-  | 'expired_unprocessed';
+  | 'expired_unprocessed'
+  /** The longest a shard's commit point has not moved with something unfinished (core/commit-stall.ts). */
+  | 'commit_stalled_seconds';
 
 /** Timings kept value by value, so CloudWatch can take percentiles of them. */
 export type DurationName = 'handler_seconds';
@@ -126,7 +128,7 @@ export function publishGauges(
 ): void {
   forQueue(metrics, queue);
   for (const [name, value] of Object.entries(gauges)) {
-    metrics.addMetric(name, name.endsWith('_age') ? MetricUnit.Seconds : MetricUnit.Count, value);
+    metrics.addMetric(name, /_age$|_seconds$/.test(name) ? MetricUnit.Seconds : MetricUnit.Count, value);
   }
   publish(metrics);
 }

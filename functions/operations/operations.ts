@@ -2,13 +2,15 @@ import { z } from 'zod';
 import type { ClaimStore } from '../claims/claims.js';
 import type { KeyOrder } from '../consume/key-order.js';
 import { mapLimit } from '../core/async.js';
+import { commitStall } from '../core/commit-stall.js';
 import { namespaceParts, type QueueConfig, storageQuotaBytes, streamName } from '../core/config.js';
 import { drainView } from '../core/drain.js';
 import { InvalidRequestError, MessageNotFoundError, NotFoundError } from '../core/errors.js';
-import { entryStatus, isFinished } from '../core/ranges.js';
+import { entryStatus, isFinished, type Range } from '../core/ranges.js';
 import { deadLetterExpiry, retentionTtls } from '../core/retention.js';
 import type { ShardDirectory } from '../log/stream.js';
 import type { AuditEntry, AuditTrail } from '../store/audit.js';
+import type { CommitMarks } from '../store/commit-marks.js';
 import type { Counters } from '../store/counters.js';
 import type { KeyStates } from '../store/key-states.js';
 import { gsi } from '../store/keys.js';
@@ -38,6 +40,7 @@ export interface OperationsDeps {
   ranges: RangeStore;
   pauses: PauseStore;
   samples: TotalsSamples;
+  commitMarks: CommitMarks;
   now?: () => number;
 }
 
@@ -180,17 +183,22 @@ export class Operations {
     });
   }
 
-  async stats(queue: string, config: QueueConfig) {
+  /**
+   * The queue's stats. `keepMarks`: the sweep's look, which keeps where each shard's commit point
+   * is for the next look's `commit_stalled_seconds`.
+   */
+  async stats(queue: string, config: QueueConfig, options: { keepMarks?: boolean } = {}) {
     const now = this.now();
     const shards = await this.shardsOf(queue);
     const perShard = await Promise.all(shards.map((shard) => this.rangeShardStats(queue, shard, now)));
     // The totals first: reading them writes this instance's pending counts, the stored bytes too.
-    const [dead, totals, held, pause, samples] = await Promise.all([
+    const [dead, totals, held, pause, samples, stall] = await Promise.all([
       this.deadStats(queue, now),
       this.deps.counters.stats(queue),
       config.ordered ? this.deps.keyOrder.heldInHoldAreas(queue, shards) : 0,
       this.deps.pauses.get(queue),
       this.deps.samples.get(queue),
+      this.commitStall(queue, perShard, now, options.keepMarks ?? false),
     ]);
     const storedBytes = await this.deps.storage.byReader(queue, config);
     const sum = (f: (s: (typeof perShard)[number]) => number) => perShard.reduce((a, s) => a + f(s), 0);
@@ -205,6 +213,9 @@ export class Operations {
       parked_keys: dead.parked_keys,
       oldest_unacked_age_seconds: Math.max(0, ...perShard.map((s) => s.age)),
       oldest_unacked_age_seconds_by_shard: Object.fromEntries(perShard.map((s) => [s.shard, s.age])),
+      /** How long a shard's lowest unfinished entry has not moved (a poison head, on an ordered queue). */
+      commit_stalled_seconds: Math.max(0, ...Object.values(stall)),
+      commit_stalled_seconds_by_shard: stall,
       dlq_oldest_age_seconds: dead.dlq_oldest_age_seconds,
       produced_total: totals.produced ?? 0,
       acked_total: totals.acked ?? 0,
@@ -274,8 +285,16 @@ export class Operations {
         else if (status === 'retrying') delayed++;
       }
     }
-    const oldest = open.find((r) => !isFinished(r))?.enqueuedAt;
-    return { shard, ready, inFlight, delayed, age: ageSeconds(now, oldest) };
+    const lowest = open.find((r) => !isFinished(r));
+    const index = lowest ? firstUnfinished(lowest, now) : undefined;
+    return {
+      shard,
+      ready,
+      inFlight,
+      delayed,
+      age: ageSeconds(now, lowest?.enqueuedAt),
+      commit: lowest && index !== undefined ? `${lowest.start}/${index}` : undefined,
+    };
   }
 
   /**
@@ -283,14 +302,15 @@ export class Operations {
    * mapping has not read yet (Lambda's IteratorAge), which no item here knows; nor does it have
    * a window, receipts or acked and produced totals (the push path does not count them).
    */
-  async consumerStats(namespace: string) {
+  async consumerStats(namespace: string, options: { keepMarks?: boolean } = {}) {
     const now = this.now();
     const shards = await this.shardsOf(namespace);
     const perShard = await Promise.all(shards.map((shard) => this.rangeShardStats(namespace, shard, now)));
-    const [dead, totals, held] = await Promise.all([
+    const [dead, totals, held, stall] = await Promise.all([
       this.deadStats(namespace, now),
       this.deps.counters.stats(namespace),
       this.deps.keyOrder.heldInHoldAreas(namespace, shards),
+      this.commitStall(namespace, perShard, now, options.keepMarks ?? false),
     ]);
     return {
       consumer: namespaceParts(namespace).consumer,
@@ -302,7 +322,21 @@ export class Operations {
       nacked_total: totals.nacked ?? 0,
       dead_lettered_total: totals.dead_lettered ?? 0,
       expired_unprocessed_total: totals.expired_unprocessed ?? 0,
+      commit_stalled_seconds: Math.max(0, ...Object.values(stall)),
     };
+  }
+
+  /** Each shard's `commit_stalled_seconds` against the sweep's marks; the sweep's look keeps new ones. */
+  private async commitStall(
+    namespace: string,
+    perShard: readonly { shard: string; commit: string | undefined }[],
+    now: number,
+    keepMarks: boolean,
+  ): Promise<Record<string, number>> {
+    const positions = Object.fromEntries(perShard.map((s) => [s.shard, s.commit]));
+    const stall = commitStall(await this.deps.commitMarks.get(namespace), positions, now);
+    if (keepMarks) await this.deps.commitMarks.set(namespace, stall.marks);
+    return stall.stalledSeconds;
   }
 
   /** The shards of the queue's stream: a consumer's state is kept per shard of its queue's. */
@@ -336,4 +370,13 @@ function decodeCursor(cursor: string | undefined, partition: string): Record<str
       { path: 'cursor', message: 'invalid' },
     ]);
   }
+}
+
+/** The range's lowest entry not yet acked or failed. */
+function firstUnfinished(range: Range, now: number): number | undefined {
+  for (let i = 0; i < range.count; i++) {
+    const status = entryStatus(range, i, now);
+    if (status !== 'acked' && status !== 'failed') return i;
+  }
+  return undefined;
 }

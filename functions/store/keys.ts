@@ -42,6 +42,11 @@ export function deadBytesKey(namespace: string, hour: number): ItemKey {
   return { pk: deadBytesPk(namespace), sk: String(hour).padStart(10, '0') };
 }
 
+/** Where each shard's commit point was at the sweep's last look, and since when. */
+export function commitMarksKey(namespace: string): ItemKey {
+  return { pk: `Q#${namespace}#CM`, sk: 'M' };
+}
+
 /** Sharded counters of a queue's totals, so no one item takes every write. */
 export const STATS_SHARDS = 8;
 export function statsKey(queue: string, slot: number): ItemKey {

@@ -45,7 +45,7 @@ export function createSweepHandler(
       // Counted into the totals first, published as this interval's new ones (the alarm clears after).
       const expired = await services.expiryWatch.check(queue, queueConfig);
       const expiredTotal = [...expired.values()].reduce((a, n) => a + n, 0);
-      const s = await services.operations.stats(queue, queueConfig);
+      const s = await services.operations.stats(queue, queueConfig, { keepMarks: true });
       // The stats' drain rates come from these, a gauge interval apart (none for an unused queue).
       if (s.produced_total || s.acked_total)
         await services.samples.record(queue, {
@@ -61,17 +61,19 @@ export function createSweepHandler(
         oldest_unacked_age: s.oldest_unacked_age_seconds,
         dlq_oldest_age: s.dlq_oldest_age_seconds,
         parked_keys: s.parked_keys,
+        commit_stalled_seconds: s.commit_stalled_seconds,
         expired_unprocessed: expiredTotal,
       });
       for (const consumer of queueConfig.consumers) {
         const namespace = consumerNamespace(queue, consumer.name);
-        const c = await services.operations.consumerStats(namespace);
+        const c = await services.operations.consumerStats(namespace, { keepMarks: true });
         publishGauges(metrics, namespace, {
           in_flight: c.in_flight,
           delayed: c.delayed,
           dlq_depth: c.dlq_depth,
           dlq_oldest_age: c.dlq_oldest_age_seconds,
           parked_keys: c.parked_keys,
+          commit_stalled_seconds: c.commit_stalled_seconds,
           expired_unprocessed: expired.get(namespace) ?? 0,
         });
       }

@@ -107,11 +107,11 @@ describe('alarms per queue', () => {
         'leaseq-acme/feed/expired-unprocessed',
         'leaseq-acme/feed/iterator-age',
         'leaseq-acme/feed/oldest-unacked-age',
-        'leaseq-acme/feed/ordered-stall',
         'leaseq-acme/feed~search/dlq-oldest-age',
         'leaseq-acme/feed~search/redelivery-rate',
         'leaseq-acme/feed~search/handler-duration',
         'leaseq-acme/feed~search/parked-keys',
+        'leaseq-acme/feed~search/ordered-stall',
       ].sort(),
     );
   });
@@ -269,12 +269,12 @@ describe('alarms per queue', () => {
     });
   });
 
-  it('ordered stall: the oldest unacked message of an ordered queue over 5 minutes, for the consuming team', () => {
-    for (const queue of ['ledger', 'feed']) {
+  it('ordered stall: a shard of an ordered queue (or of its Lambda consumer) stuck over 5 minutes, for the consuming team', () => {
+    for (const queue of ['ledger', 'feed~search']) {
       const a = alarm(`leaseq-acme/${queue}/ordered-stall`);
       expect(a).toMatchObject({
         Namespace: 'leaseq',
-        MetricName: 'oldest_unacked_age',
+        MetricName: 'commit_stalled_seconds',
         Dimensions: dims('leaseq-sweep', queue),
         Statistic: 'Maximum',
         Period: 300,
