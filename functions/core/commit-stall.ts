@@ -38,3 +38,12 @@ export function commitStall(
   }
   return { stalledSeconds, marks: next };
 }
+
+/** Whether two sets of marks say the same, whatever the order of their shards. */
+export function sameMarks(a: CommitMarks, b: CommitMarks): boolean {
+  const shards = Object.keys(a);
+  return (
+    shards.length === Object.keys(b).length &&
+    shards.every((shard) => a[shard]?.at === b[shard]?.at && a[shard]?.since === b[shard]?.since)
+  );
+}

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import type { ClaimStore } from '../claims/claims.js';
 import type { KeyOrder } from '../consume/key-order.js';
 import { mapLimit } from '../core/async.js';
-import { commitStall } from '../core/commit-stall.js';
+import { commitStall, sameMarks } from '../core/commit-stall.js';
 import { namespaceParts, type QueueConfig, storageQuotaBytes, streamName } from '../core/config.js';
 import { drainView } from '../core/drain.js';
 import { InvalidRequestError, MessageNotFoundError, NotFoundError } from '../core/errors.js';
@@ -334,8 +334,10 @@ export class Operations {
     keepMarks: boolean,
   ): Promise<Record<string, number>> {
     const positions = Object.fromEntries(perShard.map((s) => [s.shard, s.commit]));
-    const stall = commitStall(await this.deps.commitMarks.get(namespace), positions, now);
-    if (keepMarks) await this.deps.commitMarks.set(namespace, stall.marks);
+    const marks = await this.deps.commitMarks.get(namespace);
+    const stall = commitStall(marks, positions, now);
+    // Written only when a commit point moved: a stalled or empty queue costs no write a minute.
+    if (keepMarks && !sameMarks(stall.marks, marks)) await this.deps.commitMarks.set(namespace, stall.marks);
     return stall.stalledSeconds;
   }
 

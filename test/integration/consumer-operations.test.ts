@@ -237,6 +237,7 @@ describe("a Lambda consumer's stats", () => {
       nacked_total: billing.nacked_total + 1,
       dead_lettered_total: billing.dead_lettered_total + 1,
       expired_unprocessed_total: 0,
+      commit_stalled_seconds: 0,
     });
     // audit handled s-1: nothing of its own changed but the age of what was already dead.
     expect(auditAfter).toEqual({ ...audit, dlq_oldest_age_seconds: expect.any(Number) });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { commitStall } from '../../functions/core/commit-stall.js';
+import { commitStall, sameMarks } from '../../functions/core/commit-stall.js';
 
 describe('commitStall', () => {
   it('counts from the first look that found the commit point where it still is', () => {
@@ -14,5 +14,12 @@ describe('commitStall', () => {
     const { stalledSeconds, marks } = commitStall({ a: { at: 'r1/0', since: 0 } }, { a: undefined }, 600_000);
     expect(stalledSeconds).toEqual({ a: 0 });
     expect(marks).toEqual({});
+  });
+
+  it('compares marks whatever the order of their shards', () => {
+    const a = { x: { at: 'r/1', since: 5 }, y: { at: 'r/2', since: 6 } };
+    expect(sameMarks(a, { y: { at: 'r/2', since: 6 }, x: { at: 'r/1', since: 5 } })).toBe(true);
+    expect(sameMarks(a, { x: { at: 'r/1', since: 5 } })).toBe(false);
+    expect(sameMarks(a, { x: { at: 'r/1', since: 5 }, y: { at: 'r/3', since: 6 } })).toBe(false);
   });
 });
