@@ -152,13 +152,18 @@ export class RangeAdmission {
       16,
       (r) => this.deps.messages.delay(shard, r.sequence, r.envelope, bodyTtl),
     );
-    const admitted = await this.identities(queue, config, shard, batch.filter(due), now);
+    const admitted = new Set(await this.identities(queue, config, shard, batch.filter(due), now));
+    // Every record of the batch enters the ranges, what is not delivered from here (a delayed
+    // entry, a copy passed over) finished at once: the shard's last range then covers all it
+    // read, so a caller that reads the log after it (produce's fast admission) never offers
+    // those again, to admit a delayed entry once it is due while its retry entry comes too.
+    const finished = new Set(batch.filter((r) => !admitted.has(r)).map((r) => r.sequence));
     // An unordered pull queue's shards are admitted by dispatch and produce alike (ordered ones
     // returned above; a namespace is its Lambda consumer's alone).
     const stopOnLoss = !isNamespace(queue) && config.consumers.length === 0;
     if (
-      admitted.length &&
-      !(await this.write(queue, shard, this.layout(head, admitted), bodyTtl, stopOnLoss))
+      batch.length &&
+      !(await this.write(queue, shard, this.layout(head, batch), bodyTtl, stopOnLoss, finished))
     )
       return this.doneAfterLostRace(queue, shard, records);
     return skipped + cut;
@@ -329,7 +334,8 @@ export class RangeAdmission {
     layout: Layout,
     ttl: number,
     stopOnLoss: boolean,
-    held: ReadonlySet<string> = new Set(),
+    /** Entries that enter their range finished: held in a key's hold area, delayed, passed over. */
+    finished: ReadonlySet<string> = new Set(),
   ): Promise<boolean> {
     const segment = await this.deps.segments.put(queue, shard, layout.entries, ttl);
     let written = 0;
@@ -346,7 +352,7 @@ export class RangeAdmission {
           segment: { ...segment, offset },
         },
         ttl,
-        slice.flatMap((e, index) => (held.has(e.sequence) ? [index] : [])),
+        slice.flatMap((e, index) => (finished.has(e.sequence) ? [index] : [])),
       );
       const start = (slice[0] as SegmentEntry).sequence;
       const ours = created || (await this.deps.ranges.get(queue, shard, start))?.segment.id === segment.id;
