@@ -1,3 +1,6 @@
+import { secretBoxFor } from './access/secret-box.js';
+import { SqsAuthenticator } from './access/sigv4-verifier.js';
+import { SqsCredentialIssuer } from './access/sqs-credentials.js';
 import { processAdmissions } from './admission/admitted-signal.js';
 import { FastAdmission } from './admission/fast-admission.js';
 import { KeySequencer } from './admission/key-sequencer.js';
@@ -8,6 +11,7 @@ import { HeldDelivery } from './consume/held-delivery.js';
 import { KeyOrder } from './consume/key-order.js';
 import { RangeFailures } from './consume/range-failures.js';
 import { Requeue } from './consume/requeue.js';
+import { KeyRing } from './core/auth.js';
 import type { RuntimeConfig } from './core/runtime-config.js';
 import { LogLookup } from './log/lookup.js';
 import { ShardReader } from './log/shard-reader.js';
@@ -16,6 +20,7 @@ import { Operations } from './operations/operations.js';
 import { Redrives } from './operations/redrive.js';
 import { Replays } from './operations/replay.js';
 import { Tracer } from './operations/trace.js';
+import { ApiKeyStore } from './store/api-keys.js';
 import { AuditTrail } from './store/audit.js';
 import { BufferedAdds } from './store/buffered-adds.js';
 import { CommitMarks } from './store/commit-marks.js';
@@ -25,11 +30,12 @@ import { ExpiryMarks } from './store/expiry-marks.js';
 import { KeyHolds } from './store/key-holds.js';
 import { KeyStates } from './store/key-states.js';
 import { MessageStore } from './store/messages.js';
-import { PauseStore } from './store/pauses.js';
+import { QueueControls } from './store/queue-controls.js';
 import { RangeStore } from './store/ranges.js';
 import { redriveJobs } from './store/redrives.js';
 import { replayJobs } from './store/replays.js';
 import { SegmentStore } from './store/segments.js';
+import { SqsCredentialStore } from './store/sqs-credentials.js';
 import { StorageMeter } from './store/storage.js';
 import { TotalsSamples } from './store/totals-samples.js';
 import { ExpiryWatch } from './sweep/expiry-watch.js';
@@ -57,7 +63,7 @@ export function buildServices(config: RuntimeConfig, clients: AwsClients) {
   const storage = new StorageMeter(clients.doc, table, buffered);
   const ranges = new RangeStore(clients.doc, table);
   const rangeFailures = new RangeFailures({ messages, ranges, segments, counters, keys, storage });
-  const pauses = new PauseStore(clients.doc, table);
+  const controls = new QueueControls(clients.doc, table);
   const samples = new TotalsSamples(clients.doc, table);
   const reader = new ShardReader(clients.kinesis);
   const admission = new RangeAdmission({
@@ -83,7 +89,7 @@ export function buildServices(config: RuntimeConfig, clients: AwsClients) {
     ranges,
     segments,
     rangeFailures,
-    pauses,
+    controls,
     samples,
     held: new HeldDelivery({
       tenant,
@@ -130,7 +136,7 @@ export function buildServices(config: RuntimeConfig, clients: AwsClients) {
       audit,
       storage,
       ranges,
-      pauses,
+      controls,
       samples,
       commitMarks: new CommitMarks(clients.doc, table),
     }),
@@ -158,3 +164,25 @@ export function buildServices(config: RuntimeConfig, clients: AwsClients) {
 }
 
 export type Services = ReturnType<typeof buildServices>;
+
+/**
+ * SQS credentials: the issuer (POST /keys) and the verifier of signed requests (the SQS endpoint),
+ * built by the api function only. Apart from buildServices, so the other functions' bundles (and
+ * a tenant's Lambda consumers') leave the KMS client out; the secret box exists only where the
+ * config has secrets.
+ */
+export function buildSqsAccess(config: RuntimeConfig, clients: AwsClients) {
+  const box = secretBoxFor(config);
+  const apiKeys = new ApiKeyStore(clients.doc, config.tableName);
+  const credentials = new SqsCredentialStore(clients.doc, config.tableName);
+  return {
+    apiKeys,
+    sqsCredentials: new SqsCredentialIssuer(credentials, box),
+    sqsAuth: new SqsAuthenticator({
+      ring: new KeyRing([...config.tenant.api_keys, ...(config.extraKeys ?? [])]),
+      apiKeys,
+      credentials,
+      box,
+    }),
+  };
+}

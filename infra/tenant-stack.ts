@@ -5,6 +5,7 @@ import { HttpLambdaIntegration } from 'aws-cdk-lib/aws-apigatewayv2-integrations
 import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import * as events from 'aws-cdk-lib/aws-events';
 import * as targets from 'aws-cdk-lib/aws-events-targets';
+import * as kms from 'aws-cdk-lib/aws-kms';
 import type * as lambda from 'aws-cdk-lib/aws-lambda';
 import type * as nodejs from 'aws-cdk-lib/aws-lambda-nodejs';
 import * as logs from 'aws-cdk-lib/aws-logs';
@@ -16,7 +17,13 @@ import { ENV } from '../functions/core/runtime-config.js';
 import { SERVICE } from '../functions/observability/metrics.js';
 import { GSI1 } from '../functions/store/keys.js';
 import { TenantAlarms } from './alarms.js';
-import { grantClaimObjects, grantClaimReads, grantSegments, grantTableItems } from './grants.js';
+import {
+  grantClaimObjects,
+  grantClaimReads,
+  grantSecretSealing,
+  grantSegments,
+  grantTableItems,
+} from './grants.js';
 import { type LeaseqFunctionProps, leaseqFunction } from './leaseq-function.js';
 import { acknowledgeNag } from './nag.js';
 import { QueueConstruct } from './queue.js';
@@ -65,6 +72,8 @@ export class TenantStack extends Stack {
   readonly httpApi: apigw.HttpApi;
   /** Every queue's alarms and the topic that tells the tenant's owner. */
   readonly alarms: TenantAlarms;
+  /** Seals the secrets of SQS credentials in the table; only the api function may use it. */
+  readonly secretsKey: kms.Key;
   private readonly runtimeEnvironment: Record<string, string>;
   private readonly functionCode: lambda.Code | undefined;
 
@@ -153,13 +162,24 @@ export class TenantStack extends Stack {
       [ENV.bucket]: this.bucket.bucketName,
     };
 
+    // Sealed secrets are credentials, made again with POST /keys/{name}/sqs-credentials: the key
+    // goes with the stack (after KMS's shortest wait) rather than costing a month's fee forever.
+    this.secretsKey = new kms.Key(this, 'SecretsKey', {
+      description: `leaseq-${config.tenant}: seals the secrets of SQS credentials`,
+      enableKeyRotation: true,
+      removalPolicy: RemovalPolicy.DESTROY,
+      pendingWindow: Duration.days(7),
+    });
+
     this.apiFunction = this.addFunction('Api', {
       entry: 'functions/api/handler.ts',
       serviceName: SERVICE.api,
       memorySize: 512,
       // API Gateway gives up on the integration at 29 s (receive long-polls up to 20 s).
       timeout: Duration.seconds(29),
+      environment: { [ENV.secretsKeyId]: this.secretsKey.keyArn },
     });
+    grantSecretSealing(this.secretsKey, this.apiFunction);
     grantTableItems(this.table, this.apiFunction);
     grantClaimObjects(this.bucket, this.apiFunction);
     grantSegments(this.bucket, this.apiFunction, 'read');
@@ -274,6 +294,18 @@ export class TenantStack extends Stack {
     });
     const routes = api.addRoutes({ path: '/{proxy+}', methods: [apigw.HttpMethod.ANY], integration });
     const health = api.addRoutes({ path: '/health', methods: [apigw.HttpMethod.GET], integration });
+    // The SQS-compatible endpoint: the SDKs post every action to the endpoint's root.
+    const sqs = api.addRoutes({ path: '/', methods: [apigw.HttpMethod.POST], integration });
+    for (const route of sqs) {
+      acknowledgeNag(route.node.defaultChild as Construct, {
+        id: 'AwsSolutions-APIG4',
+        reason:
+          'POST / is the SQS-compatible endpoint: the api function verifies the AWS Signature ' +
+          'Version 4 of every request against SQS credentials of an API key (functions/access/' +
+          "sigv4-verifier.ts, 403 otherwise) and checks that key's scopes. API Gateway's IAM " +
+          "authorizer would need AWS IAM identities, which tenants' SQS clients do not have.",
+      });
+    }
     for (const route of routes) {
       acknowledgeNag(route.node.defaultChild as Construct, {
         id: 'AwsSolutions-APIG4',

@@ -14,15 +14,15 @@ import { ReceiptSigner } from '../core/receipt.js';
 import type { RuntimeConfig } from '../core/runtime-config.js';
 import { countFor, flushMetrics, metricsOptions, SERVICE } from '../observability/metrics.js';
 import { Producer } from '../produce/producer.js';
-import { buildServices } from '../services.js';
-import { ApiKeyStore } from '../store/api-keys.js';
+import { buildServices, buildSqsAccess } from '../services.js';
+import { sqsRoute } from '../sqs/endpoint.js';
 import { RateWindows } from '../store/rate-windows.js';
 import { loadReceiptSecret } from '../store/secret.js';
 import { errorResponse, type HttpResponse } from './http.js';
 import type { ApiServices, Route } from './route.js';
 import { ackRoute, extendRoute, nackRoute, receiveRoute } from './routes/consume.js';
 import { healthRoute } from './routes/health.js';
-import { createKeyRoute, listKeysRoute, revokeKeyRoute } from './routes/keys.js';
+import { createKeyRoute, createSqsCredentialsRoute, listKeysRoute, revokeKeyRoute } from './routes/keys.js';
 import {
   auditRoute,
   dlqGetRoute,
@@ -69,6 +69,7 @@ export const routes: Route[] = [
   createKeyRoute,
   listKeysRoute,
   revokeKeyRoute,
+  createSqsCredentialsRoute,
 ];
 
 export type ApiHandler = (event: APIGatewayProxyEventV2, context: Context) => Promise<HttpResponse>;
@@ -81,7 +82,8 @@ export function createApiHandler(
   metrics = new Metrics(metricsOptions(SERVICE.api, config.tenant.tenant)),
 ): ApiHandler {
   const built = buildServices(config, clients);
-  const apiKeys = new ApiKeyStore(clients.doc, config.tableName);
+  const sqsAccess = buildSqsAccess(config, clients);
+  const { apiKeys } = sqsAccess;
   let signer: Promise<ReceiptSigner> | undefined;
   const loadSigner = () => {
     signer ??= loadReceiptSecret(clients.doc, config.tableName).then((secret) => new ReceiptSigner(secret));
@@ -95,7 +97,8 @@ export function createApiHandler(
     logger,
     metrics,
     auth: new Authenticator(new KeyRing([...config.tenant.api_keys, ...(config.extraKeys ?? [])]), apiKeys),
-    keyAdmin: new KeyAdmin(apiKeys),
+    keyAdmin: new KeyAdmin(apiKeys, sqsAccess.sqsCredentials),
+    sqsAuth: sqsAccess.sqsAuth,
     quotas: new RateQuotas(new RateWindows(clients.doc, config.tableName)),
     producer: new Producer(built),
     consumer: new Consumer({
@@ -109,8 +112,9 @@ export function createApiHandler(
     tracer: built.tracer,
     counters: built.counters,
   };
+  // The SQS endpoint (POST /) beside this API's routes; it answers in SQS's shape itself.
   const router = httpRouterHandler(
-    routes.map((r) => ({
+    [...routes, sqsRoute].map((r) => ({
       method: r.method,
       path: r.path,
       handler: (event: APIGatewayProxyEventV2) => r.handler(event, services),

@@ -16,6 +16,7 @@ import type { Redrives } from '../operations/redrive.js';
 import type { Replays } from '../operations/replay.js';
 import type { Tracer } from '../operations/trace.js';
 import type { Producer } from '../produce/producer.js';
+import type { SqsRequestAuth } from '../sqs/endpoint.js';
 import type { Counters } from '../store/counters.js';
 import { type HttpResponse, header, pathParam, validate } from './http.js';
 import { consumerQuerySchema } from './schemas.js';
@@ -34,6 +35,8 @@ export interface ApiServices {
   tracer: Tracer;
   /** The queue totals a request adds to outside the services above (its 429s). */
   counters: Counters;
+  /** Who signed a request to the SQS endpoint (its SQS credentials). */
+  sqsAuth: SqsRequestAuth;
   logger: Logger;
   metrics: Metrics;
 }
@@ -63,28 +66,46 @@ export function queueRoute(
   action: Action,
   handler: (req: QueueRequest) => Promise<HttpResponse>,
 ): Route {
-  return authenticated(method, path, async (event, services, principal) => {
-    const name = pathParam(event, 'queue');
-    const config = Object.hasOwn(services.config.tenant.queues, name)
-      ? services.config.tenant.queues[name]
-      : undefined;
-    if (!config) throw new QueueNotFoundError(name);
-    requireScope(principal, action, name);
-    const demands =
-      action === 'admin'
-        ? []
-        : demandsFor(principal, name, config, action, Buffer.byteLength(event.body ?? ''));
-    try {
-      await services.quotas.admit(demands);
-      return await handler({ event, services, principal, queue: { name, config }, demands });
-    } catch (error) {
-      if (error instanceof QuotaExceededError) {
-        countThrottled(services.metrics, name, principal.name);
-        await services.counters.addThrottled(name, principal.name);
-      }
-      throw error;
+  return authenticated(method, path, (event, services, principal) =>
+    onQueue(
+      { event, services, principal },
+      pathParam(event, 'queue'),
+      action,
+      Buffer.byteLength(event.body ?? ''),
+      handler,
+    ),
+  );
+}
+
+/**
+ * A request of `principal` on queue `name`, whichever protocol it came in (this API's routes,
+ * or the SQS endpoint): the queue (404), the scope for `action` (403), the rate quotas its
+ * `bodyBytes` draw on (429, counted per queue and key), then `run`.
+ */
+export async function onQueue<T>(
+  from: { event: APIGatewayProxyEventV2; services: ApiServices; principal: Principal },
+  name: string,
+  action: Action,
+  bodyBytes: number,
+  run: (req: QueueRequest) => Promise<T>,
+): Promise<T> {
+  const { services, principal } = from;
+  const config = Object.hasOwn(services.config.tenant.queues, name)
+    ? services.config.tenant.queues[name]
+    : undefined;
+  if (!config) throw new QueueNotFoundError(name);
+  requireScope(principal, action, name);
+  const demands = action === 'admin' ? [] : demandsFor(principal, name, config, action, bodyBytes);
+  try {
+    await services.quotas.admit(demands);
+    return await run({ ...from, queue: { name, config }, demands });
+  } catch (error) {
+    if (error instanceof QuotaExceededError) {
+      countThrottled(services.metrics, name, principal.name);
+      await services.counters.addThrottled(name, principal.name);
     }
-  });
+    throw error;
+  }
 }
 
 export interface OperationsRequest extends QueueRequest {

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { SCOPE, SCOPE_MESSAGE } from '../core/auth.js';
 import { consumerNameSchema, rateLimitsSchema } from '../core/config.js';
-import { MESSAGE_ID, TRACEPARENT } from '../core/envelope.js';
+import { attributesSchema, MESSAGE_ID, type MessageAttributes, TRACEPARENT } from '../core/envelope.js';
 
 /** Request bodies of the HTTP API (API.md), validated at the edge. Types come from here. */
 
@@ -21,6 +21,8 @@ export const produceMessageSchema = z.strictObject({
   key: z.string().min(1).max(256).optional(),
   payload: z.unknown().refine((v) => v !== undefined, 'payload is required (any JSON value)'),
   headers: headersSchema.optional(),
+  /** Typed attributes (what SQS clients send as MessageAttributes), returned with each delivery. */
+  attributes: attributesSchema.optional(),
   delay_seconds: z.number().int().min(0).max(MAX_DELAY_SECONDS).default(0),
   /** W3C trace context; the request's `traceparent` header stands for messages without one. */
   traceparent: traceparentSchema.optional(),
@@ -94,6 +96,7 @@ export interface DeliveredMessage {
   attempt: number;
   enqueued_at: string;
   lease_expires_at: string;
+  attributes?: MessageAttributes;
   schema_ref?: string;
   traceparent?: string;
   replay_id?: string;
@@ -159,4 +162,9 @@ export const createKeySchema = z.strictObject({
   name: z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/, 'names are 1-64 of [A-Za-z0-9_.-]'),
   scopes: z.array(z.string().regex(SCOPE, SCOPE_MESSAGE)).min(1).max(100),
   rate_limits: rateLimitsSchema.optional(),
+  /** Also make SQS credentials for the key (answered once, as the key is). */
+  sqs_credentials: z.boolean().default(false),
 });
+
+/** POST /keys/{name}/sqs-credentials takes no options yet; a body, when sent, is an empty object. */
+export const createSqsCredentialsSchema = z.strictObject({});

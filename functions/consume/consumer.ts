@@ -11,7 +11,7 @@ import { InvalidRequestError, StaleReceiptError } from '../core/errors.js';
 import { leaseExpiry, maxLeaseExpiry } from '../core/lease.js';
 import type { Delivery, ReceiptSigner } from '../core/receipt.js';
 import type { Counters } from '../store/counters.js';
-import { PAUSE_CHECK_MS, type PauseStore } from '../store/pauses.js';
+import { PAUSE_CHECK_MS, type QueueControls } from '../store/queue-controls.js';
 import type { RangeConsumer } from './range-consumer.js';
 
 /**
@@ -22,7 +22,8 @@ import type { RangeConsumer } from './range-consumer.js';
 export interface ConsumerDeps {
   counters: Counters;
   /** A paused queue delivers nothing (an admin's incident control). */
-  pauses: Pick<PauseStore, 'isPaused'>;
+  /** A paused queue delivers nothing; a purged one acks what was produced before its mark. */
+  controls: Pick<QueueControls, 'look'>;
   ranges: RangeConsumer;
   signer: () => Promise<ReceiptSigner>;
   /** Resolves when the queue gets new ranges in this process (admission/admitted-signal.ts), or after `ms`. */
@@ -56,11 +57,15 @@ export class Consumer {
     const deadline = this.now() + req.wait_seconds * 1000;
     for (let pause = POLL_FIRST_MS; ; pause = Math.min(POLL_MAX_MS, pause * 2)) {
       // Paused: the long poll waits it out, looking again as often as a pause is read.
-      const paused = await this.deps.pauses.isPaused(queue);
+      const { paused, purgedBefore } = await this.deps.controls.look(queue);
       const delivered = paused
         ? []
         : await this.deps.ranges.receive(queue, config, req.max_messages, leaseSeconds, consumerId);
-      if (delivered.length) return delivered;
+      const kept =
+        purgedBefore === undefined
+          ? delivered
+          : await this.dropPurged(queue, config, delivered, purgedBefore);
+      if (kept.length) return kept;
       const left = deadline - this.now();
       if (left <= 0) return [];
       // Jittered, so receivers waiting together do not all look (and race) at the same moment;
@@ -68,6 +73,27 @@ export class Consumer {
       const wait = Math.min((paused ? PAUSE_CHECK_MS : pause) * (0.5 + Math.random() / 2), left);
       await (this.deps.admittedWait && !paused ? this.deps.admittedWait(queue, wait) : sleep(wait));
     }
+  }
+
+  /**
+   * A purge (SQS's PurgeQueue) is applied as receives meet what it purged: a message produced
+   * before the mark is acked instead of delivered, so a purge costs one write, not a walk of the
+   * queue; its messages leave the counts as receives reach them.
+   */
+  private async dropPurged(
+    queue: string,
+    config: QueueConfig,
+    delivered: DeliveredMessage[],
+    purgedBefore: number,
+  ): Promise<DeliveredMessage[]> {
+    const purged = delivered.filter((m) => Date.parse(m.enqueued_at) < purgedBefore);
+    if (purged.length)
+      await this.ack(
+        queue,
+        config,
+        purged.map((m) => m.receipt),
+      );
+    return delivered.filter((m) => !purged.includes(m));
   }
 
   /**

@@ -12,7 +12,7 @@ import { countFor, recordDurations } from '../observability/metrics.js';
 import type { Counters } from '../store/counters.js';
 import type { KeyHolds } from '../store/key-holds.js';
 import type { KeyStates } from '../store/key-states.js';
-import { PAUSE_CHECK_MS, type PauseStore } from '../store/pauses.js';
+import { PAUSE_CHECK_MS, type QueueControls } from '../store/queue-controls.js';
 import type { RangeStore } from '../store/ranges.js';
 import type { SegmentStore } from '../store/segments.js';
 import type { StorageMeter } from '../store/storage.js';
@@ -62,7 +62,7 @@ export interface RangePushConsumerDeps {
   /** Below this much time left, no new record is started. */
   timeoutMarginMs: number;
   /** A paused queue's batches are held (POST /queues/{q}/pause). */
-  pauses: Pick<PauseStore, 'isPaused'>;
+  controls: Pick<QueueControls, 'isPaused'>;
 }
 
 /** How long an invocation holds a batch of a paused queue before handing it back. */
@@ -84,7 +84,7 @@ export class RangePushConsumer {
    */
   private async heldByPause(context: Context): Promise<boolean> {
     const until = Date.now() + PAUSE_HOLD_MS;
-    while (await this.deps.pauses.isPaused(this.deps.queue)) {
+    while (await this.deps.controls.isPaused(this.deps.queue)) {
       const left = Math.min(
         until - Date.now(),
         context.getRemainingTimeInMillis() - this.deps.timeoutMarginMs,

@@ -44,6 +44,7 @@ export function bearerToken(header: string | undefined): string {
 /** Key hash → principal, for the keys fixed in configuration. Built once per function instance. */
 export class KeyRing {
   private readonly byHash: Map<string, Principal>;
+  private readonly byName = new Map<string, Principal>();
 
   constructor(
     keys: readonly { sha256: string; name: string; scopes: readonly string[]; rate_limits?: KeyLimits }[],
@@ -54,10 +55,17 @@ export class KeyRing {
         { name: k.name, scopes: k.scopes, ...(k.rate_limits ? { limits: k.rate_limits } : {}) },
       ]),
     );
+    // The first of a name wins, as the tenant file's keys come before any extra key.
+    for (const p of this.byHash.values()) if (!this.byName.has(p.name)) this.byName.set(p.name, p);
   }
 
   find(sha256: string): Principal | undefined {
     return this.byHash.get(sha256);
+  }
+
+  /** A configured key by its name: what SQS credentials made for it act as. */
+  findByName(name: string): Principal | undefined {
+    return this.byName.get(name);
   }
 
   authenticate(authorization: string | undefined): Principal {

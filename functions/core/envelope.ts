@@ -14,6 +14,30 @@ export const claimRefSchema = z.object({
   sha256: z.string(),
 });
 
+/**
+ * Typed message attributes (SQS's MessageAttributes, which the SQS endpoint maps here): a data
+ * type (String, Number or Binary, with an optional custom suffix) and its value, binary as base64.
+ */
+export const attributeSchema = z.strictObject({
+  data_type: z
+    .string()
+    .max(256)
+    .regex(
+      /^(String|Number|Binary)(\.[A-Za-z0-9_.-]+)?$/,
+      'data_type is String, Number or Binary, with an optional .suffix',
+    ),
+  string_value: z.string().max(262_144).optional(),
+  binary_value: z.base64().max(349_526).optional(),
+});
+
+export const ATTRIBUTE_NAME = /^(?!aws\.|amazon\.)(?!\.)(?!.*\.\.)[A-Za-z0-9_.-]{1,256}(?<!\.)$/i;
+
+export const attributesSchema = z
+  .record(z.string().regex(ATTRIBUTE_NAME, 'an attribute name is 1-256 of [A-Za-z0-9_.-]'), attributeSchema)
+  .refine((a) => Object.keys(a).length <= 10, 'at most 10 attributes');
+
+export type MessageAttributes = z.infer<typeof attributesSchema>;
+
 export const envelopeSchema = z.object({
   v: z.literal(1),
   message_id: z.string().regex(MESSAGE_ID),
@@ -25,6 +49,7 @@ export const envelopeSchema = z.object({
   queue: z.string(),
   key: z.string().optional(),
   headers: z.record(z.string(), z.string()).optional(),
+  attributes: attributesSchema.optional(),
   /** When the producer's request first accepted the message. */
   produced_at: z.iso.datetime(),
   /** When this copy was appended to the stream (a retry appends a new copy). */
@@ -126,6 +151,7 @@ export function messageView(env: Envelope, payload: unknown, attempt = env.attem
     key: env.key ?? null,
     payload,
     headers: env.headers ?? {},
+    ...(env.attributes !== undefined ? { attributes: env.attributes } : {}),
     attempt,
     enqueued_at: env.produced_at,
     ...deliveryContext(env),

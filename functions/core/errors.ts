@@ -94,6 +94,20 @@ export class ConflictError extends LeaseqError {
   }
 }
 
+/**
+ * SQS credentials asked of a deployment that has no key to seal their secrets with
+ * (RuntimeConfig.secrets): the request is refused before anything is made.
+ */
+export class SqsCredentialsUnavailableError extends LeaseqError {
+  constructor() {
+    super(
+      'SQS_CREDENTIALS_UNAVAILABLE',
+      409,
+      'this deployment has no key to seal secrets with (LEASEQ_SECRETS_KEY_ID is unset), so it makes no SQS credentials',
+    );
+  }
+}
+
 export class PayloadTooLargeError extends LeaseqError {
   constructor(message: string) {
     super('PAYLOAD_TOO_LARGE', 413, message);

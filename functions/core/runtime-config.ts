@@ -15,7 +15,19 @@ export interface RuntimeConfig {
   endpoints?: { dynamodb: string; kinesis: string; s3: string };
   /** Extra API keys (hashes) beyond the tenant file's, e.g. the local admin key. */
   extraKeys?: { name: string; sha256: string; scopes: string[] }[];
+  /**
+   * How the secrets of SQS credentials are sealed at rest (access/secret-box.ts): a KMS key of
+   * the tenant's stack on AWS, a key kept in the data folder locally. Absent, no SQS credentials
+   * can be made or used (the api answers 409 SQS_CREDENTIALS_UNAVAILABLE).
+   */
+  secrets?: SecretsConfig;
 }
+
+export type SecretsConfig =
+  /** AES-256-GCM with a 32-byte key, base64. */
+  | { kind: 'local'; key: string }
+  /** KMS Encrypt/Decrypt with this key (id or ARN). */
+  | { kind: 'kms'; keyId: string };
 
 /** The environment the stack gives each function (names fixed here and used by infra/). */
 export const ENV = {
@@ -27,6 +39,8 @@ export const ENV = {
   localEndpoints: 'LEASEQ_LOCAL_ENDPOINTS',
   /** A Lambda consumer's name in the tenant file (its stack sets it). */
   consumerName: 'LEASEQ_CONSUMER_NAME',
+  /** The KMS key that seals SQS credentials' secrets (the stack sets it on the api function only). */
+  secretsKeyId: 'LEASEQ_SECRETS_KEY_ID',
 } as const;
 
 const endpointsSchema = z.strictObject({ dynamodb: z.url(), kinesis: z.url(), s3: z.url() });
@@ -48,15 +62,18 @@ const envSchema = z.object({
     })
     .pipe(endpointsSchema)
     .optional(),
+  [ENV.secretsKeyId]: z.string().min(1).max(2048).optional(),
 });
 
 export function runtimeConfigFromEnv(env: Record<string, string | undefined>): RuntimeConfig {
   const parsed = envSchema.parse(env);
+  const secretsKeyId = parsed[ENV.secretsKeyId];
   return {
     tenant: parseTenantConfig(JSON.parse(parsed[ENV.tenantConfig]), ENV.tenantConfig),
     tableName: parsed[ENV.table],
     bucketName: parsed[ENV.bucket],
     region: parsed[ENV.region],
     ...(parsed[ENV.localEndpoints] ? { endpoints: parsed[ENV.localEndpoints] } : {}),
+    ...(secretsKeyId ? { secrets: { kind: 'kms', keyId: secretsKeyId } } : {}),
   };
 }

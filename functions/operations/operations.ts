@@ -15,7 +15,7 @@ import type { Counters } from '../store/counters.js';
 import type { KeyStates } from '../store/key-states.js';
 import { gsi } from '../store/keys.js';
 import type { MessageStore, StateItem } from '../store/messages.js';
-import type { Pause, PauseStore } from '../store/pauses.js';
+import type { Pause, QueueControls } from '../store/queue-controls.js';
 import type { RangeStore } from '../store/ranges.js';
 import type { StorageMeter } from '../store/storage.js';
 import type { TotalsSamples } from '../store/totals-samples.js';
@@ -38,7 +38,7 @@ export interface OperationsDeps {
   audit: AuditTrail;
   storage: StorageMeter;
   ranges: RangeStore;
-  pauses: PauseStore;
+  controls: QueueControls;
   samples: TotalsSamples;
   commitMarks: CommitMarks;
   now?: () => number;
@@ -196,7 +196,7 @@ export class Operations {
       this.deadStats(queue, now),
       this.deps.counters.stats(queue),
       config.ordered ? this.deps.keyOrder.heldInHoldAreas(queue, shards) : 0,
-      this.deps.pauses.get(queue),
+      this.deps.controls.get(queue),
       this.deps.samples.get(queue),
       this.commitStall(queue, perShard, now, options.keepMarks ?? false),
     ]);
@@ -237,20 +237,35 @@ export class Operations {
   }
 
   /**
+   * SQS's PurgeQueue on a pull queue: everything produced before now goes unread (receives ack
+   * it as they meet it: QueueControls). Dead letters stay: SQS's DLQ is a queue of its own.
+   * Audited.
+   */
+  async purgeQueue(queue: string, config: QueueConfig, actor: string): Promise<void> {
+    if (config.consumers.length)
+      throw new InvalidRequestError(
+        `queue ${queue} is consumed by Lambda consumers: only a pull queue can be purged`,
+      );
+    const now = this.now();
+    await this.deps.controls.purge(queue, now);
+    await this.deps.audit.record(queue, { action: 'purge_queue', actor, target: queue }, now);
+  }
+
+  /**
    * Pauses deliveries of the queue: receive answers nothing and its Lambda consumers hold their
    * batches, while produce goes on. Audited with its reason; pausing again replaces the reason.
    */
   async pause(queue: string, reason: string, actor: string): Promise<Pause> {
     const now = this.now();
     const pause = { paused_at: iso(now), actor, reason };
-    await this.deps.pauses.pause(queue, pause);
+    await this.deps.controls.pause(queue, pause);
     await this.deps.audit.record(queue, { action: 'pause', actor, target: queue, reason }, now);
     return pause;
   }
 
   /** Ends a pause; audited. A queue that was not paused answers NOT_FOUND. */
   async resume(queue: string, reason: string | undefined, actor: string): Promise<{ resumed: Pause }> {
-    const ended = await this.deps.pauses.resume(queue);
+    const ended = await this.deps.controls.resume(queue);
     if (!ended) throw new NotFoundError(`the queue ${queue} is not paused`);
     await this.deps.audit.record(
       queue,

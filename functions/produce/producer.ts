@@ -228,6 +228,7 @@ export class Producer {
       queue,
       ...(message.key !== undefined ? { key: message.key } : {}),
       ...(message.headers ? { headers: message.headers } : {}),
+      ...(message.attributes ? { attributes: message.attributes } : {}),
       ...(config.schema_ref !== undefined ? { schema_ref: config.schema_ref } : {}),
       ...(message.traceparent !== undefined ? { traceparent: message.traceparent } : {}),
       produced_at: at,

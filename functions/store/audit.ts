@@ -9,6 +9,7 @@ import { auditPk } from './keys.js';
 export type AuditAction =
   | 'skip'
   | 'purge'
+  | 'purge_queue'
   | 'redrive'
   | 'redrive_cancel'
   | 'replay'

@@ -111,6 +111,16 @@ export function apiKeyHashKey(sha256: string): ItemKey {
 }
 
 /**
+ * SQS credentials (store/sqs-credentials.ts): one item per access key id, all in one partition,
+ * so the few a tenant has are listed (and an API key's found) with one query.
+ */
+export const SQS_CREDENTIALS_PK = 'TENANT#SQSCREDS';
+
+export function sqsCredentialsKey(accessKeyId: string): ItemKey {
+  return { pk: SQS_CREDENTIALS_PK, sk: accessKeyId };
+}
+
+/**
  * The lease layer (core/ranges.ts): a shard's ranges sort by the sequence number of their first
  * entry; its commit-point hint has a partition of its own so range queries never meet it.
  */
@@ -149,7 +159,6 @@ export function keyHoldsMarkerKey(queue: string, shard: string, key: string): It
   return { pk: keyHoldsMarkerPk(queue, shard), sk: encodeKey(key) };
 }
 
-/** A queue's pause, while it is paused (store/pauses.ts). */
 /** The last record of a shard the expiry watch counted (store/expiry-marks.ts). */
 export function expiryMarkKey(queue: string, shard: string): ItemKey {
   return { pk: `Q#${queue}#EXP#${shard}`, sk: 'E' };
@@ -160,6 +169,7 @@ export function totalsSampleKey(queue: string): ItemKey {
   return { pk: `Q#${queue}#RATE`, sk: 'R' };
 }
 
-export function pauseKey(queue: string): ItemKey {
-  return { pk: `Q#${queue}#PAUSE`, sk: 'P' };
+/** A queue's controls: its pause, its purge mark (store/queue-controls.ts). */
+export function queueControlsKey(queue: string): ItemKey {
+  return { pk: `Q#${queue}#CTL`, sk: 'C' };
 }

@@ -73,7 +73,16 @@ export interface SegmentSource {
 /** What is stored once per message: the envelope less what changes per log entry. */
 export type StoredBody = Pick<
   Envelope,
-  'message_id' | 'queue' | 'key' | 'headers' | 'produced_at' | 'payload' | 'claim'
+  | 'message_id'
+  | 'queue'
+  | 'key'
+  | 'headers'
+  | 'attributes'
+  | 'schema_ref'
+  | 'traceparent'
+  | 'produced_at'
+  | 'payload'
+  | 'claim'
 >;
 
 export interface HistoryRecord {
@@ -684,6 +693,9 @@ export function storedBody(env: Envelope): StoredBody {
     queue: env.queue,
     ...(env.key !== undefined ? { key: env.key } : {}),
     ...(env.headers ? { headers: env.headers } : {}),
+    ...(env.attributes ? { attributes: env.attributes } : {}),
+    ...(env.schema_ref !== undefined ? { schema_ref: env.schema_ref } : {}),
+    ...(env.traceparent !== undefined ? { traceparent: env.traceparent } : {}),
     produced_at: env.produced_at,
     ...(env.claim ? { claim: env.claim } : { payload: env.payload }),
   };

@@ -2,6 +2,16 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Logger } from '@aws-lambda-powertools/logger';
+import { z } from 'zod';
+import { secretBoxFor } from '../../functions/access/secret-box.js';
+import {
+  ACCESS_KEY_ID,
+  newAccessKeyId,
+  newSecretAccessKey,
+  SECRET_ACCESS_KEY,
+  SqsCredentialIssuer,
+  type SqsCredentials,
+} from '../../functions/access/sqs-credentials.js';
 import { createApiHandler } from '../../functions/api/app.js';
 import { type AwsClients, createClients } from '../../functions/aws/clients.js';
 import type { FaultInjector } from '../../functions/aws/faults.js';
@@ -11,6 +21,7 @@ import { checkPayloadSchemas } from '../../functions/core/payload-schema.js';
 import type { RuntimeConfig } from '../../functions/core/runtime-config.js';
 import { createDispatchHandler } from '../../functions/dispatch/app.js';
 import { SERVICE } from '../../functions/observability/metrics.js';
+import { SqsCredentialStore } from '../../functions/store/sqs-credentials.js';
 import { createSweepHandler } from '../../functions/sweep/app.js';
 import { consumerMappings } from './consumers.js';
 import { type DynamoDbEmulator, startEmulators } from './emulators.js';
@@ -52,6 +63,8 @@ export interface RuntimeOptions {
 export interface Runtime {
   url: string;
   adminKey: string;
+  /** SQS credentials of the admin key (kept in the data folder), to sign SQS requests with. */
+  sqsCredentials: SqsCredentials;
   config: RuntimeConfig;
   /** Clients of the runtime itself (metered), for tools and tests that inspect state. */
   clients: AwsClients;
@@ -68,6 +81,8 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
   checkPayloadSchemas(options.tenant);
   mkdirSync(options.dataDir, { recursive: true });
   const adminKey = options.adminKey ?? loadOrCreateAdminKey(options.dataDir);
+  const secretsKey = loadOrCreateSecretsKey(options.dataDir);
+  const sqsCredentials = loadOrCreateSqsCredentials(options.dataDir);
   const totalShards = Object.values(options.tenant.queues).reduce((n, q) => n + q.shards, 0);
   const emulators = await startEmulators({
     dataDir: options.dataDir,
@@ -83,6 +98,7 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
     extraKeys: [
       { name: ADMIN_KEY_NAME, sha256: hashApiKey(adminKey), scopes: ['produce:*', 'consume:*', 'admin:*'] },
     ],
+    secrets: { kind: 'local', key: secretsKey },
   };
   const clients = createClients({
     region: config.region,
@@ -98,6 +114,11 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
     });
     // DynamoDB Local writes an item and its index entries in one SQLite transaction.
     if (emulators.dynamodb === 'dynalite') await repairIndex(clients, config.tableName);
+    // Sealed again at every start, so a new secrets key (its file deleted) does not strand them.
+    await new SqsCredentialIssuer(
+      new SqsCredentialStore(clients.doc, config.tableName),
+      secretBoxFor(config),
+    ).register({ name: ADMIN_KEY_NAME, kind: 'fixed' }, sqsCredentials, 'leaseq-local');
     const logger = (serviceName: string) => new Logger({ serviceName, logLevel: options.logLevel ?? 'WARN' });
     const log = logger('leaseq-local');
     const wake = options.wakePollers ?? true;
@@ -147,6 +168,7 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
     return {
       url: gateway.url,
       adminKey,
+      sqsCredentials,
       config,
       clients,
       endpoints: emulators.endpoints,
@@ -173,4 +195,32 @@ function loadOrCreateAdminKey(dataDir: string): string {
   const key = `lq_${randomBytes(24).toString('base64url')}`;
   writeFileSync(file, `${key}\n`, { mode: 0o600 });
   return key;
+}
+
+/** The key that seals secrets in the table (SQS credentials), made once: 32 random bytes, base64. */
+function loadOrCreateSecretsKey(dataDir: string): string {
+  const file = join(dataDir, 'secrets.key');
+  if (existsSync(file)) {
+    const key = readFileSync(file, 'utf8').trim();
+    if (Buffer.from(key, 'base64').byteLength !== 32)
+      throw new Error(`${file} is not a secrets key (32 bytes, base64): delete it to make a new one`);
+    return key;
+  }
+  const key = randomBytes(32).toString('base64');
+  writeFileSync(file, `${key}\n`, { mode: 0o600 });
+  return key;
+}
+
+const sqsCredentialsFile = z.strictObject({
+  access_key_id: z.string().regex(ACCESS_KEY_ID),
+  secret_access_key: z.string().regex(SECRET_ACCESS_KEY),
+});
+
+/** The admin key's SQS credentials, made once and kept beside the admin key. */
+function loadOrCreateSqsCredentials(dataDir: string): SqsCredentials {
+  const file = join(dataDir, 'sqs-credentials.json');
+  if (existsSync(file)) return sqsCredentialsFile.parse(JSON.parse(readFileSync(file, 'utf8')));
+  const credentials = { access_key_id: newAccessKeyId(), secret_access_key: newSecretAccessKey() };
+  writeFileSync(file, `${JSON.stringify(credentials, null, 2)}\n`, { mode: 0o600 });
+  return credentials;
 }

@@ -313,7 +313,7 @@ describe('TenantStack (tenants/local.json)', () => {
     const routes = Object.values(template.findResources('AWS::ApiGatewayV2::Route')).map(
       (r) => r.Properties.RouteKey,
     );
-    expect(routes.sort()).toEqual(['ANY /{proxy+}', 'GET /health']);
+    expect(routes.sort()).toEqual(['ANY /{proxy+}', 'GET /health', 'POST /']);
     template.hasResourceProperties('AWS::ApiGatewayV2::Stage', {
       StageName: '$default',
       AutoDeploy: true,
@@ -322,7 +322,7 @@ describe('TenantStack (tenants/local.json)', () => {
     });
   });
 
-  it('grants the api function only its own table, claims and streams', () => {
+  it('grants the api function only its own table, claims, streams and secrets key', () => {
     const tableArn = arnOf(onlyId(template, 'AWS::DynamoDB::Table'));
     const bucketArn = arnOf(logicalId(local.bucket));
     const streamArns = Object.values(streamIds(template)).map(arnOf);
@@ -348,9 +348,47 @@ describe('TenantStack (tenants/local.json)', () => {
     expect(resourcesOf(kinesis)).toHaveLength(streamArns.length);
     expect(resourcesOf(kinesis)).toEqual(expect.arrayContaining(streamArns));
 
-    // Nothing else: every statement is one of the three services above, or its own logs.
+    // Seals and opens SQS credentials' secrets with the stack's key, and does nothing else with it.
+    const kms = serviceStatements(statements, 'kms:');
+    expect(actionsOf(kms)).toEqual(new Set(['kms:Encrypt', 'kms:Decrypt']));
+    expect(resourcesOf(kms)).toEqual([arnOf(logicalId(local.secretsKey))]);
+
+    // Nothing else: every statement is one of the four services above, or its own logs.
     const logs = expectOwnLogs(template, apiId, statements);
-    expect(dynamo.length + s3.length + kinesis.length + logs.length).toBe(statements.length);
+    expect(dynamo.length + s3.length + kinesis.length + kms.length + logs.length).toBe(statements.length);
+  });
+
+  it('has a rotated KMS key for SQS credentials, named to the api function only, usable by it only', () => {
+    const keyId = logicalId(local.secretsKey);
+    template.hasResource('AWS::KMS::Key', {
+      Properties: {
+        EnableKeyRotation: true,
+        PendingWindowInDays: 7,
+        Description: 'leaseq-local: seals the secrets of SQS credentials',
+      },
+      DeletionPolicy: 'Delete',
+    });
+    const apiId = functionId(template, 'leaseq-api');
+    for (const [id, fn] of Object.entries(template.findResources('AWS::Lambda::Function'))) {
+      const env = fn.Properties.Environment.Variables;
+      if (id === apiId) expect(env.LEASEQ_SECRETS_KEY_ID).toEqual(arnOf(keyId));
+      else expect(env.LEASEQ_SECRETS_KEY_ID).toBeUndefined();
+    }
+    // No other role may use it: dispatch and sweep have no kms statement at all.
+    for (const service of ['leaseq-dispatch', 'leaseq-sweep']) {
+      const statements = functionStatements(template, functionId(template, service));
+      expect(serviceStatements(statements, 'kms:')).toEqual([]);
+    }
+    // Its key policy is CDK's default: the account's IAM decides, and only the grant above says yes.
+    const key = template.toJSON().Resources[keyId];
+    expect(key.Properties.KeyPolicy.Statement).toEqual([
+      expect.objectContaining({
+        Effect: 'Allow',
+        Principal: { AWS: expect.anything() },
+        Action: 'kms:*',
+        Resource: '*',
+      }),
+    ]);
   });
 
   it('subscribes dispatch to every queue stream: oldest first, one batch per shard, never skipping', () => {

@@ -142,6 +142,12 @@ const expectations: Record<string, Expectation> = {
     status: 404,
     check: async ({ body }) => expect(body.error.code).toBe('NOT_FOUND'),
   },
+  // The SQS endpoint: a request no SigV4 signature covers is refused in SQS's own terms.
+  'sqs-unsigned.json': {
+    status: 403,
+    check: async ({ body }) =>
+      expect(body).toMatchObject({ __type: 'com.amazonaws.sqs#MissingAuthenticationToken' }),
+  },
   'parked-keys.json': {
     status: 200,
     check: async ({ body }) => expect(body).toEqual({ keys: [] }),
@@ -193,6 +199,34 @@ const expectations: Record<string, Expectation> = {
     status: 404,
     check: async ({ body }) => expect(body.error.code).toBe('NOT_FOUND'),
   },
+  // SQS credentials with the key, answered once: GET /keys shows their id, never the secret.
+  'key-create-sqs.json': {
+    status: 201,
+    async check({ body }, event, again) {
+      const { name, scopes } = JSON.parse(event.body ?? '');
+      expect(body).toMatchObject({
+        name,
+        scopes,
+        key: expect.stringMatching(/^lq_/),
+        sqs_credentials: {
+          access_key_id: expect.stringMatching(/^LQIA[A-Z2-7]{16}$/),
+          secret_access_key: expect.stringMatching(/^[A-Za-z0-9+/]{40}$/),
+        },
+      });
+      expect(body.sqs_access_key_id).toBe(body.sqs_credentials.access_key_id);
+      const listed = await t.api('/keys');
+      expect(listed.body.keys.find((k: { name: string }) => k.name === name)).toMatchObject({
+        sqs_access_key_id: body.sqs_credentials.access_key_id,
+      });
+      expect(JSON.stringify(listed.body)).not.toContain(body.sqs_credentials.secret_access_key);
+      expect((await again()).body.error.code).toBe('CONFLICT');
+    },
+  },
+  // A name no key has, as key-revoke.json: credentials for key-create.json's key would depend on the order.
+  'key-sqs-credentials.json': {
+    status: 404,
+    check: async ({ body }) => expect(body.error.code).toBe('NOT_FOUND'),
+  },
 };
 
 beforeAll(async () => {
@@ -213,7 +247,8 @@ const readSample = (file: string): APIGatewayProxyEventV2 =>
 async function invoke(event: APIGatewayProxyEventV2): Promise<Answer> {
   // Lambda hands every invocation a fresh event; the router writes pathParameters into it.
   const res = await handler(structuredClone(event), lambdaContext('api'));
-  expect(res.headers?.['content-type']).toBe('application/json');
+  // JSON, or the AWS JSON 1.0 of the SQS endpoint.
+  expect(res.headers?.['content-type']).toMatch(/^application\/(json|x-amz-json-1\.0)$/);
   return { status: res.statusCode ?? 200, body: res.body ? JSON.parse(res.body) : undefined };
 }
 
@@ -242,7 +277,8 @@ describe('sample API Gateway events', () => {
     expect(event.queryStringParameters ?? {}).toEqual(
       Object.fromEntries(new URLSearchParams(event.rawQueryString)),
     );
-    // Only /health has a route of its own; the rest arrive on the catch-all with the path in `proxy`.
+    // Only /health and the SQS endpoint (POST /) have routes of their own; the rest arrive on the
+    // catch-all with the path in `proxy`.
     if (event.routeKey === 'ANY /{proxy+}')
       expect(event.pathParameters).toEqual({ proxy: event.rawPath.slice(1) });
     else expect(event.routeKey).toBe(`${event.requestContext.http.method} ${event.rawPath}`);

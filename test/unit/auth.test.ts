@@ -29,4 +29,14 @@ describe('API keys and scopes', () => {
     expect(() => requireScope(ops, 'admin', 'anything')).not.toThrow();
     expect(() => requireScope(ops, 'produce', 'jobs')).toThrow(ForbiddenError);
   });
+
+  it('finds a configured key by its name (what SQS credentials made for it act as), the first of a name', () => {
+    expect(ring.findByName('ops')).toEqual({ name: 'ops', scopes: ['admin:*', 'consume:*'] });
+    expect(ring.findByName('nobody')).toBeUndefined();
+    const twice = new KeyRing([
+      { name: 'admin', sha256: hashApiKey('file'), scopes: ['consume:*'] },
+      { name: 'admin', sha256: hashApiKey('extra'), scopes: ['admin:*'] },
+    ]);
+    expect(twice.findByName('admin')?.scopes).toEqual(['consume:*']);
+  });
 });

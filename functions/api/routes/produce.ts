@@ -1,21 +1,16 @@
 import { InvalidRequestError } from '../../core/errors.js';
-import { countFor } from '../../observability/metrics.js';
 import { json, parseBody } from '../http.js';
+import { produceMessages } from '../queue-calls.js';
 import { queueRoute } from '../route.js';
 import { produceRequestSchema, traceparentSchema } from '../schemas.js';
 
 export const produceRoute = queueRoute('POST', '/queues/{queue}/messages', 'produce', async (req) => {
   const { messages } = parseBody(req.event, produceRequestSchema);
   const traceparent = traceparentHeader(req.event.headers?.traceparent);
-  const results = await req.services.producer.produce(
-    req.queue.name,
-    req.queue.config,
+  const results = await produceMessages(
+    req,
     traceparent ? messages.map((m) => ({ traceparent, ...m })) : messages,
   );
-  countFor(req.services.metrics, req.queue.name, {
-    produced: results.filter((r) => r.status === 'accepted').length,
-    duplicate: results.filter((r) => r.status === 'duplicate').length,
-  });
   return json(200, { results });
 });
 

@@ -1,0 +1,68 @@
+import { byteDemands } from '../access/limits.js';
+import { countFor, recordDurations } from '../observability/metrics.js';
+import type { QueueRequest } from './route.js';
+import type {
+  DeliveredMessage,
+  ExtendRequest,
+  NackRequest,
+  ProduceMessage,
+  ProduceResult,
+  ReceiveRequest,
+} from './schemas.js';
+
+/**
+ * The queue's calls with what each one counts, whichever protocol asked (this API's routes, or
+ * the SQS endpoint): the service call, its metrics, and the bytes a receive spends afterwards.
+ */
+
+export async function produceMessages(
+  req: QueueRequest,
+  messages: readonly ProduceMessage[],
+): Promise<ProduceResult[]> {
+  const results = await req.services.producer.produce(req.queue.name, req.queue.config, messages);
+  countFor(req.services.metrics, req.queue.name, {
+    produced: results.filter((r) => r.status === 'accepted').length,
+    duplicate: results.filter((r) => r.status === 'duplicate').length,
+  });
+  return results;
+}
+
+export async function receiveMessages(req: QueueRequest, body: ReceiveRequest): Promise<DeliveredMessage[]> {
+  const consumerId = body.consumer_id ?? req.principal.name;
+  const messages = await req.services.consumer.receive(req.queue.name, req.queue.config, body, consumerId);
+  // What was delivered counts against the byte quotas; the next receive waits for it.
+  req.services.quotas.spend(byteDemands(req.demands, Buffer.byteLength(JSON.stringify(messages))));
+  countFor(req.services.metrics, req.queue.name, {
+    received: messages.length,
+    redelivered: messages.filter((m) => m.attempt > 1).length,
+  });
+  return messages;
+}
+
+export async function ackReceipts(req: QueueRequest, receipts: readonly string[]) {
+  const { results, heldSeconds } = await req.services.consumer.ack(
+    req.queue.name,
+    req.queue.config,
+    receipts,
+  );
+  countFor(req.services.metrics, req.queue.name, {
+    acked: results.filter((r) => r.status === 'acked').length,
+    stale_receipts: results.filter((r) => r.status === 'stale_receipt').length,
+  });
+  recordDurations(req.services.metrics, req.queue.name, 'handler_seconds', heldSeconds);
+  return results;
+}
+
+export async function nackReceipt(req: QueueRequest, body: NackRequest) {
+  const { answer, heldSeconds } = await req.services.consumer.nack(req.queue.name, req.queue.config, body);
+  countFor(req.services.metrics, req.queue.name, {
+    nacked: 1,
+    dead_lettered: answer.status === 'dead_lettered' ? 1 : 0,
+  });
+  recordDurations(req.services.metrics, req.queue.name, 'handler_seconds', [heldSeconds]);
+  return answer;
+}
+
+export function extendLease(req: QueueRequest, body: ExtendRequest) {
+  return req.services.consumer.extend(req.queue.name, req.queue.config, body);
+}
