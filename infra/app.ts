@@ -1,12 +1,22 @@
 import { fileURLToPath } from 'node:url';
 import { App } from 'aws-cdk-lib';
+import { parseTenantConfig } from '../functions/core/config.js';
 import { buildApp } from './build-app.js';
+import { importConsumers } from './consumer-modules.js';
 import { loadTenantFile } from './tenant-file.js';
 
 /** `cdk synth|deploy -c tenant=<name>`: one stack for tenants/<name>.json. */
 
 const app = new App();
-const tenant = String(app.node.tryGetContext('tenant') ?? 'local');
+const named: unknown = app.node.tryGetContext('tenant');
+// No default: a bare `cdk deploy` must not deploy the local tenant (which has no keys) by mistake.
+if (named === undefined) {
+  console.error(
+    'name the tenant to synthesize or deploy: npx cdk deploy -c tenant=<name> (tenants/<name>.json)',
+  );
+  process.exit(1);
+}
+const tenant = String(named);
 
 function tenantFile(): unknown {
   // The name becomes a path, so it is checked before it is used as one.
@@ -17,7 +27,11 @@ function tenantFile(): unknown {
 }
 
 try {
-  buildApp(tenantFile(), { app, source: `tenants/${tenant}.json`, tenant });
+  const file = tenantFile();
+  const source = `tenants/${tenant}.json`;
+  // What `npm start` refuses, synth refuses: a consumer module not made for the queue it is declared on.
+  await importConsumers(parseTenantConfig(file, source));
+  buildApp(file, { app, source, tenant });
 } catch (err) {
   console.error((err as Error).message);
   process.exit(1);

@@ -5,6 +5,7 @@ import * as lambda from 'aws-cdk-lib/aws-lambda';
 import * as nodejs from 'aws-cdk-lib/aws-lambda-nodejs';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import type { Construct } from 'constructs';
+import { BUNDLED_TENANT_CONFIG } from '../functions/core/runtime-config.js';
 import { acknowledgeNag } from './nag.js';
 
 export interface LeaseqFunctionProps {
@@ -21,6 +22,16 @@ export interface LeaseqFunctionProps {
   reservedConcurrentExecutions?: number;
   /** Replaces the esbuild bundle (template tests); the real app leaves it unset. */
   code?: lambda.Code;
+  /** The tenant file as JSON, bundled into the code (runtime-config.ts BUNDLED_TENANT_CONFIG). */
+  tenantConfig?: string;
+}
+
+/** Lambda's limit on a function's environment: every name and value together. */
+export const ENVIRONMENT_LIMIT_BYTES = 4096;
+
+/** esbuild's `define` that bundles the tenant file: the identifier becomes a string literal. */
+export function tenantConfigDefine(json: string): Record<string, string> {
+  return { [BUNDLED_TENANT_CONFIG]: JSON.stringify(json) };
 }
 
 const REPO_ROOT = new URL('..', import.meta.url);
@@ -38,6 +49,18 @@ export function leaseqFunction(
     assumedBy: new iam.ServicePrincipal('lambda.amazonaws.com'),
   });
   logGroup.grantWrite(role);
+  const environment = {
+    ...props.environment,
+    NODE_OPTIONS: '--enable-source-maps',
+    POWERTOOLS_SERVICE_NAME: props.serviceName,
+  };
+  // Synth refuses what Lambda would refuse at deploy time, minutes later.
+  const envBytes = Object.entries(environment).reduce(
+    (n, [k, v]) => n + Buffer.byteLength(k) + Buffer.byteLength(v),
+    0,
+  );
+  if (envBytes > ENVIRONMENT_LIMIT_BYTES)
+    throw new Error(`the environment of ${id} is ${envBytes} bytes; Lambda takes ${ENVIRONMENT_LIMIT_BYTES}`);
   const fn = new nodejs.NodejsFunction(scope, id, {
     entry: fileURLToPath(new URL(props.entry, REPO_ROOT)),
     // With a dot the name is used as is, so the bundle and a `code` override agree on it.
@@ -50,12 +73,9 @@ export function leaseqFunction(
     reservedConcurrentExecutions: props.reservedConcurrentExecutions,
     role,
     logGroup,
-    environment: {
-      ...props.environment,
-      NODE_OPTIONS: '--enable-source-maps',
-      POWERTOOLS_SERVICE_NAME: props.serviceName,
-    },
+    environment,
     bundling: {
+      ...(props.tenantConfig !== undefined ? { define: tenantConfigDefine(props.tenantConfig) } : {}),
       format: nodejs.OutputFormat.ESM,
       target: 'node22',
       minify: true,

@@ -75,6 +75,8 @@ export class TenantStack extends Stack {
   /** Seals the secrets of SQS credentials in the table; only the api function may use it. */
   readonly secretsKey: kms.Key;
   private readonly runtimeEnvironment: Record<string, string>;
+  /** The tenant file every function bundles (less what only the stack reads). */
+  readonly tenantConfig: string;
   private readonly functionCode: lambda.Code | undefined;
 
   constructor(scope: Construct, id: string, props: TenantStackProps) {
@@ -156,8 +158,9 @@ export class TenantStack extends Stack {
       ]),
     );
 
+    // The tenant file travels in the bundles, not the environment (runtime-config.ts).
+    this.tenantConfig = JSON.stringify(withoutStackOnlyFields(props.tenantFile));
     this.runtimeEnvironment = {
-      [ENV.tenantConfig]: JSON.stringify(withoutStackOnlyFields(props.tenantFile)),
       [ENV.table]: this.table.tableName,
       [ENV.bucket]: this.bucket.bucketName,
     };
@@ -206,6 +209,7 @@ export class TenantStack extends Stack {
     return leaseqFunction(this, id, {
       ...props,
       environment: { ...this.runtimeEnvironment, ...props.environment },
+      tenantConfig: this.tenantConfig,
       code: this.functionCode,
     });
   }

@@ -43,7 +43,7 @@ export type ConsumerLambda = (
 /** Where the local runtime finds the definition; `Symbol.for` so a second copy of this module agrees. */
 const DEFINITION = Symbol.for('leaseq.consumer.definition');
 
-interface Definition {
+export interface Definition {
   // biome-ignore lint/suspicious/noExplicitAny: the payload type is the user's.
   handler: MessageHandler<any>;
   options: LeaseqConsumerOptions & { concurrency: number; timeoutMarginMs: number };
@@ -88,16 +88,28 @@ export interface Binding {
 
 /** The local runtime's instance of an exported consumer, with its own config and clients. */
 export function bindConsumer(exported: unknown, binding: Binding): ConsumerLambda {
+  return instantiate(declaredConsumer(exported, binding), binding);
+}
+
+/**
+ * The definition of an exported consumer, if it is one made by leaseqConsumer() for the queue
+ * and consumer the tenant file declares it as; throws what is wrong otherwise. The local runtime
+ * and synth both ask, so they refuse the same modules with the same words.
+ */
+export function declaredConsumer(
+  exported: unknown,
+  declared: { queue: string; consumer: string },
+): Definition {
   const definition =
     typeof exported === 'function' ? (exported as { [DEFINITION]?: Definition })[DEFINITION] : undefined;
   if (!definition) throw new Error('the export is not a handler made by leaseqConsumer()');
-  const { queue, consumer = binding.consumer } = definition.options;
-  if (queue !== binding.queue || consumer !== binding.consumer) {
+  const { queue, consumer = declared.consumer } = definition.options;
+  if (queue !== declared.queue || consumer !== declared.consumer) {
     throw new Error(
-      `the handler consumes ${queue}/${consumer}, but the tenant file declares it for ${binding.queue}/${binding.consumer}`,
+      `the handler consumes ${queue}/${consumer}, but the tenant file declares it for ${declared.queue}/${declared.consumer}`,
     );
   }
-  return instantiate(definition, binding);
+  return definition;
 }
 
 function instantiate(

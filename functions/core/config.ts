@@ -181,18 +181,34 @@ export const alarmsConfigSchema = z.strictObject({
 
 export type AlarmsConfig = z.infer<typeof alarmsConfigSchema>;
 
-export const tenantConfigSchema = z.strictObject({
-  tenant: z.string().regex(/^[a-z0-9-]{1,32}$/, 'tenant names are 1-32 of [a-z0-9-]'),
-  queues: z
-    .record(z.string().regex(QUEUE_NAME, 'queue names are 1-64 of [a-z0-9-]'), queueConfigSchema)
-    .refine((q) => Object.keys(q).length > 0, 'declare at least one queue'),
-  api_keys: z.array(apiKeyConfigSchema).default([]),
-  alarms: alarmsConfigSchema.default({ email: [], consuming_team: [], platform: [], producing_team: [] }),
-});
+export const tenantConfigSchema = z
+  .strictObject({
+    tenant: z.string().regex(/^[a-z0-9-]{1,32}$/, 'tenant names are 1-32 of [a-z0-9-]'),
+    queues: z
+      .record(z.string().regex(QUEUE_NAME, 'queue names are 1-64 of [a-z0-9-]'), queueConfigSchema)
+      .refine((q) => Object.keys(q).length > 0, 'declare at least one queue'),
+    api_keys: z.array(apiKeyConfigSchema).default([]),
+    alarms: alarmsConfigSchema.default({ email: [], consuming_team: [], platform: [], producing_team: [] }),
+  })
+  .superRefine((t, ctx) => {
+    // A scope on a queue the file does not declare is a typo that would fail every request.
+    t.api_keys.forEach((key, i) => {
+      key.scopes.forEach((scope, j) => {
+        const queue = scope.slice(scope.indexOf(':') + 1);
+        if (queue !== '*' && !Object.hasOwn(t.queues, queue))
+          ctx.addIssue({
+            code: 'custom',
+            path: ['api_keys', i, 'scopes', j],
+            message: `names queue "${queue}", which the file does not declare`,
+          });
+      });
+    });
+  });
 
 export type QueueConfig = z.infer<typeof queueConfigSchema>;
 export type TenantConfig = z.infer<typeof tenantConfigSchema>;
 export type ApiKeyConfig = z.infer<typeof apiKeyConfigSchema>;
+export type ConsumerConfig = z.infer<typeof lambdaConsumerSchema>;
 
 export class ConfigError extends Error {
   override readonly name = 'ConfigError';

@@ -43,10 +43,23 @@ export const ENV = {
   secretsKeyId: 'LEASEQ_SECRETS_KEY_ID',
 } as const;
 
+/**
+ * The tenant file as the stack bundles it into every function (esbuild `define`, key
+ * BUNDLED_TENANT_CONFIG): a bundle has no size limit, where Lambda's environment holds 4 KB in
+ * all (a 20-queue tenant file alone is over it). Outside a bundle (the local runtime, tests) it is
+ * undefined: they pass the config in, or set LEASEQ_TENANT_CONFIG.
+ */
+declare const __LEASEQ_TENANT_CONFIG__: string | undefined;
+export const BUNDLED_TENANT_CONFIG = '__LEASEQ_TENANT_CONFIG__';
+
+function bundledTenantConfig(): string | undefined {
+  return typeof __LEASEQ_TENANT_CONFIG__ === 'string' ? __LEASEQ_TENANT_CONFIG__ : undefined;
+}
+
 const endpointsSchema = z.strictObject({ dynamodb: z.url(), kinesis: z.url(), s3: z.url() });
 
 const envSchema = z.object({
-  [ENV.tenantConfig]: z.string().min(2),
+  [ENV.tenantConfig]: z.string().min(2).optional(),
   [ENV.table]: z.string().min(3),
   [ENV.bucket]: z.string().min(3),
   [ENV.region]: z.string().min(1),
@@ -65,11 +78,20 @@ const envSchema = z.object({
   [ENV.secretsKeyId]: z.string().min(1).max(2048).optional(),
 });
 
-export function runtimeConfigFromEnv(env: Record<string, string | undefined>): RuntimeConfig {
+export function runtimeConfigFromEnv(
+  env: Record<string, string | undefined>,
+  bundled: string | undefined = bundledTenantConfig(),
+): RuntimeConfig {
   const parsed = envSchema.parse(env);
   const secretsKeyId = parsed[ENV.secretsKeyId];
+  const tenantText = bundled ?? parsed[ENV.tenantConfig];
+  if (tenantText === undefined)
+    throw new Error(`no tenant config: not bundled (${BUNDLED_TENANT_CONFIG}), nor in ${ENV.tenantConfig}`);
   return {
-    tenant: parseTenantConfig(JSON.parse(parsed[ENV.tenantConfig]), ENV.tenantConfig),
+    tenant: parseTenantConfig(
+      JSON.parse(tenantText),
+      bundled !== undefined ? 'the bundled tenant config' : ENV.tenantConfig,
+    ),
     tableName: parsed[ENV.table],
     bucketName: parsed[ENV.bucket],
     region: parsed[ENV.region],

@@ -295,8 +295,10 @@ describe('TenantStack (tenants/local.json)', () => {
     expect(env.LEASEQ_BUCKET).toEqual({ Ref: logicalId(local.bucket) });
     expect(env.NODE_OPTIONS).toBe('--enable-source-maps');
     expect(env.AWS_REGION).toBeUndefined();
-    // Verbatim, not defaults-expanded: the function applies its own schema's defaults.
-    expect(JSON.parse(env.LEASEQ_TENANT_CONFIG)).toEqual(localFile);
+    // The tenant file is bundled, not in the environment (Lambda's holds 4 KB); verbatim, not
+    // defaults-expanded: the function applies its own schema's defaults.
+    expect(env.LEASEQ_TENANT_CONFIG).toBeUndefined();
+    expect(JSON.parse(local.tenantConfig)).toEqual(localFile);
 
     const logGroupId: string = fn.Properties.LoggingConfig.LogGroup.Ref;
     expect(template.toJSON().Resources[logGroupId].Properties.RetentionInDays).toBe(30);
@@ -567,7 +569,8 @@ describe('TenantStack with a Lambda consumer', () => {
     const env = fn.Properties.Environment.Variables;
     expect(env.LEASEQ_CONSUMER_NAME).toBe('billing');
     expect(env.LEASEQ_TABLE).toEqual({ Ref: onlyId(pushTemplate, 'AWS::DynamoDB::Table') });
-    expect(JSON.parse(env.LEASEQ_TENANT_CONFIG)).toEqual(pushFile);
+    expect(env.LEASEQ_TENANT_CONFIG).toBeUndefined();
+    expect(JSON.parse(push.tenantConfig)).toEqual(pushFile);
   });
 
   it("subscribes it to its queue's stream with partial batch responses, and dispatch to the other stream only", () => {

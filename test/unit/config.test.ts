@@ -183,6 +183,15 @@ describe('tenant configuration', () => {
       },
       'api_keys[0].scopes[0]',
     ],
+    // A scope on a queue the file does not declare (a typo that would refuse every request).
+    [
+      {
+        tenant: 'a',
+        queues: { jobs: {} },
+        api_keys: [{ name: 'k', sha256: 'a'.repeat(64), scopes: ['consume:*', 'produce:job'] }],
+      },
+      'api_keys[0].scopes[1]',
+    ],
     [
       { tenant: 'a', queues: { jobs: {} }, alarms: { email: ['ops@example.com', 'not an address'] } },
       'alarms.email[1]',
