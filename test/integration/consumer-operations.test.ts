@@ -9,6 +9,7 @@ import { CapturedMetrics } from '../helpers/captured-metrics.js';
 import { queueApi } from '../helpers/queue-api.js';
 import type { ApiAnswer } from '../helpers/runtime.js';
 import { startTestRuntime, type TestRuntime } from '../helpers/runtime.js';
+import { until } from '../helpers/until.js';
 
 /**
  * The owner's tools on a Lambda consumer's own state (`?consumer=`): its DLQ, trace, redrive,
@@ -38,14 +39,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await t?.close();
 });
-
-async function until(check: () => Promise<boolean> | boolean, timeoutMs = 15_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`not true after ${timeoutMs} ms`);
-    await sleep(50);
-  }
-}
 
 const callsOf = (consumer: string, id: string) =>
   calls.filter((c) => c.consumer === consumer && c.message_id === id).map((c) => c.attempt);

@@ -16,6 +16,7 @@ import { CapturedMetrics } from '../helpers/captured-metrics.js';
 import { madeUpRecord } from '../helpers/kinesis-event.js';
 import { queueApi } from '../helpers/queue-api.js';
 import { startTestRuntime, type TestRuntime } from '../helpers/runtime.js';
+import { until } from '../helpers/until.js';
 
 /**
  * A Lambda consumer (test/fixtures/lambda-consumer.ts) on the queue `events`, run by the local
@@ -46,14 +47,6 @@ afterAll(async () => {
 const services = () => buildServices(t.runtime.config, t.runtime.clients);
 const eventsConfig = () => t.runtime.config.tenant.queues.events as QueueConfig;
 const callsOf = (id: string) => calls.filter((c) => c.message_id === id);
-
-async function until(check: () => Promise<boolean> | boolean, timeoutMs = 15_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`not true after ${timeoutMs} ms`);
-    await sleep(50);
-  }
-}
 
 /** What trace says of a message in the consumer's namespace; undefined before it was admitted. */
 const stateOf = async (id: string) =>

@@ -1,7 +1,6 @@
 import { Logger } from '@aws-lambda-powertools/logger';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { bindConsumer } from '../../functions/consumer/middleware.js';
-import { sleep } from '../../functions/core/async.js';
 import { consumerNamespace, streamName } from '../../functions/core/config.js';
 import { buildServices } from '../../functions/services.js';
 import { lambdaContext } from '../../infra/local/lambda-context.js';
@@ -9,6 +8,10 @@ import { type Call, calls, handler, healed, peak } from '../fixtures/ordered-lam
 import { kinesisRecord } from '../helpers/kinesis-event.js';
 import { queueApi } from '../helpers/queue-api.js';
 import { type StreamRecord, startTestRuntime, type TestRuntime } from '../helpers/runtime.js';
+import { until as untilWithin } from '../helpers/until.js';
+
+/** This file's messages go through hold areas and wakes: its waits allow 30 s. */
+const until = (check: () => Promise<boolean> | boolean, timeoutMs = 30_000) => untilWithin(check, timeoutMs);
 
 /**
  * A Lambda consumer (test/fixtures/ordered-lambda-consumer.ts) of the ordered queue `ledger`,
@@ -44,14 +47,6 @@ beforeEach(() => {
 });
 
 const services = () => buildServices(t.runtime.config, t.runtime.clients);
-
-async function until(check: () => Promise<boolean> | boolean, timeoutMs = 30_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`not true after ${timeoutMs} ms`);
-    await sleep(50);
-  }
-}
 
 /** What trace says of each message in the consumer's namespace; undefined before it was admitted. */
 async function statesOf(ids: string[]): Promise<Record<string, string | undefined>> {

@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sleep } from '../../functions/core/async.js';
 import { queueApi } from '../helpers/queue-api.js';
 import { startTestRuntime, type TestRuntime } from '../helpers/runtime.js';
+import { until } from '../helpers/until.js';
 
 /**
  * `sqs-consumer`, unchanged, against leaseq's SQS endpoint: messages through `handleMessage` in
@@ -50,14 +51,6 @@ async function sendAll(queue: string, bodies: string[]): Promise<void> {
         Entries: bodies.slice(i, i + 10).map((MessageBody, k) => ({ Id: `m${i + k}`, MessageBody })),
       }),
     );
-}
-
-async function until(check: () => boolean | Promise<boolean>, timeoutMs: number): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`not true after ${timeoutMs} ms`);
-    await sleep(100);
-  }
 }
 
 function stopped(consumer: Consumer): Promise<void> {

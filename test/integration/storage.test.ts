@@ -1,10 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { sleep } from '../../functions/core/async.js';
 import { payloadBytes } from '../../functions/core/envelope.js';
 import { buildServices } from '../../functions/services.js';
 import { calls } from '../fixtures/consumer-operations.js';
 import { queueApi } from '../helpers/queue-api.js';
 import { startTestRuntime, type TestRuntime } from '../helpers/runtime.js';
+import { until } from '../helpers/until.js';
 
 /**
  * What a queue holds against its storage quota: freed by acks, purges and the expiry of dead
@@ -35,14 +35,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await t?.close();
 });
-
-async function until(check: () => Promise<boolean> | boolean, timeoutMs = 15_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`not true after ${timeoutMs} ms`);
-    await sleep(50);
-  }
-}
 
 const bytes = (payload: unknown) => payloadBytes({ payload });
 const HOUR = 3_600_000;
