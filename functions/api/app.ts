@@ -18,7 +18,8 @@ import { buildServices, buildSqsAccess } from '../services.js';
 import { sqsRoute } from '../sqs/endpoint.js';
 import { RateWindows } from '../store/rate-windows.js';
 import { loadReceiptSecret } from '../store/secret.js';
-import { errorResponse, type HttpResponse } from './http.js';
+import { errorResponse, type HttpResponse, json } from './http.js';
+import { openApiDocument } from './openapi.js';
 import type { ApiServices, Route } from './route.js';
 import { ackRoute, extendRoute, nackRoute, receiveRoute } from './routes/consume.js';
 import { healthRoute } from './routes/health.js';
@@ -43,8 +44,20 @@ import {
 } from './routes/operations.js';
 import { produceRoute } from './routes/produce.js';
 
+/** The contract of these routes (api/openapi.ts), made once per instance when first asked. */
+let contract: Record<string, unknown> | undefined;
+const openApiRoute: Route = {
+  method: 'GET',
+  path: '/openapi.json',
+  handler: async () => {
+    contract ??= openApiDocument(routes);
+    return json(200, contract);
+  },
+};
+
 export const routes: Route[] = [
   healthRoute,
+  openApiRoute,
   produceRoute,
   receiveRoute,
   ackRoute,

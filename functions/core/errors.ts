@@ -3,6 +3,29 @@
  * (API.md "Authentication and errors").
  */
 
+/** Every code an error answer can carry: the contract's list (docs/openapi.json enumerates it). */
+export const ERROR_CODES = [
+  'INVALID_REQUEST',
+  'UNAUTHENTICATED',
+  'FORBIDDEN',
+  'QUEUE_NOT_FOUND',
+  'CONSUMER_NOT_FOUND',
+  'MESSAGE_NOT_FOUND',
+  'NOT_FOUND',
+  'METHOD_NOT_ALLOWED',
+  'STALE_RECEIPT',
+  'CONFLICT',
+  'SQS_CREDENTIALS_UNAVAILABLE',
+  'PAYLOAD_TOO_LARGE',
+  'UNSUPPORTED_MEDIA_TYPE',
+  'OUTSIDE_RETENTION',
+  'QUOTA_EXCEEDED',
+  'UNAVAILABLE',
+  'INTERNAL',
+] as const;
+
+export type ErrorCode = (typeof ERROR_CODES)[number];
+
 export interface ErrorIssue {
   path: string;
   message: string;
@@ -10,7 +33,7 @@ export interface ErrorIssue {
 
 export class LeaseqError extends Error {
   constructor(
-    readonly code: string,
+    readonly code: ErrorCode,
     readonly status: number,
     message: string,
     readonly details?: Record<string, unknown>,

@@ -423,7 +423,8 @@ describe('the owner', () => {
     expect(stack.tenantConfig).not.toContain('acme.example');
     const functions = Object.values(template.findResources('AWS::Lambda::Function'));
     expect(functions.length).toBeGreaterThan(0);
-    for (const fn of functions) expect(JSON.stringify(fn.Properties.Environment)).not.toContain('acme.example');
+    for (const fn of functions)
+      expect(JSON.stringify(fn.Properties.Environment)).not.toContain('acme.example');
   });
 
   it('encrypts the topic with a rotated key CloudWatch may use, and outputs its ARN', () => {

@@ -32,6 +32,14 @@ let t: TestRuntime;
 let handler: ApiHandler;
 
 const expectations: Record<string, Expectation> = {
+  // The contract, public like /health: the same document as docs/openapi.json.
+  'openapi-document.json': {
+    status: 200,
+    check: async ({ body }) => {
+      expect(body.openapi).toBe('3.1.0');
+      expect(Object.keys(body.paths)).toContain('/queues/{queue}/messages');
+    },
+  },
   'health.json': {
     status: 200,
     check: async ({ body }) => expect(body).toEqual({ status: 'ok' }),

@@ -1,0 +1,292 @@
+import { z } from 'zod';
+import { ERROR_CODES } from '../core/errors.js';
+import type { Route } from './route.js';
+import * as s from './schemas.js';
+
+/**
+ * The HTTP API as an OpenAPI 3.1 document, its request bodies and query parameters generated from
+ * the zod schemas the routes validate with (zod's own JSON Schema output, draft 2020-12, which is
+ * OpenAPI 3.1's dialect), so the contract cannot drift from the code. Served at
+ * `GET /openapi.json` and kept in docs/openapi.json (a test fails when that file is stale).
+ */
+
+interface RouteDoc {
+  summary: string;
+  /** The scope a key needs (`admin:*` for tenant routes; none for public ones). */
+  scope?: 'produce' | 'consume' | 'admin' | 'admin:*';
+  body?: z.ZodType;
+  /** A body that may be left out. */
+  optionalBody?: boolean;
+  query?: z.ZodObject;
+  /** Takes `?consumer=` (a Lambda consumer's state instead of the queue's). */
+  consumer?: boolean;
+  /** The status of success and what it answers. */
+  ok: [number, string];
+}
+
+/** Every route's documentation; a test checks that each route has one. */
+export const ROUTE_DOCS: Record<string, RouteDoc> = {
+  'GET /health': { summary: 'Liveness', ok: [200, '{"status":"ok"}'] },
+  'GET /openapi.json': { summary: 'This document', ok: [200, 'The OpenAPI 3.1 document'] },
+  'POST /queues/{queue}/messages': {
+    summary: 'Produce 1-500 messages, one result each (accepted, duplicate or failed)',
+    scope: 'produce',
+    body: s.produceRequestSchema,
+    ok: [200, '{"results":[{"message_id","status","error"?}]}'],
+  },
+  'POST /queues/{queue}/receive': {
+    summary: 'Lease up to 100 messages, long polling up to 20 s',
+    scope: 'consume',
+    body: s.receiveRequestSchema,
+    ok: [
+      200,
+      '{"messages":[{message_id, receipt, key, payload, headers, attributes?, attempt, enqueued_at, lease_expires_at}]}',
+    ],
+  },
+  'POST /queues/{queue}/ack': {
+    summary: 'Ack 1-100 receipts (idempotent)',
+    scope: 'consume',
+    body: s.ackRequestSchema,
+    ok: [200, '{"results":[{"receipt","status":"acked"|"stale_receipt"|"invalid_receipt"}]}'],
+  },
+  'POST /queues/{queue}/nack': {
+    summary:
+      'Fail a delivery: retried after its tier, or dead-lettered; release gives it back without an attempt',
+    scope: 'consume',
+    body: s.nackRequestSchema,
+    ok: [200, '{"status":"retry_scheduled"|"dead_lettered","attempt","next_attempt_at"?}'],
+  },
+  'POST /queues/{queue}/extend': {
+    summary: 'Heartbeat: a new lease from now, clamped to the max total lease',
+    scope: 'consume',
+    body: s.extendRequestSchema,
+    ok: [200, '{"lease_expires_at","max_lease_expires_at"}'],
+  },
+  'GET /queues/{queue}/dlq': {
+    summary: 'Dead letters with their attempts',
+    scope: 'admin',
+    query: s.dlqListQuerySchema,
+    consumer: true,
+    ok: [200, '{"messages":[...],"next_cursor"}'],
+  },
+  'GET /queues/{queue}/dlq/{message_id}': {
+    summary: 'One dead letter',
+    scope: 'admin',
+    consumer: true,
+    ok: [200, 'The dead letter'],
+  },
+  'DELETE /queues/{queue}/dlq/{message_id}': {
+    summary: 'Purge one dead letter (audited)',
+    scope: 'admin',
+    consumer: true,
+    ok: [204, 'Purged'],
+  },
+  'POST /queues/{queue}/redrive': {
+    summary: 'Start a rate-limited, filtered redrive of dead letters',
+    scope: 'admin',
+    body: s.redriveRequestSchema,
+    consumer: true,
+    ok: [202, '{"redrive_id","status","moved","remaining","rate_per_sec"}'],
+  },
+  'GET /queues/{queue}/redrives/{redrive_id}': {
+    summary: "A redrive's progress",
+    scope: 'admin',
+    consumer: true,
+    ok: [200, 'The redrive'],
+  },
+  'DELETE /queues/{queue}/redrives/{redrive_id}': {
+    summary: 'Cancel a redrive',
+    scope: 'admin',
+    consumer: true,
+    ok: [200, 'The redrive'],
+  },
+  'POST /queues/{queue}/replay': {
+    summary: 'Deliver again what the queue accepted in a time window, read back from the log',
+    scope: 'admin',
+    body: s.replayRequestSchema,
+    consumer: true,
+    ok: [
+      202,
+      '{"replay_id","status","from","to","replayed","scanned","shards","shards_done","rate_per_sec"}',
+    ],
+  },
+  'GET /queues/{queue}/replays/{replay_id}': {
+    summary: "A replay's progress",
+    scope: 'admin',
+    consumer: true,
+    ok: [200, 'The replay'],
+  },
+  'DELETE /queues/{queue}/replays/{replay_id}': {
+    summary: 'Cancel a replay',
+    scope: 'admin',
+    consumer: true,
+    ok: [200, 'The replay'],
+  },
+  'GET /queues/{queue}/keys/parked': {
+    summary: 'Parked keys (ordered queues)',
+    scope: 'admin',
+    consumer: true,
+    ok: [200, '{"keys":[...]}'],
+  },
+  'POST /queues/{queue}/keys/{key}/skip': {
+    summary: 'Release a parked key without its dead message (audited)',
+    scope: 'admin',
+    body: s.skipRequestSchema,
+    consumer: true,
+    ok: [200, 'The released key'],
+  },
+  'POST /queues/{queue}/pause': {
+    summary: 'Pause deliveries (produce goes on; audited)',
+    scope: 'admin',
+    body: s.pauseRequestSchema,
+    ok: [200, '{"paused":{"paused_at","actor","reason"}}'],
+  },
+  'POST /queues/{queue}/resume': {
+    summary: 'Resume deliveries (audited)',
+    scope: 'admin',
+    body: s.resumeRequestSchema,
+    optionalBody: true,
+    ok: [200, '{"resumed":{...}}'],
+  },
+  'GET /queues/{queue}/audit': {
+    summary: 'Who skipped, purged, redrove, replayed or paused what, when and why',
+    scope: 'admin',
+    query: s.auditQuerySchema,
+    ok: [200, '{"entries":[...]}'],
+  },
+  'GET /queues/{queue}/messages/{message_id}': {
+    summary: 'Trace: where a message is and everything that happened to it',
+    scope: 'admin',
+    consumer: true,
+    ok: [200, 'The trace'],
+  },
+  'GET /queues/{queue}/stats': {
+    summary: 'Depth, in flight, delayed, DLQ, ages, commit stalls, totals, stored bytes, drain',
+    scope: 'admin',
+    consumer: true,
+    ok: [200, 'The stats'],
+  },
+  'POST /keys': {
+    summary: 'Make an API key (shown once), with SQS credentials if asked',
+    scope: 'admin:*',
+    body: s.createKeySchema,
+    ok: [201, '{"name","key","scopes",...,"sqs_credentials"?}'],
+  },
+  'GET /keys': { summary: 'List API keys (never the keys)', scope: 'admin:*', ok: [200, '{"keys":[...]}'] },
+  'DELETE /keys/{name}': {
+    summary: 'Revoke an API key and its SQS credentials',
+    scope: 'admin:*',
+    ok: [204, 'Revoked'],
+  },
+  'POST /keys/{name}/sqs-credentials': {
+    summary: "Make (or rotate) a run-time key's SQS credentials; the secret is shown once",
+    scope: 'admin:*',
+    body: s.createSqsCredentialsSchema,
+    optionalBody: true,
+    ok: [201, '{"name","sqs_credentials":{"access_key_id","secret_access_key"},"created_at"}'],
+  },
+};
+
+const errorSchema = {
+  type: 'object',
+  required: ['error'],
+  properties: {
+    error: {
+      type: 'object',
+      required: ['code', 'message'],
+      properties: {
+        code: { type: 'string', enum: [...ERROR_CODES] },
+        message: { type: 'string' },
+        details: { type: 'object' },
+      },
+    },
+  },
+};
+
+/** JSON Schema of what a route reads (its input, with defaults optional). */
+function schemaOf(schema: z.ZodType): Record<string, unknown> {
+  const { $schema: _dialect, ...rest } = z.toJSONSchema(schema, {
+    io: 'input',
+    unrepresentable: 'any',
+  }) as Record<string, unknown>;
+  return rest;
+}
+
+export function openApiDocument(routes: readonly Route[]): Record<string, unknown> {
+  const paths: Record<string, Record<string, unknown>> = {};
+  for (const route of routes) {
+    const id = `${route.method} ${route.path}`;
+    const doc = ROUTE_DOCS[id];
+    if (!doc) throw new Error(`${id} has no entry in ROUTE_DOCS (functions/api/openapi.ts)`);
+    const params = [...route.path.matchAll(/\{([a-z_]+)\}/g)].map((m) => ({
+      name: m[1],
+      in: 'path',
+      required: true,
+      schema: { type: 'string' },
+    }));
+    const queryProps = doc.query
+      ? (schemaOf(doc.query).properties as Record<string, unknown> | undefined)
+      : undefined;
+    const query = Object.entries(queryProps ?? {})
+      .filter(([name]) => name !== 'consumer')
+      .map(([name, schema]) => ({ name, in: 'query', required: false, schema }));
+    const consumer = doc.consumer
+      ? [
+          {
+            name: 'consumer',
+            in: 'query',
+            required: false,
+            description: "A Lambda consumer's state instead of the queue's",
+            schema: { type: 'string' },
+          },
+        ]
+      : [];
+    paths[route.path] ??= {};
+    (paths[route.path] as Record<string, unknown>)[route.method.toLowerCase()] = {
+      operationId: id.replace(/[^A-Za-z0-9]+/g, '_').replace(/^_|_$/g, ''),
+      summary: doc.summary,
+      ...(doc.scope
+        ? {
+            description: `Scope: ${doc.scope === 'admin:*' ? 'admin:*' : `${doc.scope}:<queue> (or ${doc.scope}:*)`}`,
+          }
+        : {}),
+      ...(doc.scope ? { security: [{ apiKey: [] }] } : { security: [] }),
+      parameters: [...params, ...query, ...consumer],
+      ...(doc.body
+        ? {
+            requestBody: {
+              required: !doc.optionalBody,
+              content: { 'application/json': { schema: schemaOf(doc.body) } },
+            },
+          }
+        : {}),
+      responses: {
+        [String(doc.ok[0])]: { description: doc.ok[1] },
+        '4XX': {
+          description: 'Refused',
+          content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } },
+        },
+        '503': {
+          description: 'Busy: retry after Retry-After',
+          content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } },
+        },
+      },
+    };
+  }
+  return {
+    openapi: '3.1.0',
+    info: {
+      title: 'leaseq',
+      version: '1',
+      description:
+        "A durable work queue: produce, pull consumers with leases, dead letters with history, redrive, replay. The SQS-compatible endpoint (POST / with x-amz-target: AmazonSQS.<Action>) speaks SQS's own protocol and is documented in the README.",
+    },
+    components: {
+      securitySchemes: {
+        apiKey: { type: 'http', scheme: 'bearer', description: 'An API key: Authorization: Bearer <key>' },
+      },
+      schemas: { Error: errorSchema },
+    },
+    paths,
+  };
+}

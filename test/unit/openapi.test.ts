@@ -1,0 +1,35 @@
+import { describe, expect, it } from 'vitest';
+import { routes } from '../../functions/api/app.js';
+import { ROUTE_DOCS } from '../../functions/api/openapi.js';
+import { ERROR_CODES } from '../../functions/core/errors.js';
+import { openApiText, writtenOpenApi } from '../../infra/openapi.js';
+
+/** The OpenAPI document: generated from the routes and their zod schemas, and docs/openapi.json up to date. */
+
+describe('the OpenAPI document', () => {
+  it('documents every route, and nothing that is not one', () => {
+    expect(Object.keys(ROUTE_DOCS).sort()).toEqual(routes.map((r) => `${r.method} ${r.path}`).sort());
+  });
+
+  it('is what docs/openapi.json holds (npm run openapi writes it)', () => {
+    expect(writtenOpenApi(), 'docs/openapi.json is stale: run npm run openapi').toBe(openApiText());
+  });
+
+  it("carries the routes' own zod schemas, their limits included, and every error code", () => {
+    const doc = JSON.parse(openApiText());
+    expect(doc.openapi).toBe('3.1.0');
+    const produce = doc.paths['/queues/{queue}/messages'].post;
+    expect(produce.requestBody.content['application/json'].schema.properties.messages).toMatchObject({
+      minItems: 1,
+      maxItems: 500,
+    });
+    const receive = doc.paths['/queues/{queue}/receive'].post.requestBody.content['application/json'].schema;
+    expect(receive.properties.wait_seconds).toMatchObject({ minimum: 0, maximum: 20 });
+    expect(doc.paths['/queues/{queue}/stats'].get.parameters.map((p: { name: string }) => p.name)).toEqual([
+      'queue',
+      'consumer',
+    ]);
+    expect(doc.paths['/health'].get.security).toEqual([]);
+    expect(doc.components.schemas.Error.properties.error.properties.code.enum).toEqual([...ERROR_CODES]);
+  });
+});
