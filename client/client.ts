@@ -4,18 +4,31 @@ import { backoffMs, type RetryPolicy, sleep, withRetries } from './retry.js';
 import { Transport } from './transport.js';
 import type {
   AckResult,
+  ApiKeyInfo,
+  AuditEntry,
+  ConsumerScope,
+  ConsumerStats,
+  CreatedKey,
+  CreateKeyRequest,
   DeadLetter,
   DlqListOptions,
   DlqPage,
   ExtendResult,
+  MessageTrace,
   NackOptions,
   NackResult,
+  ParkedKey,
   ProduceMessage,
   ProduceResult,
   QueuePause,
   QueueStats,
   ReceivedMessage,
   ReceiveOptions,
+  Redrive,
+  RedriveRequest,
+  Replay,
+  ReplayRequest,
+  SkipResult,
 } from './types.js';
 
 /**
@@ -41,6 +54,9 @@ export interface LeaseqClientOptions {
 export interface CallOptions {
   signal?: AbortSignal;
 }
+
+/** The owner's tools (`admin:q`) also reach one Lambda consumer's state with `consumer`. */
+export type OperationOptions = CallOptions & ConsumerScope;
 
 export class LeaseqClient {
   private readonly transport: Transport;
@@ -149,25 +165,118 @@ export class LeaseqClient {
     return this.post(queue, 'extend', { receipt, lease_seconds: leaseSeconds }, options);
   }
 
-  stats(queue: string, options: CallOptions = {}): Promise<QueueStats> {
-    return this.get(this.path(queue, 'stats'), options);
+  /** The queue's figures; with `consumer`, that Lambda consumer's, which have a shape of their own. */
+  stats(queue: string, options?: CallOptions & { consumer?: undefined }): Promise<QueueStats>;
+  stats(queue: string, options: CallOptions & { consumer: string }): Promise<ConsumerStats>;
+  stats(queue: string, options?: OperationOptions): Promise<QueueStats | ConsumerStats>;
+  stats(queue: string, options: OperationOptions = {}): Promise<QueueStats | ConsumerStats> {
+    return this.get(this.opPath(queue, 'stats', options), options);
   }
 
   /** One page of dead letters, oldest first; pass `next_cursor` back for the next page. */
-  dlq<T = unknown>(queue: string, list: DlqListOptions = {}, options: CallOptions = {}): Promise<DlqPage<T>> {
+  dlq<T = unknown>(
+    queue: string,
+    list: DlqListOptions = {},
+    options: OperationOptions = {},
+  ): Promise<DlqPage<T>> {
     const query = new URLSearchParams();
     if (list.limit !== undefined) query.set('limit', String(list.limit));
     if (list.cursor !== undefined) query.set('cursor', list.cursor);
-    const suffix = query.size ? `?${query}` : '';
-    return this.get(`${this.path(queue, 'dlq')}${suffix}`, options);
+    return this.get(this.opPath(queue, 'dlq', options, query), options);
   }
 
   dlqMessage<T = unknown>(
     queue: string,
     messageId: string,
-    options: CallOptions = {},
+    options: OperationOptions = {},
   ): Promise<DeadLetter<T>> {
-    return this.get(this.path(queue, `dlq/${encodeURIComponent(messageId)}`), options);
+    return this.get(this.opPath(queue, `dlq/${encodeURIComponent(messageId)}`, options), options);
+  }
+
+  /** Deletes one dead letter for good (audited); MessageNotFoundError when there is none. */
+  async dlqPurge(queue: string, messageId: string, options: OperationOptions = {}): Promise<void> {
+    await this.send('DELETE', this.opPath(queue, `dlq/${encodeURIComponent(messageId)}`, options), options);
+  }
+
+  /** Starts moving dead letters back into the queue at `rate_per_sec`, filtered (audited). */
+  redrive(queue: string, body: RedriveRequest = {}, options: OperationOptions = {}): Promise<Redrive> {
+    return this.send('POST', this.opPath(queue, 'redrive', options), options, body);
+  }
+
+  /** A redrive's progress: `moved`, `remaining`, `status`. */
+  getRedrive(queue: string, redriveId: string, options: OperationOptions = {}): Promise<Redrive> {
+    return this.send(
+      'GET',
+      this.opPath(queue, `redrives/${encodeURIComponent(redriveId)}`, options),
+      options,
+    );
+  }
+
+  /** Stops a running redrive (audited); what it moved stays moved. */
+  cancelRedrive(queue: string, redriveId: string, options: OperationOptions = {}): Promise<Redrive> {
+    return this.send(
+      'DELETE',
+      this.opPath(queue, `redrives/${encodeURIComponent(redriveId)}`, options),
+      options,
+    );
+  }
+
+  /** Delivers again what the queue accepted between `from` and `to` (audited); OutsideRetentionError before the log's start. */
+  replay(queue: string, body: ReplayRequest, options: OperationOptions = {}): Promise<Replay> {
+    return this.send('POST', this.opPath(queue, 'replay', options), options, body);
+  }
+
+  getReplay(queue: string, replayId: string, options: OperationOptions = {}): Promise<Replay> {
+    return this.send('GET', this.opPath(queue, `replays/${encodeURIComponent(replayId)}`, options), options);
+  }
+
+  cancelReplay(queue: string, replayId: string, options: OperationOptions = {}): Promise<Replay> {
+    return this.send(
+      'DELETE',
+      this.opPath(queue, `replays/${encodeURIComponent(replayId)}`, options),
+      options,
+    );
+  }
+
+  /** Ordered queues: the keys held behind a dead message. */
+  async parkedKeys(queue: string, options: OperationOptions = {}): Promise<ParkedKey[]> {
+    return (await this.get<{ keys: ParkedKey[] }>(this.opPath(queue, 'keys/parked', options), options)).keys;
+  }
+
+  /** Releases a parked key without its dead message (audited with `reason`). */
+  skipKey(queue: string, key: string, reason: string, options: OperationOptions = {}): Promise<SkipResult> {
+    return this.send('POST', this.opPath(queue, `keys/${encodeURIComponent(key)}/skip`, options), options, {
+      reason,
+    });
+  }
+
+  /** Where a message is and everything that happened to it. */
+  trace(queue: string, messageId: string, options: OperationOptions = {}): Promise<MessageTrace> {
+    return this.get(this.opPath(queue, `messages/${encodeURIComponent(messageId)}`, options), options);
+  }
+
+  /** Who skipped, purged, redrove, replayed or paused what, newest first (`limit` 1-500, default 100). */
+  async audit(
+    queue: string,
+    list: { limit?: number } = {},
+    options: CallOptions = {},
+  ): Promise<AuditEntry[]> {
+    const query = list.limit !== undefined ? `?limit=${list.limit}` : '';
+    return (await this.get<{ entries: AuditEntry[] }>(`${this.path(queue, 'audit')}${query}`, options))
+      .entries;
+  }
+
+  /** Makes an API key (scope `admin:*`); the key is in this answer only. */
+  createKey(body: CreateKeyRequest, options: CallOptions = {}): Promise<CreatedKey> {
+    return this.send('POST', '/keys', options, body);
+  }
+
+  async listKeys(options: CallOptions = {}): Promise<ApiKeyInfo[]> {
+    return (await this.get<{ keys: ApiKeyInfo[] }>('/keys', options)).keys;
+  }
+
+  async revokeKey(name: string, options: CallOptions = {}): Promise<void> {
+    await this.send('DELETE', `/keys/${encodeURIComponent(name)}`, options);
   }
 
   /**
@@ -200,6 +309,27 @@ export class LeaseqClient {
 
   private path(queue: string, rest: string): string {
     return `/queues/${encodeURIComponent(queue)}/${rest}`;
+  }
+
+  /** A queue path with the `?consumer=` of the owner's tools and any further query. */
+  private opPath(queue: string, rest: string, scope: ConsumerScope, query = new URLSearchParams()): string {
+    if (scope.consumer !== undefined) query.set('consumer', scope.consumer);
+    const suffix = query.size ? `?${query}` : '';
+    return `${this.path(queue, rest)}${suffix}`;
+  }
+
+  private send<T>(
+    method: 'GET' | 'POST' | 'DELETE',
+    path: string,
+    options: CallOptions,
+    body?: unknown,
+  ): Promise<T> {
+    return this.call(options, () =>
+      this.transport.send<T>(method, path, {
+        ...(body !== undefined ? { body } : {}),
+        signal: options.signal,
+      }),
+    );
   }
 
   private post<T>(queue: string, action: string, body: unknown, options: CallOptions): Promise<T> {

@@ -3,20 +3,32 @@
  * errors"), so callers can `instanceof` what they handle, plus the errors of the worker.
  */
 
+/**
+ * Every code the server answers with (its list is functions/core/errors.ts ERROR_CODES; the client
+ * keeps its own so it carries no server code, and test/client/error-codes.test.ts keeps the two equal).
+ */
+export const API_ERROR_CODES = [
+  'INVALID_REQUEST',
+  'UNAUTHENTICATED',
+  'FORBIDDEN',
+  'QUEUE_NOT_FOUND',
+  'CONSUMER_NOT_FOUND',
+  'MESSAGE_NOT_FOUND',
+  'NOT_FOUND',
+  'METHOD_NOT_ALLOWED',
+  'STALE_RECEIPT',
+  'CONFLICT',
+  'SQS_CREDENTIALS_UNAVAILABLE',
+  'PAYLOAD_TOO_LARGE',
+  'UNSUPPORTED_MEDIA_TYPE',
+  'OUTSIDE_RETENTION',
+  'QUOTA_EXCEEDED',
+  'UNAVAILABLE',
+  'INTERNAL',
+] as const;
+
 export type LeaseqErrorCode =
-  | 'INVALID_REQUEST'
-  | 'UNAUTHENTICATED'
-  | 'FORBIDDEN'
-  | 'QUEUE_NOT_FOUND'
-  | 'MESSAGE_NOT_FOUND'
-  | 'NOT_FOUND'
-  | 'METHOD_NOT_ALLOWED'
-  | 'STALE_RECEIPT'
-  | 'PAYLOAD_TOO_LARGE'
-  | 'UNSUPPORTED_MEDIA_TYPE'
-  | 'QUOTA_EXCEEDED'
-  | 'UNAVAILABLE'
-  | 'INTERNAL'
+  | (typeof API_ERROR_CODES)[number]
   // A newer server may add codes; the client still surfaces them.
   | (string & {});
 
@@ -61,18 +73,27 @@ export class UnauthenticatedError extends LeaseqApiError {}
 export class ForbiddenError extends LeaseqApiError {}
 export class QueueNotFoundError extends LeaseqApiError {}
 export class MessageNotFoundError extends LeaseqApiError {}
+/** `?consumer=<name>` names no Lambda consumer of the queue. */
+export class ConsumerNotFoundError extends LeaseqApiError {}
 export class NotFoundError extends LeaseqApiError {}
 export class StaleReceiptError extends LeaseqApiError {}
 export class PayloadTooLargeError extends LeaseqApiError {}
 export class UnsupportedMediaTypeError extends LeaseqApiError {}
 export class QuotaExceededError extends LeaseqApiError {}
 export class UnavailableError extends LeaseqApiError {}
+/** A replay window that starts before what the log keeps; `details.oldest_replayable` says where it may start. */
+export class OutsideRetentionError extends LeaseqApiError {
+  get oldestReplayable(): string | undefined {
+    return this.details?.oldest_replayable as string | undefined;
+  }
+}
 
 const CLASSES: Record<string, new (init: ApiErrorInit) => LeaseqApiError> = {
   INVALID_REQUEST: InvalidRequestError,
   UNAUTHENTICATED: UnauthenticatedError,
   FORBIDDEN: ForbiddenError,
   QUEUE_NOT_FOUND: QueueNotFoundError,
+  CONSUMER_NOT_FOUND: ConsumerNotFoundError,
   MESSAGE_NOT_FOUND: MessageNotFoundError,
   NOT_FOUND: NotFoundError,
   STALE_RECEIPT: StaleReceiptError,
@@ -80,6 +101,7 @@ const CLASSES: Record<string, new (init: ApiErrorInit) => LeaseqApiError> = {
   UNSUPPORTED_MEDIA_TYPE: UnsupportedMediaTypeError,
   QUOTA_EXCEEDED: QuotaExceededError,
   UNAVAILABLE: UnavailableError,
+  OUTSIDE_RETENTION: OutsideRetentionError,
 };
 
 /** Codes for answers without leaseq's error body (API Gateway's own 413, 429, 502, 503...). */

@@ -1,6 +1,6 @@
 /** leaseq/client: the SDK for services that use leaseq over its HTTPS API. */
 
-export { type CallOptions, LeaseqClient, type LeaseqClientOptions } from './client.js';
+export { type CallOptions, LeaseqClient, type LeaseqClientOptions, type OperationOptions } from './client.js';
 export * from './errors.js';
 export type * from './types.js';
 export { type Handler, type HandlerContext, Worker, type WorkerOptions, type WorkerPhase } from './worker.js';

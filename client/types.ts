@@ -70,6 +70,22 @@ export interface ExtendResult {
   max_lease_expires_at: string;
 }
 
+/** A Lambda consumer's own figures (`stats` with `consumer`): README, "A Lambda consumer's dead letters". */
+export interface ConsumerStats {
+  consumer: string;
+  ready: number;
+  in_flight: number;
+  delayed: number;
+  held: number;
+  dlq_depth: number;
+  parked_keys: number;
+  dlq_oldest_age_seconds: number;
+  nacked_total: number;
+  dead_lettered_total: number;
+  expired_unprocessed_total: number;
+  commit_stalled_seconds: number;
+}
+
 export interface QueueStats {
   depth: number;
   in_flight: number;
@@ -148,4 +164,130 @@ export interface DlqListOptions {
 /** The error body every non-2xx answer carries. */
 export interface ErrorBody {
   error: { code: string; message: string; details?: Record<string, unknown> };
+}
+
+/** `?consumer=<name>`: the same tool on one of the queue's Lambda consumers' state. */
+export interface ConsumerScope {
+  consumer?: string;
+}
+
+export type JobStatus = 'running' | 'done' | 'cancelled';
+
+export interface RedriveFilter {
+  message_ids?: string[];
+  /** Only dead letters whose last error contains this text. */
+  error_contains?: string;
+  dead_after?: string;
+  dead_before?: string;
+}
+
+export interface RedriveRequest {
+  /** Default 10, at most 1000. */
+  rate_per_sec?: number;
+  filter?: RedriveFilter;
+}
+
+export interface Redrive {
+  redrive_id: string;
+  status: JobStatus;
+  moved: number;
+  remaining: number;
+  rate_per_sec: number;
+}
+
+export interface ReplayRequest {
+  /** ISO 8601: the first time the log took a message to replay. */
+  from: string;
+  /** Defaults to now. */
+  to?: string;
+  rate_per_sec?: number;
+  filter?: { message_ids?: string[]; keys?: string[] };
+}
+
+export interface Replay {
+  replay_id: string;
+  status: JobStatus;
+  from: string;
+  to: string;
+  replayed: number;
+  scanned: number;
+  shards: number;
+  shards_done: number;
+  rate_per_sec: number;
+}
+
+/** An ordered queue's key held behind a dead message. */
+export interface ParkedKey {
+  key: string;
+  parked_at: string;
+  dead_message_id: string;
+  held: number;
+}
+
+export interface SkipResult {
+  key: string;
+  /** Held messages of the key let through. */
+  released: number;
+}
+
+export type TraceState = 'pending' | 'leased' | 'delayed' | 'acked' | 'dead' | 'held' | 'purged';
+
+export interface TraceEvent {
+  at: string;
+  event: string;
+  detail: Record<string, unknown>;
+}
+
+/** Where a message is and everything that happened to it. */
+export interface MessageTrace {
+  message_id: string;
+  state: TraceState;
+  shard: string | null;
+  sequence: string | null;
+  enqueued_at: string | null;
+  attempts: FailedAttempt[];
+  events: TraceEvent[];
+  schema_ref?: string;
+  traceparent?: string;
+  replay_id?: string;
+}
+
+export interface AuditEntry {
+  at: string;
+  action: string;
+  actor: string;
+  consumer?: string;
+  target: string;
+  reason?: string;
+  detail?: Record<string, unknown>;
+}
+
+export interface ApiKeyInfo {
+  name: string;
+  scopes: string[];
+  rate_limits: Record<string, unknown>;
+  created_at: string;
+  created_by: string;
+  revoked_at: string | null;
+  sqs_access_key_id: string | null;
+}
+
+export interface SqsCredentials {
+  access_key_id: string;
+  secret_access_key: string;
+}
+
+export interface CreateKeyRequest {
+  /** 1-64 of [A-Za-z0-9_.-]. */
+  name: string;
+  /** For example `produce:orders`, `consume:*`, `admin:*`. */
+  scopes: string[];
+  rate_limits?: Record<string, unknown>;
+  sqs_credentials?: boolean;
+}
+
+/** The key itself (and SQS secret) are answered once, here. */
+export interface CreatedKey extends ApiKeyInfo {
+  key: string;
+  sqs_credentials?: SqsCredentials;
 }

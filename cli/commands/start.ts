@@ -1,0 +1,81 @@
+import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { Command } from 'commander';
+import { ConfigError, parseTenantConfig } from '../../functions/core/config.js';
+import { checkPayloadSchemas } from '../../functions/core/payload-schema.js';
+import { loadTenantFile } from '../../infra/tenant-file.js';
+import { UsageError } from '../context.js';
+
+/**
+ * `leaseq start`: what `npm start` does (infra/local/main.ts, same flags), in a child process.
+ * Flags are checked here first, and so is the tenant file, so a mistake in either is one line
+ * (with the file's line and column for broken JSON) and exit 2, never a stack trace.
+ */
+
+const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
+
+export function registerStart(program: Command): void {
+  program
+    .command('start')
+    .description('run the whole system locally (what `npm start` does)')
+    .option('--config <file>', 'the tenant file (default $LEASEQ_CONFIG or tenants/local.json)')
+    .option('--port <port>', 'the port (default $PORT or 4000)')
+    .option('--data-dir <dir>', 'the data folder (default $LEASEQ_DATA_DIR or .leaseq)')
+    .action(async (opts: { config?: string; port?: string; dataDir?: string }) => {
+      if (opts.port !== undefined && !/^\d+$/.test(opts.port))
+        throw new UsageError(`--port: not a port number: ${opts.port}`);
+      checkTenantFile(opts.config ?? process.env.LEASEQ_CONFIG ?? 'tenants/local.json');
+      const args = [
+        ...(opts.config !== undefined ? ['--config', opts.config] : []),
+        ...(opts.port !== undefined ? ['--port', opts.port] : []),
+        ...(opts.dataDir !== undefined ? ['--data-dir', opts.dataDir] : []),
+      ];
+      const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'infra/local/main.ts'), ...args], {
+        stdio: 'inherit',
+        env: { AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true', ...process.env },
+      });
+      // Ctrl-C reaches the child from the terminal; a signal sent to this process alone is passed on.
+      for (const signal of ['SIGINT', 'SIGTERM'] as const) process.on(signal, () => child.kill(signal));
+      const code = await new Promise<number>((done) => child.on('exit', (c, s) => done(c ?? (s ? 1 : 0))));
+      process.exitCode = code;
+    });
+}
+
+/** The checks `npm start` makes on the tenant file, as a UsageError naming the file (and line). */
+export function checkTenantFile(path: string): void {
+  const full = resolve(path);
+  let text: string;
+  try {
+    text = readFileSync(full, 'utf8');
+  } catch {
+    throw new UsageError(`${path}: not found`);
+  }
+  try {
+    JSON.parse(text);
+  } catch (err) {
+    throw new UsageError(
+      `${path}${jsonErrorPlace(text, (err as Error).message)}: not valid JSON: ${(err as Error).message}`,
+    );
+  }
+  try {
+    const tenant = parseTenantConfig(loadTenantFile(full, path), path);
+    checkPayloadSchemas(tenant, path);
+  } catch (err) {
+    if (err instanceof ConfigError) throw new UsageError(err.message);
+    throw err;
+  }
+}
+
+/** `:line:column` of a JSON.parse error's "position N", or nothing when it does not say. */
+export function jsonErrorPlace(text: string, message: string): string {
+  const lineCol = /line (\d+) column (\d+)/.exec(message);
+  if (lineCol) return `:${lineCol[1]}:${lineCol[2]}`;
+  const pos = /position (\d+)/.exec(message);
+  if (!pos) return '';
+  const before = text.slice(0, Number(pos[1]));
+  const line = before.split('\n').length;
+  const column = Number(pos[1]) - before.lastIndexOf('\n');
+  return `:${line}:${column}`;
+}

@@ -1,0 +1,243 @@
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestRuntime, type TestRuntime } from '../helpers/runtime.js';
+
+/** The real `leaseq` binary (node bin/leaseq.mjs) against a local runtime of its own. */
+
+const BIN = resolve('bin/leaseq.mjs');
+
+let t: TestRuntime;
+let scratch: string;
+
+beforeAll(async () => {
+  t = await startTestRuntime({
+    tenant: 'cli',
+    queues: {
+      jobs: { shards: 1 },
+      dead: { shards: 1, max_attempts: 1 },
+      ledger: { ordered: true, shards: 1, max_attempts: 1 },
+    },
+  });
+  scratch = mkdtempSync(join(tmpdir(), 'leaseq-cli-'));
+});
+afterAll(async () => {
+  await t?.close();
+  if (scratch) rmSync(scratch, { recursive: true, force: true });
+});
+
+interface Run {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs the binary asynchronously (the runtime shares this process's event loop). */
+function leaseq(
+  args: string[],
+  options: { stdin?: string; env?: Record<string, string> } = {},
+): Promise<Run> {
+  return new Promise((done, fail) => {
+    const child = spawn(process.execPath, [BIN, ...args], {
+      cwd: scratch,
+      env: { ...process.env, LEASEQ_URL: t.runtime.url, LEASEQ_KEY: t.runtime.adminKey, ...options.env },
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d) => {
+      stdout += d;
+    });
+    child.stderr.on('data', (d) => {
+      stderr += d;
+    });
+    child.on('error', fail);
+    child.on('close', (code) => done({ code, stdout, stderr }));
+    child.stdin.end(options.stdin ?? '');
+  });
+}
+
+const lines = (text: string) => text.split('\n').filter((l) => l !== '');
+
+describe('leaseq against a local runtime', () => {
+  it('send → receive → ack, in JSON', async () => {
+    const sent = await leaseq(['send', 'jobs', '{"n":1}', '--id', 'cli-1', '--json']);
+    expect(sent.stderr).toBe('');
+    expect(sent.code).toBe(0);
+    expect(JSON.parse(sent.stdout).results).toEqual([{ message_id: 'cli-1', status: 'accepted' }]);
+
+    // Two more from stdin lines, one per line.
+    const fromStdin = await leaseq(['send', 'jobs', '--json'], { stdin: '{"n":2}\n{"n":3}\n' });
+    expect(fromStdin.code).toBe(0);
+    expect(JSON.parse(fromStdin.stdout).results.map((r: { status: string }) => r.status)).toEqual([
+      'accepted',
+      'accepted',
+    ]);
+
+    const got = await leaseq(['receive', 'jobs', '--max', '10', '--wait', '5', '--json']);
+    expect(got.code).toBe(0);
+    const messages = JSON.parse(got.stdout).messages as {
+      message_id: string;
+      payload: unknown;
+      receipt: string;
+    }[];
+    expect(messages.length).toBeGreaterThan(0);
+    const first = messages.find((m) => m.message_id === 'cli-1');
+    expect(first?.payload).toEqual({ n: 1 });
+
+    const acked = await leaseq(['ack', 'jobs', ...messages.map((m) => m.receipt), '--json']);
+    expect(acked.code).toBe(0);
+    expect(JSON.parse(acked.stdout).results.every((r: { status: string }) => r.status === 'acked')).toBe(
+      true,
+    );
+
+    // What is left, received and acked in one go, as a table.
+    const rest = await leaseq(['receive', 'jobs', '--ack', '--wait', '2']);
+    expect(rest.code).toBe(0);
+    const stats = await leaseq(['stats', 'jobs', '--json']);
+    expect(stats.code).toBe(0);
+    const s = JSON.parse(stats.stdout);
+    expect(s.acked_total + (s.depth ?? 0) + s.in_flight).toBeGreaterThanOrEqual(3);
+  });
+
+  it('redrive --follow reaches 100 %', async () => {
+    const ids = ['d-1', 'd-2', 'd-3'];
+    await t.api('/queues/dead/messages', {
+      body: { messages: ids.map((id) => ({ message_id: id, payload: id })) },
+    });
+    const received: { receipt: string }[] = [];
+    const deadline = Date.now() + 15_000;
+    while (received.length < ids.length && Date.now() < deadline) {
+      const res = await t.api('/queues/dead/receive', { body: { max_messages: 10, wait_seconds: 1 } });
+      received.push(...res.body.messages);
+    }
+    for (const m of received) {
+      await t.api('/queues/dead/nack', { body: { receipt: m.receipt, retryable: false, error: 'boom' } });
+    }
+
+    const ls = await leaseq(['dlq', 'ls', 'dead', '--json']);
+    expect(ls.code).toBe(0);
+    expect(
+      JSON.parse(ls.stdout)
+        .messages.map((m: { message_id: string }) => m.message_id)
+        .sort(),
+    ).toEqual(ids);
+    const show = await leaseq(['dlq', 'show', 'dead', 'd-1']);
+    expect(show.code).toBe(0);
+    expect(show.stdout).toContain('non_retryable');
+    expect(show.stdout).toContain('boom');
+
+    const redrive = await leaseq(['redrive', 'dead', '--rate', '100', '--follow']);
+    expect(redrive.stderr).toBe('');
+    expect(redrive.code).toBe(0);
+    const last = lines(redrive.stdout).at(-1) ?? '';
+    expect(last).toMatch(/: done, moved 3, 0 left \(100 %\)$/);
+
+    const stats = await leaseq(['stats', 'dead', '--json']);
+    expect(JSON.parse(stats.stdout).dlq_depth).toBe(0);
+    const audit = await leaseq(['audit', 'dead', '--json']);
+    expect(
+      JSON.parse(audit.stdout).entries.some((e: { action: string }) => e.action.includes('redrive')),
+    ).toBe(true);
+  });
+
+  it('trace and keys', async () => {
+    const trace = await leaseq(['trace', 'dead', 'd-1']);
+    expect(trace.code).toBe(0);
+    expect(trace.stdout).toContain('message_id');
+    expect(trace.stdout).toMatch(/dead|redriv/);
+
+    const made = await leaseq(['keys', 'create', 'cli-reader', '--scope', 'consume:jobs', '--json']);
+    expect(made.code).toBe(0);
+    const key = JSON.parse(made.stdout).key as string;
+    const listed = await leaseq(['keys', 'ls', '--json']);
+    expect(JSON.parse(listed.stdout).keys.map((k: { name: string }) => k.name)).toContain('cli-reader');
+    // The new key may receive but not read stats: the service's FORBIDDEN, exit 1.
+    const forbidden = await leaseq(['stats', 'jobs', '--key', key]);
+    expect(forbidden.code).toBe(1);
+    expect(forbidden.stderr).toMatch(/^leaseq: FORBIDDEN: /);
+    expect((await leaseq(['keys', 'revoke', 'cli-reader'])).code).toBe(0);
+  });
+
+  it('parked ls and skip on an ordered queue', async () => {
+    await t.api('/queues/ledger/messages', {
+      body: { messages: [1, 2].map((n) => ({ message_id: `l-${n}`, key: 'acct-1', payload: n })) },
+    });
+    let first: { receipt: string } | undefined;
+    for (let i = 0; i < 15 && !first; i++) {
+      first = (await t.api('/queues/ledger/receive', { body: { max_messages: 1, wait_seconds: 1 } })).body
+        .messages[0];
+    }
+    await t.api('/queues/ledger/nack', { body: { receipt: first?.receipt, retryable: false, error: 'bad' } });
+
+    const parked = await leaseq(['parked', 'ls', 'ledger', '--json']);
+    expect(parked.code).toBe(0);
+    expect(JSON.parse(parked.stdout).keys).toMatchObject([{ key: 'acct-1', dead_message_id: 'l-1' }]);
+    const noReason = await leaseq(['skip', 'ledger', 'acct-1']);
+    expect(noReason.code).toBe(2);
+    const skipped = await leaseq(['skip', 'ledger', 'acct-1', '--reason', 'replaced by hand', '--json']);
+    expect(skipped.code).toBe(0);
+    expect(JSON.parse(skipped.stdout).key).toBe('acct-1');
+    const after = await leaseq(['parked', 'ls', 'ledger']);
+    expect(after.stdout.trim()).toBe('no parked keys');
+  });
+
+  it('a wrong key exits 1 with exactly one line on stderr', async () => {
+    const run = await leaseq(['stats', 'jobs', '--key', 'not-a-key-0123456789']);
+    expect(run.code).toBe(1);
+    expect(run.stdout).toBe('');
+    expect(lines(run.stderr)).toHaveLength(1);
+    expect(run.stderr).toMatch(/^leaseq: UNAUTHENTICATED: /);
+
+    const json = await leaseq(['stats', 'jobs', '--key', 'not-a-key-0123456789', '--json']);
+    expect(json.code).toBe(1);
+    expect(JSON.parse(json.stderr).error.code).toBe('UNAUTHENTICATED');
+  });
+
+  it('leaseq size: the figures of the hand calculation, as JSON', async () => {
+    const run = await leaseq(['size', '--rate', '200000', '--bytes', '2048', '--json']);
+    expect(run.code).toBe(0);
+    const r = JSON.parse(run.stdout);
+    // (2048 + 300) × 200,000 B/s / 1 MiB/s = 447.85 → 448 for bytes; 200 for records; × 1.2 → 538.
+    expect(r.kinesis).toMatchObject({
+      shardsForBytes: 448,
+      shardsForRecords: 200,
+      binding: 'bytes',
+      shards: 538,
+    });
+    // 200,000 × 8.34 WRU and × 1.77 RRU a message.
+    expect(r.dynamodb.writeUnitsPerSecond).toBeCloseTo(1_668_000, 3);
+    expect(r.dynamodb.readUnitsPerSecond).toBeCloseTo(354_000, 3);
+    // 525.6 billion messages a month × $5.43375 per million in DynamoDB units.
+    expect(r.monthlyUsd.dynamodb).toBeCloseTo(2_855_979, 0);
+    const text = await leaseq(['size', '--rate', '200000', '--bytes', '2048']);
+    expect(text.stdout).toContain('binding limit');
+    expect(text.stdout).toMatch(/shards\s+│ 538/);
+  });
+
+  it('usage mistakes exit 2 with one line and no stack trace', async () => {
+    const bogus = await leaseq(['start', '--bogus']);
+    expect(bogus.code).toBe(2);
+    expect(lines(bogus.stderr)).toEqual(["leaseq: unknown option '--bogus'"]);
+
+    const broken = join(scratch, 'broken.json');
+    writeFileSync(broken, '{\n  "tenant": "x",\n  "queues": {,}\n}\n');
+    const badFile = await leaseq(['start', '--config', broken]);
+    expect(badFile.code).toBe(2);
+    expect(lines(badFile.stderr)).toHaveLength(1);
+    expect(badFile.stderr).toContain(`${broken}:3:`);
+    expect(badFile.stderr).not.toMatch(/\n\s+at /);
+
+    const invalid = join(scratch, 'invalid.json');
+    writeFileSync(invalid, JSON.stringify({ tenant: 'x', queues: { q: { shards: 'many' } } }));
+    const badConfig = await leaseq(['start', '--config', invalid]);
+    expect(badConfig.code).toBe(2);
+    expect(lines(badConfig.stderr)).toHaveLength(1);
+    expect(badConfig.stderr).toContain('queues.q.shards');
+
+    const noRate = await leaseq(['size', '--bytes', '10']);
+    expect(noRate.code).toBe(2);
+    expect(lines(noRate.stderr)).toHaveLength(1);
+  });
+});
