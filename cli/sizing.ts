@@ -37,20 +37,21 @@ export const SOURCES = {
   /** A PUT payload unit is each 25 KB chunk of a record (bench/prices.ts). */
   putPayloadUnitBytes: 25 * 1024,
   /**
-   * DynamoDB units per delivered message: docs/architecture.md "What the bench says", "Cost cuts",
-   * run c1 after the change: 4.34 base WRU, 1.77 RRU, 4.60 DynamoDB requests, plus the 4
-   * estimated index WRU of "the index re-keying" (admission, lease: delete + put, ack).
+   * DynamoDB units per delivered message on the lease layer: `npm run bench` (stop 23, dynalite,
+   * docs/architecture.md "What the bench says"), run c4-ids (4 workers, producer ids, as
+   * leaseq/client assigns them): 1.42 WRU all-in (dynalite reports no index units; the lease path
+   * writes none, checked on DynamoDB Local), 2.00 RRU, 1.91 DynamoDB requests.
    */
-  writeUnitsPerMessage: 4.34 + 4,
-  readUnitsPerMessage: 1.77,
-  dynamodbRequestsPerMessage: 4.6,
+  writeUnitsPerMessage: 1.42,
+  readUnitsPerMessage: 2.0,
+  dynamodbRequestsPerMessage: 1.91,
   /** An on-demand table's default throughput quota per table (AWS DynamoDB quotas), each of reads and writes. */
   dynamodbTableUnitsPerSecond: 40_000,
   /**
-   * API calls per delivered message: the bench's 0.32 (same section, c16 after: produce, receive
-   * and ack in batches of 10, plus empty long polls).
+   * API calls per delivered message: the same run's 0.33 (produce, receive and ack in batches of
+   * 10, plus empty long polls).
    */
-  apiRequestsPerMessage: 0.32,
+  apiRequestsPerMessage: 0.33,
   /** A warm API call's duration: docs/architecture.md "Latency", the produce hop (~45 ms, the longest). */
   apiSecondsPerRequest: 0.045,
   /** Lambda's default account concurrency (per region). */

@@ -206,11 +206,11 @@ describe('leaseq against a local runtime', () => {
       binding: 'bytes',
       shards: 538,
     });
-    // 200,000 × 8.34 WRU and × 1.77 RRU a message.
-    expect(r.dynamodb.writeUnitsPerSecond).toBeCloseTo(1_668_000, 3);
-    expect(r.dynamodb.readUnitsPerSecond).toBeCloseTo(354_000, 3);
-    // 525.6 billion messages a month × $5.43375 per million in DynamoDB units.
-    expect(r.monthlyUsd.dynamodb).toBeCloseTo(2_855_979, 0);
+    // 200,000 × 1.42 WRU and × 2.00 RRU a message.
+    expect(r.dynamodb.writeUnitsPerSecond).toBeCloseTo(284_000, 3);
+    expect(r.dynamodb.readUnitsPerSecond).toBeCloseTo(400_000, 3);
+    // 525.6 billion messages a month × $1.1375 per million in DynamoDB units.
+    expect(r.monthlyUsd.dynamodb).toBeCloseTo(597_870, 0);
     const text = await leaseq(['size', '--rate', '200000', '--bytes', '2048']);
     expect(text.stdout).toContain('binding limit');
     expect(text.stdout).toMatch(/shards\s+│ 538/);

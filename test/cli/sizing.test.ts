@@ -19,22 +19,22 @@ describe('size', () => {
     expect(r.kinesis.binding).toBe('bytes');
     // 447.85 × 1.2 = 537.42 → 538.
     expect(r.kinesis.shards).toBe(538);
-    // 8.34 WRU (4.34 base + 4 index) and 1.77 RRU a message.
-    expect(r.dynamodb.writeUnitsPerSecond).toBeCloseTo(1_668_000, 3);
-    expect(r.dynamodb.readUnitsPerSecond).toBeCloseTo(354_000, 3);
+    // 1.42 WRU and 2.00 RRU a message (the bench's c4-ids).
+    expect(r.dynamodb.writeUnitsPerSecond).toBeCloseTo(284_000, 3);
+    expect(r.dynamodb.readUnitsPerSecond).toBeCloseTo(400_000, 3);
     expect(r.dynamodb.overTableQuota).toBe(true);
-    // 200,000 × 0.32 × 0.045 s = 2,880 API functions busy, + 538 dispatch + 1 sweep.
-    expect(r.lambda.apiConcurrency).toBe(2880);
-    expect(r.lambda.concurrency).toBe(3419);
-    // A month: 200,000 × 3,600 × 730 = 525.6 billion messages; × (8.34 × $0.625 + 1.77 × $0.125) per million.
-    expect(r.monthlyUsd.dynamodb).toBeCloseTo(525_600 * 5.43375, 2);
+    // 200,000 × 0.33 × 0.045 s = 2,970 API functions busy, + 538 dispatch + 1 sweep.
+    expect(r.lambda.apiConcurrency).toBe(2970);
+    expect(r.lambda.concurrency).toBe(3509);
+    // A month: 200,000 × 3,600 × 730 = 525.6 billion messages; × (1.42 × $0.625 + 2.00 × $0.125) per million.
+    expect(r.monthlyUsd.dynamodb).toBeCloseTo(525_600 * 1.1375, 2);
     // 538 shards × 730 h × $0.015, and × $0.02 for retention past 24 h.
     expect(r.monthlyUsd.kinesisShards).toBeCloseTo(538 * 730 * 0.015, 6);
     expect(r.monthlyUsd.kinesisRetention).toBeCloseTo(538 * 730 * 0.02, 6);
     // One 25 KB PUT payload unit a record: 525.6 billion × $0.014 per million.
     expect(r.monthlyUsd.kinesisPut).toBeCloseTo(525_600 * 0.014, 6);
-    // API Gateway: 0.32 requests a message at $1 per million.
-    expect(r.monthlyUsd.apiGateway).toBeCloseTo(525_600 * 0.32, 6);
+    // API Gateway: 0.33 requests a message at $1 per million.
+    expect(r.monthlyUsd.apiGateway).toBeCloseTo(525_600 * 0.33, 6);
   });
 
   it('small messages: records bind; 24 h retention costs no extended retention', () => {
