@@ -166,6 +166,22 @@ export class NonRetryableError extends Error {
 }
 
 /**
+ * Thrown by a handler that knows when to try again (a rate limit's Retry-After, a dependency down
+ * for a known while): the worker nacks it with `retry_after_seconds`, so its retry comes after
+ * `seconds` instead of the queue's backoff tier. The attempt counts as failed.
+ */
+export class RetryAfterError extends Error {
+  constructor(
+    readonly seconds: number,
+    message = `retry after ${seconds} s`,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+    this.name = 'RetryAfterError';
+  }
+}
+
+/**
  * Whether sending the same request again may succeed: throttling (429), an unavailable
  * service (503, and 502/504 from a gateway in front of it) and network failures. A 500 is a
  * bug in the server, and the other 4xx answer the same every time.

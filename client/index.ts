@@ -3,4 +3,11 @@
 export { type CallOptions, LeaseqClient, type LeaseqClientOptions, type OperationOptions } from './client.js';
 export * from './errors.js';
 export type * from './types.js';
-export { type Handler, type HandlerContext, Worker, type WorkerOptions, type WorkerPhase } from './worker.js';
+export {
+  type Handler,
+  type HandlerContext,
+  Worker,
+  type WorkerHooks,
+  type WorkerOptions,
+  type WorkerPhase,
+} from './worker.js';

@@ -1,6 +1,6 @@
 import { AckBatcher } from './ack-batcher.js';
 import type { LeaseqClient } from './client.js';
-import { NonRetryableError, StaleReceiptError } from './errors.js';
+import { NonRetryableError, RetryAfterError, StaleReceiptError } from './errors.js';
 import { MessageLease } from './lease.js';
 import { backoffMs, sleep } from './retry.js';
 import type { AckStatus, ExtendResult, ReceivedMessage } from './types.js';
@@ -37,6 +37,19 @@ export interface WorkerOptions<T> {
   consumerId?: string;
   /** Every error the worker handled (a failed handler was nacked); default console.error. */
   onError?: (err: unknown, context: { phase: WorkerPhase; message?: ReceivedMessage<T> }) => void;
+  /** What a service may log or count, as sqs-consumer's events offer it. A hook that throws is ignored. */
+  on?: WorkerHooks<T>;
+}
+
+export interface WorkerHooks<T> {
+  /** The handler returned and the message was acked; `ms` is the handler's time. */
+  processed?: (message: ReceivedMessage<T>, ms: number) => void;
+  /** The handler threw and the message was nacked (retried, or dead-lettered). */
+  failed?: (message: ReceivedMessage<T>, err: unknown) => void;
+  /** A long poll ended with nothing. */
+  empty?: () => void;
+  /** stop() finished: nothing runs and nothing is held any more. */
+  stopped?: () => void;
 }
 
 interface Job<T> {
@@ -50,6 +63,14 @@ interface Job<T> {
 }
 
 const MAX_ERROR_TEXT = 4096;
+/** A nack's `retry_after_seconds` is at most 12 hours. */
+const MAX_RETRY_AFTER_SECONDS = 12 * 3600;
+
+function retryAfterSeconds(seconds: number): number | undefined {
+  return Number.isFinite(seconds)
+    ? Math.min(MAX_RETRY_AFTER_SECONDS, Math.max(0, Math.ceil(seconds)))
+    : undefined;
+}
 
 export class Worker<T = unknown> {
   private readonly concurrency: number;
@@ -111,6 +132,7 @@ export class Worker<T = unknown> {
         await sleep(backoffMs({ maxRetries: 0, baseMs: 1000 }, failures++, err), this.halting.signal);
         continue;
       }
+      if (!messages.length) this.hook('empty');
       // Past the stop's deadline there is no time left to handle them: hand them back.
       for (const message of messages) this.polling.signal.aborted ? this.release(message) : this.run(message);
     }
@@ -152,6 +174,7 @@ export class Worker<T = unknown> {
   private async process(job: Job<T>): Promise<void> {
     const { message, lease } = job;
     let failure: { err: unknown } | undefined;
+    const started = Date.now();
     try {
       await this.options.handler(message, { signal: lease.signal, extend: (s) => lease.extend(s) });
     } catch (err) {
@@ -164,6 +187,7 @@ export class Worker<T = unknown> {
       try {
         const status = await this.acks.ack(message.receipt);
         if (status !== 'acked') this.report(lateAck(status), 'ack', message);
+        else this.hook('processed', message, Date.now() - started);
       } catch (err) {
         this.report(err, 'ack', message);
       }
@@ -171,11 +195,15 @@ export class Worker<T = unknown> {
     }
     this.report(failure.err, 'handler', message);
     const retryable = !(failure.err instanceof NonRetryableError);
+    const retryAfter =
+      failure.err instanceof RetryAfterError ? retryAfterSeconds(failure.err.seconds) : undefined;
     try {
       await this.options.client.nack(this.options.queue, message.receipt, {
         retryable,
         error: errorText(failure.err),
+        ...(retryAfter !== undefined ? { retry_after_seconds: retryAfter } : {}),
       });
+      this.hook('failed', message, failure.err);
     } catch (err) {
       this.report(err, 'nack', message);
     }
@@ -227,6 +255,18 @@ export class Worker<T = unknown> {
       this.release(job.message);
     }
     await Promise.all([...settling, ...this.releases]);
+    this.hook('stopped');
+  }
+
+  private hook<K extends keyof WorkerHooks<T>>(
+    name: K,
+    ...args: Parameters<NonNullable<WorkerHooks<T>[K]>>
+  ): void {
+    try {
+      (this.options.on?.[name] as ((...a: typeof args) => void) | undefined)?.(...args);
+    } catch {
+      // A service's logging must not stop the loop or lose a message.
+    }
   }
 
   private report(err: unknown, phase: WorkerPhase, message?: ReceivedMessage<T>): void {

@@ -227,11 +227,16 @@ export class RangeFailures {
   async failHeld(
     config: QueueConfig,
     held: { queue: string; shard: string; sequence: string; envelope: Envelope; lease: Lease },
-    f: Pick<EntryFailure, 'reason' | 'error' | 'lease'>,
+    f: Pick<EntryFailure, 'reason' | 'error' | 'lease' | 'retryAfterSeconds'>,
     now: number,
   ): Promise<Outcome | undefined> {
     const env = held.envelope;
-    const outcome = afterFailure(config, { attempt: env.attempt, reason: f.reason, now });
+    const outcome = afterFailure(config, {
+      attempt: env.attempt,
+      reason: f.reason,
+      now,
+      ...(f.retryAfterSeconds !== undefined ? { retryAfterSeconds: f.retryAfterSeconds } : {}),
+    });
     const ttls = retentionTtls(config, now);
     const attempt = attemptRecord(env, held.lease, f, now);
     const at = { shard: held.shard, seq: held.sequence };

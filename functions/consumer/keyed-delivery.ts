@@ -86,7 +86,7 @@ export class KeyedDelivery {
       await this.deps.keys.unpark(this.deps.namespace, state.key, state.dead_message_id as string, id);
       Object.assign(state, { busy_with: id, parked_at: undefined, dead_message_id: undefined });
     }
-    const failLive = (f: { reason: FailureReason; error?: string }) =>
+    const failLive = (f: { reason: FailureReason; error?: string; retryAfterSeconds?: number }) =>
       this.fail(state, l.envelope, f, () =>
         this.deps.failures.fail(
           this.deps.config,
@@ -182,7 +182,7 @@ export class KeyedDelivery {
   private failHeld(
     h: HeldMessage,
     state: KeyState,
-    f: { reason: FailureReason; error?: string | undefined },
+    f: { reason: FailureReason; error?: string | undefined; retryAfterSeconds?: number },
     lease: 'live' | 'expired',
   ): Promise<Outcome | undefined> {
     const { holds, namespace } = this.deps;
@@ -196,7 +196,12 @@ export class KeyedDelivery {
           envelope: h.envelope,
           lease: this.inv.leaseView(),
         },
-        { reason: f.reason, ...(f.error !== undefined ? { error: f.error } : {}), lease },
+        {
+          reason: f.reason,
+          ...(f.error !== undefined ? { error: f.error } : {}),
+          ...(f.retryAfterSeconds !== undefined ? { retryAfterSeconds: f.retryAfterSeconds } : {}),
+          lease,
+        },
         Date.now(),
       );
       if (outcome) await holds.remove(namespace, h.key, h.sequence);

@@ -193,7 +193,11 @@ export class RangePushConsumer {
   }
 
   /** A failed attempt of an entry this invocation holds: the pull nack's path. */
-  private failLive(inv: Invocation, l: Located, f: { reason: FailureReason; error?: string }) {
+  private failLive(
+    inv: Invocation,
+    l: Located,
+    f: { reason: FailureReason; error?: string; retryAfterSeconds?: number },
+  ) {
     return this.deps.rangeFailures.fail(
       this.deps.config,
       { queue: this.namespace, ...l, lease: inv.leaseView() },

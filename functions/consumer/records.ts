@@ -1,7 +1,7 @@
 import type { Logger } from '@aws-lambda-powertools/logger';
 import type { Context, KinesisStreamEvent, KinesisStreamRecord } from 'aws-lambda';
 import { decodeEnvelope, type Envelope, messageView } from '../core/envelope.js';
-import { isNonRetryable } from './errors.js';
+import { isNonRetryable, retryAfterOf } from './errors.js';
 
 /** What a Lambda consumer's handler gets, and how it is called: the `leaseq/consumer` contract. */
 
@@ -66,10 +66,16 @@ export function consumerRecords(
 }
 
 /** How a handler's throw is recorded: as a pull nack (retryable unless it says it is not). */
-export function handlerFailure(err: unknown): { reason: 'nack' | 'non_retryable'; error: string } {
+export function handlerFailure(err: unknown): {
+  reason: 'nack' | 'non_retryable';
+  error: string;
+  retryAfterSeconds?: number;
+} {
+  const retryAfterSeconds = retryAfterOf(err);
   return {
     reason: isNonRetryable(err) ? 'non_retryable' : 'nack',
     error: (err instanceof Error ? err.message : String(err)).slice(0, MAX_ERROR_CHARS),
+    ...(retryAfterSeconds !== undefined ? { retryAfterSeconds } : {}),
   };
 }
 

@@ -3,6 +3,7 @@ import {
   type LeaseqClient,
   NonRetryableError,
   type ReceivedMessage,
+  RetryAfterError,
   StaleReceiptError,
   Worker,
   type WorkerOptions,
@@ -27,6 +28,7 @@ beforeAll(async () => {
       stop: { shards: 1, lease_seconds: 30 },
       idle: { shards: 1 },
       failing: { shards: 1, backoff_seconds: [0] },
+      hooks: { shards: 1, backoff_seconds: [0], max_attempts: 1 },
       lost: { shards: 1, lease_seconds: 1, max_lease_seconds: 3, backoff_seconds: [0] },
     },
   });
@@ -278,6 +280,60 @@ describe('handler failures', () => {
     });
     await until('the retry', () => attempts.length === 2, 10_000);
     expect(attempts).toEqual([1, 2]);
+  });
+
+  it('a RetryAfterError chooses its retry delay instead of the queue tier', async () => {
+    await client.produce('failing', [{ message_id: 'later-1', payload: 1 }]);
+    const at: number[] = [];
+    startWorker({
+      queue: 'failing',
+      handler: async (message) => {
+        at.push(Date.now());
+        if (message.attempt === 1) throw new RetryAfterError(2, 'the rate limit resets in 2 s');
+      },
+    });
+    await until('the retry', () => at.length === 2, 10_000);
+    // The queue's tier is 0 s: only the error's 2 s held it back.
+    expect((at[1] as number) - (at[0] as number)).toBeGreaterThanOrEqual(1900);
+    expect(await client.dlq('failing').then((p) => p.messages.map((m) => m.message_id))).not.toContain(
+      'later-1',
+    );
+  });
+});
+
+describe('hooks', () => {
+  it('tell a service what was processed, what failed, an empty poll and the stop', async () => {
+    await client.produce('hooks', [
+      { message_id: 'h-ok', payload: 'ok' },
+      { message_id: 'h-bad', payload: 'bad' },
+    ]);
+    const seen: string[] = [];
+    const worker = new Worker<string>({
+      client,
+      queue: 'hooks',
+      waitSeconds: 1,
+      handler: async (message) => {
+        if (message.payload === 'bad') throw new Error('bad payload');
+      },
+      onError: () => {},
+      on: {
+        processed: (m, ms) => seen.push(`processed ${m.message_id} ${ms >= 0}`),
+        failed: (m, err) => seen.push(`failed ${m.message_id} ${(err as Error).message}`),
+        empty: () => seen.push('empty'),
+        stopped: () => seen.push('stopped'),
+      },
+    });
+    worker.start();
+    await until(
+      'both handled and an empty poll',
+      () => seen.filter((e) => e !== 'empty').length === 2 && seen.includes('empty'),
+      10_000,
+    );
+    await worker.stop({ timeoutMs: 3000 });
+    expect(seen.filter((e) => e !== 'empty').sort()).toEqual(
+      ['failed h-bad bad payload', 'processed h-ok true', 'stopped'].sort(),
+    );
+    expect(seen.at(-1)).toBe('stopped');
   });
 });
 

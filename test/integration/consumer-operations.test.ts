@@ -172,6 +172,24 @@ describe("a Lambda consumer's dead letters", () => {
   });
 });
 
+describe("a Lambda consumer's RetryAfterError", () => {
+  it('retries after the delay it asks for, not the queue tier (0 s here), for that consumer only', async () => {
+    const started = Date.now();
+    await queueApi(t, 'events').produce([
+      { message_id: 'ra-1', payload: { retry_after: { consumer: 'billing', seconds: 2 } } },
+    ]);
+    await until(
+      () => callsOf('billing', 'ra-1').length === 2 && callsOf('audit', 'ra-1').length === 1,
+      20_000,
+    );
+    const retried = calls.filter((c) => c.consumer === 'billing' && c.message_id === 'ra-1');
+    expect(retried.map((c) => c.attempt)).toEqual([1, 2]);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(2000);
+    const trace = ok(await ofConsumer('billing', 'messages/ra-1'));
+    expect(trace.attempts[0]).toMatchObject({ attempt: 1, error: 'billing is rate limited' });
+  }, 30_000);
+});
+
 describe("a Lambda consumer's replay", () => {
   it('delivers the window again to that consumer alone, as new deliveries', async () => {
     const from = new Date().toISOString();
