@@ -135,6 +135,14 @@ export class LeaseqClient {
     });
   }
 
+  /**
+   * Calls off a long poll by its `poll_id` (a worker stopping): what that poll leases from then
+   * on is given back at once, without using an attempt, instead of staying leased to nobody.
+   */
+  async cancelReceive(queue: string, pollId: string, options: CallOptions = {}): Promise<void> {
+    await this.post(queue, 'receive/cancel', { poll_id: pollId }, options);
+  }
+
   /** Acks 1-100 receipts; acking the current receipt again answers `acked` again. */
   async ack(queue: string, receipts: readonly string[], options: CallOptions = {}): Promise<AckResult[]> {
     const answer = await this.post<{ results: AckResult[] }>(queue, 'ack', { receipts }, options);

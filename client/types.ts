@@ -27,6 +27,8 @@ export interface ReceiveOptions {
   wait_seconds?: number;
   lease_seconds?: number;
   consumer_id?: string;
+  /** Names the long poll, so `cancelReceive` can call it off. */
+  poll_id?: string;
 }
 
 export interface ReceivedMessage<T = unknown> {

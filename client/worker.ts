@@ -86,6 +86,8 @@ export class Worker<T = unknown> {
   private stopping: Promise<void> | undefined;
   private wake: (() => void) | undefined;
   private pollStartedAt: number | undefined;
+  /** The long poll in progress: its id names it to the server, its controller drops the request. */
+  private currentPoll: { id: string; abort: AbortController } | undefined;
   /** Until then an abandoned long poll may still lease messages on the server. */
   private abandonedPollUntil = 0;
 
@@ -127,7 +129,8 @@ export class Worker<T = unknown> {
         messages = await this.receive(free);
         failures = 0;
       } catch (err) {
-        if (this.polling.signal.aborted) break;
+        // Stopping: the poll was called off (or abandoned), not failed.
+        if (this.polling.signal.aborted || this.halting.signal.aborted) break;
         this.report(err, 'receive');
         await sleep(backoffMs({ maxRetries: 0, baseMs: 1000 }, failures++, err), this.halting.signal);
         continue;
@@ -140,20 +143,42 @@ export class Worker<T = unknown> {
 
   private async receive(free: number): Promise<ReceivedMessage<T>[]> {
     this.pollStartedAt = Date.now();
+    const poll = { id: `poll-${crypto.randomUUID()}`, abort: new AbortController() };
+    this.currentPoll = poll;
     try {
       return await this.options.client.receive<T>(
         this.options.queue,
         {
           max_messages: Math.min(free, 100),
           wait_seconds: this.waitSeconds,
+          poll_id: poll.id,
           ...(this.options.leaseSeconds !== undefined ? { lease_seconds: this.options.leaseSeconds } : {}),
           ...(this.options.consumerId !== undefined ? { consumer_id: this.options.consumerId } : {}),
         },
-        { signal: this.polling.signal },
+        { signal: AbortSignal.any([this.polling.signal, poll.abort.signal]) },
       );
     } finally {
       this.pollStartedAt = undefined;
+      this.currentPoll = undefined;
     }
+  }
+
+  /**
+   * An idle worker's stop calls its long poll off rather than waiting it out: the server gives
+   * back what the poll leases from then on (no attempt used), and the request is dropped. Only
+   * an answer already on its way when the call-off lands is lost, its messages back after their
+   * lease. If the call-off fails, the poll is waited out as before.
+   */
+  private async callOffPoll(): Promise<void> {
+    const poll = this.currentPoll;
+    if (!poll) return;
+    try {
+      await this.options.client.cancelReceive(this.options.queue, poll.id, { signal: this.polling.signal });
+    } catch (err) {
+      this.report(err, 'receive');
+      return;
+    }
+    poll.abort.abort(new Error('the worker stopped: its long poll was called off'));
   }
 
   private run(message: ReceivedMessage<T>): void {
@@ -230,6 +255,7 @@ export class Worker<T = unknown> {
   private async shutdown(timeoutMs: number): Promise<void> {
     this.halting.abort();
     this.wake?.();
+    if (this.jobs.size === 0) await this.callOffPoll();
     const deadline = new AbortController();
     const drained = (async () => {
       await this.loop;

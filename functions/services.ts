@@ -30,6 +30,7 @@ import { ExpiryMarks } from './store/expiry-marks.js';
 import { KeyHolds } from './store/key-holds.js';
 import { KeyStates } from './store/key-states.js';
 import { MessageStore } from './store/messages.js';
+import { PollCancels } from './store/poll-cancels.js';
 import { QueueControls } from './store/queue-controls.js';
 import { RangeStore } from './store/ranges.js';
 import { redriveJobs } from './store/redrives.js';
@@ -65,6 +66,7 @@ export function buildServices(config: RuntimeConfig, clients: AwsClients) {
   const rangeFailures = new RangeFailures({ messages, ranges, segments, counters, keys, storage });
   const controls = new QueueControls(clients.doc, table);
   const samples = new TotalsSamples(clients.doc, table);
+  const pollCancels = new PollCancels(clients.doc, table);
   const reader = new ShardReader(clients.kinesis);
   const admission = new RangeAdmission({
     ranges,
@@ -91,6 +93,7 @@ export function buildServices(config: RuntimeConfig, clients: AwsClients) {
     rangeFailures,
     controls,
     samples,
+    pollCancels,
     held: new HeldDelivery({
       tenant,
       keys,

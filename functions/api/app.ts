@@ -21,7 +21,7 @@ import { loadReceiptSecret } from '../store/secret.js';
 import { errorResponse, type HttpResponse, json } from './http.js';
 import { openApiDocument } from './openapi.js';
 import type { ApiServices, Route } from './route.js';
-import { ackRoute, extendRoute, nackRoute, receiveRoute } from './routes/consume.js';
+import { ackRoute, cancelReceiveRoute, extendRoute, nackRoute, receiveRoute } from './routes/consume.js';
 import { healthRoute } from './routes/health.js';
 import { createKeyRoute, createSqsCredentialsRoute, listKeysRoute, revokeKeyRoute } from './routes/keys.js';
 import {
@@ -60,6 +60,7 @@ export const routes: Route[] = [
   openApiRoute,
   produceRoute,
   receiveRoute,
+  cancelReceiveRoute,
   ackRoute,
   nackRoute,
   extendRoute,

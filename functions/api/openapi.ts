@@ -43,6 +43,12 @@ export const ROUTE_DOCS: Record<string, RouteDoc> = {
       '{"messages":[{message_id, receipt, key, payload, headers, attributes?, attempt, enqueued_at, lease_expires_at}]}',
     ],
   },
+  'POST /queues/{queue}/receive/cancel': {
+    summary: 'Call off a long poll by its poll_id: what it leases from then on is given back',
+    scope: 'consume',
+    body: s.cancelReceiveSchema,
+    ok: [204, 'Called off'],
+  },
   'POST /queues/{queue}/ack': {
     summary: 'Ack 1-100 receipts (idempotent)',
     scope: 'consume',

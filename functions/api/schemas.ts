@@ -49,6 +49,18 @@ export const receiveRequestSchema = z.strictObject({
   /** Bounded by the queue's max_lease_seconds where the queue is known. */
   lease_seconds: z.number().int().min(1).optional(),
   consumer_id: z.string().min(1).max(128).optional(),
+  /**
+   * Names this long poll, so its caller can call it off (POST /queues/{q}/receive/cancel): a
+   * worker that stops does not wait out its poll, and what the poll leases after is given back.
+   */
+  poll_id: z
+    .string()
+    .regex(/^[A-Za-z0-9_-]{8,64}$/, 'poll_id is 8-64 of [A-Za-z0-9_-]')
+    .optional(),
+});
+
+export const cancelReceiveSchema = z.strictObject({
+  poll_id: z.string().regex(/^[A-Za-z0-9_-]{8,64}$/, 'poll_id is 8-64 of [A-Za-z0-9_-]'),
 });
 
 export const ackRequestSchema = z.strictObject({

@@ -11,6 +11,7 @@ import { InvalidRequestError, StaleReceiptError } from '../core/errors.js';
 import { leaseExpiry, maxLeaseExpiry } from '../core/lease.js';
 import type { Delivery, ReceiptSigner } from '../core/receipt.js';
 import type { Counters } from '../store/counters.js';
+import type { PollCancels } from '../store/poll-cancels.js';
 import { PAUSE_CHECK_MS, type QueueControls } from '../store/queue-controls.js';
 import type { RangeConsumer } from './range-consumer.js';
 
@@ -26,6 +27,8 @@ export interface ConsumerDeps {
   controls: Pick<QueueControls, 'look'>;
   ranges: RangeConsumer;
   signer: () => Promise<ReceiptSigner>;
+  /** Long polls their callers called off (POST /queues/{q}/receive/cancel). */
+  pollCancels: Pick<PollCancels, 'isCancelled' | 'cancel'>;
   /** Resolves when the queue gets new ranges in this process (admission/admitted-signal.ts), or after `ms`. */
   admittedWait?: (queue: string, ms: number) => Promise<void>;
   now?: () => number;
@@ -65,7 +68,7 @@ export class Consumer {
         purgedBefore === undefined
           ? delivered
           : await this.dropPurged(queue, config, delivered, purgedBefore);
-      if (kept.length) return kept;
+      if (kept.length) return this.unlessCalledOff(queue, config, req.poll_id, kept);
       const left = deadline - this.now();
       if (left <= 0) return [];
       // Jittered, so receivers waiting together do not all look (and race) at the same moment;
@@ -73,6 +76,33 @@ export class Consumer {
       const wait = Math.min((paused ? PAUSE_CHECK_MS : pause) * (0.5 + Math.random() / 2), left);
       await (this.deps.admittedWait && !paused ? this.deps.admittedWait(queue, wait) : sleep(wait));
     }
+  }
+
+  /** Calls off a long poll by its `poll_id`: what it leases from now on is given back. */
+  async cancelPoll(queue: string, pollId: string): Promise<void> {
+    await this.deps.pollCancels.cancel(queue, pollId, this.now());
+  }
+
+  /**
+   * A poll its caller called off gives back what it leased (no attempt used) and answers nothing:
+   * nobody is there to take it. One consistent read, only for a named poll that has messages.
+   */
+  private async unlessCalledOff(
+    queue: string,
+    config: QueueConfig,
+    pollId: string | undefined,
+    delivered: DeliveredMessage[],
+  ): Promise<DeliveredMessage[]> {
+    if (pollId === undefined || !(await this.deps.pollCancels.isCancelled(queue, pollId))) return delivered;
+    for (const m of delivered) {
+      await this.nack(queue, config, { receipt: m.receipt, retryable: true, release: true }).catch(
+        (err: unknown) => {
+          // Already stale: its lease ended meanwhile, and the message is free again anyway.
+          if (!(err instanceof StaleReceiptError)) throw err;
+        },
+      );
+    }
+    return [];
   }
 
   /**

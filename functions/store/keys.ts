@@ -42,6 +42,11 @@ export function deadBytesKey(namespace: string, hour: number): ItemKey {
   return { pk: deadBytesPk(namespace), sk: String(hour).padStart(10, '0') };
 }
 
+/** A long poll its caller called off (store/poll-cancels.ts). */
+export function pollCancelKey(queue: string, pollId: string): ItemKey {
+  return { pk: `Q#${queue}#POLL#${pollId}`, sk: 'X' };
+}
+
 /** Where each shard's commit point was at the sweep's last look, and since when. */
 export function commitMarksKey(namespace: string): ItemKey {
   return { pk: `Q#${namespace}#CM`, sk: 'M' };

@@ -34,7 +34,7 @@ function required(path: string, method: string): string | undefined {
   if (path === '/health' || path === '/openapi.json') return undefined;
   if (path.startsWith('/keys')) return 'admin:*';
   if (path === '/queues/{queue}/messages' && method === 'POST') return 'produce';
-  if (/\/(receive|ack|nack|extend)$/.test(path)) return 'consume';
+  if (/\/(receive|receive\/cancel|ack|nack|extend)$/.test(path)) return 'consume';
   return 'admin';
 }
 

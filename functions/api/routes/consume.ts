@@ -1,8 +1,9 @@
-import { json, parseBody } from '../http.js';
+import { json, noContent, parseBody } from '../http.js';
 import { ackReceipts, extendLease, nackReceipt, receiveMessages } from '../queue-calls.js';
 import { queueRoute } from '../route.js';
 import {
   ackRequestSchema,
+  cancelReceiveSchema,
   extendRequestSchema,
   nackRequestSchema,
   receiveRequestSchema,
@@ -10,6 +11,16 @@ import {
 
 export const receiveRoute = queueRoute('POST', '/queues/{queue}/receive', 'consume', async (req) =>
   json(200, { messages: await receiveMessages(req, parseBody(req.event, receiveRequestSchema)) }),
+);
+
+export const cancelReceiveRoute = queueRoute(
+  'POST',
+  '/queues/{queue}/receive/cancel',
+  'consume',
+  async (req) => {
+    await req.services.consumer.cancelPoll(req.queue.name, parseBody(req.event, cancelReceiveSchema).poll_id);
+    return noContent();
+  },
 );
 
 export const ackRoute = queueRoute('POST', '/queues/{queue}/ack', 'consume', async (req) =>
