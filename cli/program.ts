@@ -3,6 +3,7 @@ import { registerDeadLetters } from './commands/dead-letters.js';
 import { registerInspect } from './commands/inspect.js';
 import { registerKeys } from './commands/keys.js';
 import { registerMessages } from './commands/messages.js';
+import { registerPause } from './commands/pause.js';
 import { registerSize } from './commands/size.js';
 import { registerStart } from './commands/start.js';
 import { registerStats } from './commands/stats.js';
@@ -43,6 +44,7 @@ export function buildProgram(): Command {
   registerStats(program);
   registerDeadLetters(program);
   registerInspect(program);
+  registerPause(program);
   registerKeys(program);
   registerSize(program);
   return program;

@@ -3,6 +3,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { queueApi } from '../helpers/queue-api.js';
 import { startTestRuntime, type TestRuntime } from '../helpers/runtime.js';
 
 /** The real `leaseq` binary (node bin/leaseq.mjs) against a local runtime of its own. */
@@ -181,6 +182,27 @@ describe('leaseq against a local runtime', () => {
     expect(JSON.parse(skipped.stdout).key).toBe('acct-1');
     const after = await leaseq(['parked', 'ls', 'ledger']);
     expect(after.stdout.trim()).toBe('no parked keys');
+  });
+
+  it('pause and resume a queue, each in the audit trail', async () => {
+    const paused = await leaseq(['pause', 'jobs', '--reason', 'incident 42', '--json']);
+    expect(paused.code, paused.stderr).toBe(0);
+    expect(JSON.parse(paused.stdout).paused).toMatchObject({ reason: 'incident 42' });
+    expect((await queueApi(t, 'jobs').stats()).paused).toMatchObject({ reason: 'incident 42' });
+    const resumed = await leaseq(['resume', 'jobs', '--reason', 'fixed']);
+    expect(resumed.code, resumed.stderr).toBe(0);
+    expect(resumed.stdout).toMatch(/^jobs resumed/);
+    expect((await queueApi(t, 'jobs').stats()).paused).toBeNull();
+    const audit = JSON.parse((await leaseq(['audit', 'jobs', '--json'])).stdout).entries;
+    expect(audit.slice(0, 2).map((e: { action: string; reason?: string }) => [e.action, e.reason])).toEqual([
+      ['resume', 'fixed'],
+      ['pause', 'incident 42'],
+    ]);
+    const again = await leaseq(['resume', 'jobs']);
+    expect(again.code).toBe(1);
+    expect(lines(again.stderr)).toHaveLength(1);
+    const missing = await leaseq(['pause', 'jobs']);
+    expect(missing.code).toBe(2);
   });
 
   it('a wrong key exits 1 with exactly one line on stderr', async () => {
