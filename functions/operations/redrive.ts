@@ -3,7 +3,6 @@ import type { KeyOrder } from '../consume/key-order.js';
 import type { Requeue } from '../consume/requeue.js';
 import { mapLimit } from '../core/async.js';
 import type { QueueConfig } from '../core/config.js';
-import { NotFoundError } from '../core/errors.js';
 import { matchesFilter, needsHistory, type RedriveFilterSpec, refill } from '../core/redrive-policy.js';
 import { deadLetterExpiry, retentionTtls } from '../core/retention.js';
 import type { AuditTrail } from '../store/audit.js';
@@ -85,18 +84,14 @@ export class Redrives {
   }
 
   async get(queue: string, id: string): Promise<RedriveView> {
-    const job = await this.deps.jobs.get(queue, id);
-    if (!job) throw new NotFoundError(`no redrive ${JSON.stringify(id)} on this queue`);
-    return view(job);
+    return view(await this.deps.jobs.found(queue, id));
   }
 
   async cancel(queue: string, id: string, actor: string): Promise<RedriveView> {
-    const job = await this.deps.jobs.get(queue, id);
-    if (!job) throw new NotFoundError(`no redrive ${JSON.stringify(id)} on this queue`);
-    if (job.status === 'running' && (await this.deps.jobs.cancel(job))) {
+    const { job, cancelled } = await this.deps.jobs.cancelById(queue, id);
+    if (cancelled)
       await this.deps.audit.record(queue, { action: 'redrive_cancel', actor, target: id }, this.now());
-    }
-    return view((await this.deps.jobs.get(queue, id)) as RedriveJob);
+    return view(job);
   }
 
   /** One pass of every running job of the queue, each at its own rate. */

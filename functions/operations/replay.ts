@@ -3,7 +3,6 @@ import type { Requeue } from '../consume/requeue.js';
 import { mapLimit } from '../core/async.js';
 import { namespaceParts, type QueueConfig, streamName, type TenantConfig } from '../core/config.js';
 import { decodeEnvelope, type Envelope, payloadBytes } from '../core/envelope.js';
-import { NotFoundError } from '../core/errors.js';
 import { refill } from '../core/redrive-policy.js';
 import { isReplayable, type ReplayFilterSpec, replayWindow } from '../core/replay-policy.js';
 import { retentionTtls } from '../core/retention.js';
@@ -111,15 +110,14 @@ export class Replays {
   }
 
   async get(queue: string, id: string): Promise<ReplayView> {
-    return view(await this.job(queue, id));
+    return view(await this.deps.jobs.found(queue, id));
   }
 
   async cancel(queue: string, id: string, actor: string): Promise<ReplayView> {
-    const job = await this.job(queue, id);
-    if (job.status === 'running' && (await this.deps.jobs.cancel(job))) {
+    const { job, cancelled } = await this.deps.jobs.cancelById(queue, id);
+    if (cancelled)
       await this.deps.audit.record(queue, { action: 'replay_cancel', actor, target: id }, this.now());
-    }
-    return view(await this.job(queue, id));
+    return view(job);
   }
 
   /** One pass of every running job of the namespace, each at its own rate. */
@@ -127,12 +125,6 @@ export class Replays {
     let total = 0;
     for (const job of await this.deps.jobs.running(queue)) total += await this.runJob(queue, config, job);
     return total;
-  }
-
-  private async job(queue: string, id: string): Promise<ReplayJob> {
-    const job = await this.deps.jobs.get(queue, id);
-    if (!job) throw new NotFoundError(`no replay ${JSON.stringify(id)} on this queue`);
-    return job;
   }
 
   private stream(queue: string): string {

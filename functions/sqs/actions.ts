@@ -1,4 +1,5 @@
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
+import type { z } from 'zod';
 import {
   ackReceipts,
   extendLease,
@@ -14,6 +15,7 @@ import { LeaseqError } from '../core/errors.js';
 import { SqsError } from './errors.js';
 import {
   checkBatch,
+  invalid,
   QUEUE_ATTRIBUTE_NAMES,
   queueAttributes,
   queueDoesNotExist,
@@ -305,7 +307,7 @@ function attempt<T>(f: () => T): T | SqsError {
 }
 
 /** An input as its action's schema reads it: a missing member is MissingParameter, another problem InvalidParameterValue. */
-function parse<S extends import('zod').ZodType>(schema: S, input: unknown): import('zod').infer<S> {
+function parse<S extends z.ZodType>(schema: S, input: unknown): z.infer<S> {
   const result = schema.safeParse(input ?? {});
   if (result.success) return result.data;
   const issue = result.error.issues[0];
@@ -313,9 +315,5 @@ function parse<S extends import('zod').ZodType>(schema: S, input: unknown): impo
   const missing = issue?.code === 'invalid_type' && issue.input === undefined;
   if (missing)
     throw new SqsError('MissingParameter', 400, `The request must contain the parameter ${where}.`);
-  throw new SqsError(
-    'InvalidParameterValue',
-    400,
-    `Value for parameter ${where} is invalid. Reason: ${issue?.message ?? 'invalid'}.`,
-  );
+  throw invalid(where, issue?.message ?? 'invalid');
 }

@@ -5,6 +5,7 @@ import {
   QueryCommand,
   UpdateCommand,
 } from '@aws-sdk/lib-dynamodb';
+import { NotFoundError } from '../core/errors.js';
 import { buildKeyCondition, buildUpdate } from './expression.js';
 import { GSI1, type ItemKey } from './keys.js';
 import { isConditionFailed } from './util.js';
@@ -22,6 +23,8 @@ export interface Job {
 }
 
 export interface JobKind<J extends Job> {
+  /** Names the kind in a 404's message. */
+  noun: string;
   key: (queue: string, id: string) => ItemKey;
   /** The index partition of the queue's running jobs of this kind. */
   running: (queue: string) => string;
@@ -55,6 +58,20 @@ export class JobStore<J extends Job> {
       new GetCommand({ TableName: this.table, Key: this.kind.key(queue, id), ConsistentRead: true }),
     );
     return out.Item as J | undefined;
+  }
+
+  /** The job, or 404 NOT_FOUND. */
+  async found(queue: string, id: string): Promise<J> {
+    const job = await this.get(queue, id);
+    if (!job) throw new NotFoundError(`no ${this.kind.noun} ${JSON.stringify(id)} on this queue`);
+    return job;
+  }
+
+  /** Cancels the job if it runs; answers it as it is now, and whether this call cancelled it. */
+  async cancelById(queue: string, id: string): Promise<{ job: J; cancelled: boolean }> {
+    const job = await this.found(queue, id);
+    const cancelled = job.status === 'running' && (await this.cancel(job));
+    return { job: await this.found(queue, id), cancelled };
   }
 
   async running(queue: string): Promise<J[]> {

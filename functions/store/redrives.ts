@@ -26,6 +26,7 @@ export type RedriveJobs = JobStore<RedriveJob>;
 
 export function redriveJobs(doc: DynamoDBDocumentClient, table: string): RedriveJobs {
   return new JobStore<RedriveJob>(doc, table, {
+    noun: 'redrive',
     key: redriveKey,
     running: gsi.redrives,
     id: (job) => job.redrive_id,

@@ -31,6 +31,7 @@ export type ReplayJobs = JobStore<ReplayJob>;
 
 export function replayJobs(doc: DynamoDBDocumentClient, table: string): ReplayJobs {
   return new JobStore<ReplayJob>(doc, table, {
+    noun: 'replay',
     key: replayKey,
     running: gsi.replays,
     id: (job) => job.replay_id,
