@@ -17,9 +17,9 @@ export const CHAOS_TENANT = {
   tenant: 'chaos',
   queues: {
     // Produce admits every request's records: kills and faults land between append and that
-    // admission, and produce races dispatch for the same shards (issue 12).
+    // admission, and produce races dispatch for the same shards and keys (issue 12).
     [QUEUES.unordered]: { ...TIMINGS, fast_admission: 'always' },
-    [QUEUES.ordered]: { ...TIMINGS, ordered: true },
+    [QUEUES.ordered]: { ...TIMINGS, ordered: true, fast_admission: 'always' },
     [QUEUES.pushed]: {
       ...TIMINGS,
       ordered: true,

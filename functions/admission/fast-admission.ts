@@ -32,9 +32,9 @@ const PAGE = 500;
 /** After Kinesis refuses a read (a shard serves 5 a second), this instance leaves the shard to dispatch for a while. */
 const THROTTLED_PAUSE_MS = 1000;
 
-/** Pull queues whose file does not turn it off; ordered queues keep dispatch's single admitter. */
+/** Pull queues (ordered ones too) whose file does not turn it off; Lambda consumers are invoked by their mapping. */
 export function takesFastAdmission(config: QueueConfig): boolean {
-  return config.fast_admission !== 'off' && !config.ordered && config.consumers.length === 0;
+  return config.fast_admission !== 'off' && config.consumers.length === 0;
 }
 
 interface Slot {

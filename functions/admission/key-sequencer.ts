@@ -8,11 +8,15 @@ import type { RangeStore } from '../store/ranges.js';
 
 /**
  * Per-key order of an ordered pull queue, decided at admission (core/ordering.ts sequenceKey):
- * dispatch reads each shard in log order, one batch at a time, so it is the one writer that puts
- * a key's messages in their place: the key's head in the ranges, the delay store, or the key's
- * hold area. The key's decisions are written first (a batch offered again replays them), then
- * the hold items, then the key's `holding` token (a receiver that empties the hold area clears
- * the key only with the token it read: store/key-states.ts clearHolding), then the ranges.
+ * each admitter reads a shard in log order and puts a key's messages in their place: the key's
+ * head in the ranges, the delay store, or the key's hold area. The key's decisions are written
+ * first, one conditional write on the key (`sequenced` as read), so whoever admits the shard
+ * (dispatch, produce's fast path, a batch offered again) decides each record of a key once, in
+ * log order, and a later admitter of the same records replays what the key says was decided.
+ * Then the hold items, then the key's `holding` token (a receiver that empties the hold area
+ * clears the key only with the token it read: store/key-states.ts clearHolding), then the ranges.
+ * What the key records of an entry is its place in the shard's admission order, not a range of
+ * this admitter's layout, so it holds whichever admitter's ranges are written.
  */
 
 export interface KeySequencerDeps {
@@ -33,8 +37,13 @@ export interface SequencePlan {
   keys: Map<string, { state: KeyState | undefined; decision: KeyDecision; entries: SequencedEntry[] }>;
 }
 
-/** Where an admitted entry lands: its range (first sequence number) and index. */
-export type Positions = ReadonlyMap<string, { range: string; index: number }>;
+/**
+ * Each admitted entry's place in its shard's admission order (a range's `base` plus its index).
+ * Every admitter of a shard puts every record of its run into the ranges after the last one, so
+ * an entry's place is the same whoever cuts the ranges and however: what a key's head and hold
+ * items record stays true when another admitter's ranges win (store/ranges.ts entryAt).
+ */
+export type Positions = ReadonlyMap<string, number>;
 
 export class KeySequencer {
   constructor(private readonly deps: KeySequencerDeps) {}
@@ -99,9 +108,9 @@ export class KeySequencer {
       await this.deps.holds.put(
         queue,
         held.map((e) => {
-          const at = positions.get(e.sequence);
-          if (!at) throw new Error(`no position for held entry ${e.sequence}`);
-          return { key, shard, sequence: e.sequence, range: at.range, index: at.index, envelope: e.envelope };
+          const position = positions.get(e.sequence);
+          if (position === undefined) throw new Error(`no position for held entry ${e.sequence}`);
+          return { key, shard, sequence: e.sequence, position, envelope: e.envelope };
         }),
         ttl,
         token,
@@ -118,19 +127,12 @@ export class KeySequencer {
     last: SequencedEntry,
     positions: Positions,
   ): Promise<boolean> {
-    const head = decision.head && positions.get(decision.head.sequence);
+    const position = decision.head && positions.get(decision.head.sequence);
     return this.deps.keys.sequence(queue, key, {
       ...(state?.sequenced !== undefined ? { prev: state.sequenced } : {}),
       sequenced: last.sequence,
-      ...(decision.head && head
-        ? {
-            head: {
-              message_id: decision.head.message_id,
-              sequence: decision.head.sequence,
-              range: head.range,
-              index: head.index,
-            },
-          }
+      ...(decision.head && position !== undefined
+        ? { head: { message_id: decision.head.message_id, sequence: decision.head.sequence, position } }
         : {}),
       ...(decision.busyWith !== undefined ? { busyWith: decision.busyWith } : {}),
       ...(state?.busy_with !== undefined ? { holder: state.busy_with } : {}),
@@ -150,10 +152,10 @@ export async function headStatus(
   shard: string,
   head: KeyHead,
 ): Promise<EntryStatus | undefined> {
-  const range = await ranges.get(queue, shard, head.range);
-  if (range) return entryStatus(range, head.index, Date.now());
+  const at = await ranges.entryAt(queue, shard, head);
+  if (at) return entryStatus(at.range, at.index, Date.now());
   const commit = await ranges.commitHint(queue, shard);
-  return commit !== undefined && compareSequence(commit, head.range) > 0 ? 'acked' : undefined;
+  return commit !== undefined && compareSequence(commit, head.sequence) > 0 ? 'acked' : undefined;
 }
 
 function view(state: KeyState | undefined, status: EntryStatus | undefined): SequencerKeyView {

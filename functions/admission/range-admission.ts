@@ -141,9 +141,12 @@ export class RangeAdmission {
     }
     const batch = fresh.slice(0, cut);
     const { bodyTtl } = retentionTtls(config, now);
-    // An ordered queue's own messages: dispatch puts each key's in its place (key-sequencer.ts).
+    // A pull queue's shards are admitted by dispatch and produce alike; a namespace is its Lambda
+    // consumer's alone.
+    const stopOnLoss = !isNamespace(queue) && config.consumers.length === 0;
+    // An ordered queue's own messages: each key's go to their place (key-sequencer.ts).
     if (config.ordered && !isNamespace(queue)) {
-      const written = await this.admitOrdered(queue, config, shard, head, batch, due, now);
+      const written = await this.admitOrdered(queue, config, shard, head, batch, due, now, stopOnLoss);
       return written ? skipped + cut : this.doneAfterLostRace(queue, shard, records);
     }
     // Not yet due (produce's delay_seconds): the delay store keeps it; it comes back as its next entry.
@@ -158,9 +161,6 @@ export class RangeAdmission {
     // read, so a caller that reads the log after it (produce's fast admission) never offers
     // those again, to admit a delayed entry once it is due while its retry entry comes too.
     const finished = new Set(batch.filter((r) => !admitted.has(r)).map((r) => r.sequence));
-    // An unordered pull queue's shards are admitted by dispatch and produce alike (ordered ones
-    // returned above; a namespace is its Lambda consumer's alone).
-    const stopOnLoss = !isNamespace(queue) && config.consumers.length === 0;
     if (
       batch.length &&
       !(await this.write(queue, shard, this.layout(head, batch), bodyTtl, stopOnLoss, finished))
@@ -279,17 +279,19 @@ export class RangeAdmission {
     batch: LogRecord[],
     due: (r: LogRecord) => boolean,
     now: number,
+    stopOnLoss: boolean,
   ): Promise<boolean> {
     const { bodyTtl, deadTtl } = retentionTtls(config, now);
+    if (!batch.length) return true;
     const kept = await this.identities(queue, config, shard, batch, now);
-    if (!kept.length) return true;
     const plan = await this.deps.sequencer.plan(
       queue,
       shard,
       kept.map((r) => ({ ...r, due: due(r) })),
     );
-    const ranged = kept.filter((_, i) => plan.steps[i] !== 'delay');
-    const layout = this.layout(head, ranged);
+    // Every record of the run enters the ranges (an entry's place is then the same whoever admits
+    // it); only a key's head is delivered from there, the rest enter finished.
+    const layout = this.layout(head, batch);
     // A held message can wait longer than the log: its hold item lives as long as a dead letter.
     await this.deps.sequencer.apply(queue, shard, plan, layout.positions, deadTtl);
     await mapLimit(
@@ -297,24 +299,24 @@ export class RangeAdmission {
       16,
       (r) => this.deps.messages.delay(shard, r.sequence, r.envelope, bodyTtl),
     );
-    const held = new Set(kept.filter((_, i) => plan.steps[i] === 'hold').map((r) => r.sequence));
-    return ranged.length ? this.write(queue, shard, layout, bodyTtl, false, held) : true;
+    const heads = new Set(kept.filter((_, i) => plan.steps[i] === 'head'));
+    const finished = new Set(batch.filter((r) => !heads.has(r)).map((r) => r.sequence));
+    return this.write(queue, shard, layout, bodyTtl, stopOnLoss, finished);
   }
 
-  /** How admitted records are cut into ranges after the shard's head. */
+  /**
+   * How a run of the log (every record after the shard's head, none left out) is cut into ranges,
+   * and each entry's place in the shard's admission order, the same whoever cuts the run.
+   */
   private layout(head: Range | undefined, records: LogRecord[]): Layout {
     const entries: SegmentEntry[] = records.map((r) => ({ sequence: r.sequence, envelope: r.envelope }));
+    const first = admittedTotal(head);
+    const positions = new Map(entries.map((e, i) => [e.sequence, first + i]));
     const ranges: Layout['ranges'] = [];
-    const positions = new Map<string, { range: string; index: number }>();
     let offset = 0;
-    let base = admittedTotal(head);
     for (const count of rangeSizes(entries.length)) {
-      const slice = entries.slice(offset, offset + count);
-      const start = (slice[0] as SegmentEntry).sequence;
-      for (const [index, e] of slice.entries()) positions.set(e.sequence, { range: start, index });
-      ranges.push({ offset, count, base, slice });
+      ranges.push({ offset, count, base: first + offset, slice: entries.slice(offset, offset + count) });
       offset += count;
-      base += count;
     }
     return { entries, ranges, positions };
   }
@@ -323,10 +325,10 @@ export class RangeAdmission {
    * The segment first, then the ranges that point into it. A put whose condition failed may be
    * this write's own (a try that landed, then its retry): the range names this write's segment.
    * A range another caller wrote ends the layout here when several callers admit the shard
-   * (`stopOnLoss`: an unordered pull queue, which produce admits too; false: the next caller admits
-   * the rest from the new last range). A shard with one admitter goes on with its layout: an
-   * ordered queue's keys were sequenced with these positions, and that admitter offered again
-   * cuts the same ranges from the same last range (a crashed try wrote the first ones).
+   * (`stopOnLoss`: a pull queue, which produce admits too; the next caller admits the rest from
+   * the new last range, and an ordered queue's keys recorded places, not these ranges). A Lambda
+   * consumer's namespace has one admitter, which goes on with its layout: offered again, it cuts
+   * the same ranges from the same last range (a crashed try wrote the first ones).
    */
   private async write(
     queue: string,

@@ -41,6 +41,8 @@ const STALE_MARKER_MS = 60_000;
 
 export interface HeldLeased {
   held: HeldMessage;
+  /** Its entry in the lease layer (range start, index): the receipt names it. */
+  entry: { range: string; index: number };
   envelope: Envelope;
   generation: number;
   deliveredAt: number;
@@ -102,7 +104,8 @@ export class HeldDelivery {
         await holds.unmark(queue, shard, state.key, state.holding);
       return undefined;
     }
-    if (!(await this.stillHeld(queue, held))) return undefined;
+    const entry = await this.stillHeld(queue, held);
+    if (!entry) return undefined;
     const now = this.now();
     if (held.envelope.deliver_after && Date.parse(held.envelope.deliver_after) > now) return undefined;
     const envelope = await this.deps.segments.resolve(queue, held.envelope);
@@ -122,7 +125,7 @@ export class HeldDelivery {
       await keys.endHeld(queue, state.key, held.envelope.message_id, generation, this.now(), release);
       return undefined;
     }
-    return { held, envelope, generation, deliveredAt: now, expiresAt: lease.expiresAt };
+    return { held, entry, envelope, generation, deliveredAt: now, expiresAt: lease.expiresAt };
   }
 
   /**
@@ -143,15 +146,18 @@ export class HeldDelivery {
   }
 
   /**
-   * Whether the held message is still to deliver: its entry is finished as held. Acked there, a
+   * The held message's entry while it is still to deliver: finished there as held. Acked there, a
    * crash came between its ack and the hold item's removal, which is done now. Not admitted yet
    * (admission writes the ranges last): not yet.
    */
-  private async stillHeld(queue: string, held: HeldMessage): Promise<boolean> {
-    const range = await this.deps.ranges.get(queue, held.shard, held.range);
-    const status = range && entryStatus(range, held.index, this.now());
+  private async stillHeld(
+    queue: string,
+    held: HeldMessage,
+  ): Promise<{ range: string; index: number } | undefined> {
+    const at = await this.deps.ranges.entryAt(queue, held.shard, held);
+    const status = at && entryStatus(at.range, at.index, this.now());
     if (status === 'acked') await this.deps.holds.remove(queue, held.key, held.sequence);
-    return status === 'failed';
+    return at && status === 'failed' ? { range: at.range.start, index: at.index } : undefined;
   }
 
   /** The key and log position of a held delivery, from its entry (a receipt does not carry them). */
@@ -190,7 +196,7 @@ export class HeldDelivery {
   ): Promise<{ outcome: Outcome; attempt: number } | undefined> {
     const at = await this.entryOf(queue, d);
     const state = at && (await this.live(queue, at.key, d));
-    const held = state && (await this.heldOf(queue, state.key, d));
+    const held = state && (await this.heldOf(queue, state.key, d, at.sequence));
     if (!state || !held) return undefined;
     const attempt = held.envelope.attempt;
     if (req.release) {
@@ -276,9 +282,14 @@ export class HeldDelivery {
     return live ? state : undefined;
   }
 
-  private async heldOf(queue: string, key: string, d: Delivery): Promise<HeldMessage | undefined> {
+  private async heldOf(
+    queue: string,
+    key: string,
+    d: Delivery,
+    sequence: string,
+  ): Promise<HeldMessage | undefined> {
     const [first] = await this.deps.holds.first(queue, key, 1);
-    return first?.envelope.message_id === d.messageId && first.range === d.entry?.range ? first : undefined;
+    return first?.envelope.message_id === d.messageId && first.sequence === sequence ? first : undefined;
   }
 
   /**
@@ -313,8 +324,8 @@ export class HeldDelivery {
         }
         return false;
       }
-      const range = await this.deps.ranges.get(queue, held.shard, held.range);
-      if (range && entryStatus(range, held.index, now) === 'acked') {
+      const at = await this.deps.ranges.entryAt(queue, held.shard, held);
+      if (at && entryStatus(at.range, at.index, now) === 'acked') {
         // Acked before a crash: the key and the hold item were left to free.
         if (state.lease_gen !== undefined && state.busy_with === holder)
           await this.deps.keys.endHeld(queue, state.key, holder, state.lease_gen, now, {

@@ -220,7 +220,7 @@ export class RangeConsumer {
           shard: h.held.shard,
           generation: h.generation,
           deliveredAt: h.deliveredAt,
-          entry: { range: h.held.range, index: h.held.index, bytes: payloadBytes(env) },
+          entry: { ...h.entry, bytes: payloadBytes(env) },
           held: true,
         }),
         lease_expires_at: new Date(h.expiresAt).toISOString(),

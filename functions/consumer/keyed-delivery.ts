@@ -118,8 +118,7 @@ export class KeyedDelivery {
       key: state.key,
       shard: this.shard,
       sequence: l.sequence,
-      range: l.range.start,
-      index: l.index,
+      position: l.range.base + l.index,
     };
     await holds.put(
       namespace,
@@ -173,7 +172,8 @@ export class KeyedDelivery {
     const handled = await this.inv.deliver(h.envelope, (f) => this.failHeld(h, state, f, 'live'));
     if (!handled) return;
     // Acked where it was admitted first (trace reads it there), then out of the hold area.
-    await this.deps.ranges.ackHeld(namespace, { shard: h.shard, start: h.range }, h.index, Date.now());
+    const at = await this.deps.ranges.entryAt(namespace, h.shard, h);
+    if (at) await this.deps.ranges.ackHeld(namespace, at.range, at.index, Date.now());
     await holds.remove(namespace, h.key, h.sequence);
     this.inv.ackedElsewhere(h.envelope);
   }

@@ -24,9 +24,11 @@ export interface HeldMessage {
   shard: string;
   /** Where the message's entry was in the log: its place in the key's order. */
   sequence: string;
-  /** Its entry in the lease layer (range start, index), acked there once the message is handled. */
-  range: string;
-  index: number;
+  /**
+   * Its place in the shard's admission order: its entry in the lease layer (store/ranges.ts
+   * entryAt), acked there once the message is handled.
+   */
+  position: number;
   envelope: Envelope;
   /** Deliveries begun from the hold area: more than one means an earlier one never finished. */
   deliveries: number;
@@ -75,8 +77,7 @@ export class KeyHolds {
             key: held.key,
             shard: held.shard,
             seq: held.sequence,
-            r: held.range,
-            i: held.index,
+            p: held.position,
             env: JSON.stringify(held.envelope),
             n: 0,
             [TTL_ATTRIBUTE]: ttl,
@@ -233,8 +234,7 @@ function toHeld(item: Item): HeldMessage {
     key: String(item.key),
     shard: String(item.shard),
     sequence: String(item.seq),
-    range: String(item.r),
-    index: Number(item.i),
+    position: Number(item.p),
     envelope: JSON.parse(String(item.env)) as Envelope,
     deliveries: Number(item.n ?? 0),
   };

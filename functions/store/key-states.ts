@@ -40,9 +40,8 @@ export interface KeyState {
 export interface KeyHead {
   message_id: string;
   sequence: string;
-  /** Its entry: the range (first sequence number) and index. */
-  range: string;
-  index: number;
+  /** Its place in the shard's admission order (store/ranges.ts entryAt finds its entry). */
+  position: number;
 }
 
 export interface HeldLease {

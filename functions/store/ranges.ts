@@ -106,6 +106,20 @@ export class RangeStore {
     return seqSortKey(range.last) >= seqSortKey(sequence) ? range : undefined;
   }
 
+  /**
+   * The entry at `sequence`, whose place in the shard's admission order is `position` (a range's
+   * `base` plus the entry's index): where it is whichever admitter cut the ranges. Undefined when
+   * it is not admitted yet, or its range is gone (finished, below the commit point).
+   */
+  async entryAt(
+    queue: string,
+    shard: string,
+    at: { sequence: string; position: number },
+  ): Promise<{ range: Range; index: number } | undefined> {
+    const range = await this.containing(queue, shard, at.sequence);
+    return range && { range, index: at.position - range.base };
+  }
+
   /** Ranges from `start` on (inclusive), oldest first, at most `limit`. */
   async from(
     queue: string,

@@ -1,10 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { KeySequencer } from '../../functions/admission/key-sequencer.js';
 import { type LogRecord, RangeAdmission } from '../../functions/admission/range-admission.js';
-import type { Range } from '../../functions/core/ranges.js';
+import { compareSequence, type Range } from '../../functions/core/ranges.js';
 import { buildServices } from '../../functions/services.js';
 import { RangeStore } from '../../functions/store/ranges.js';
-import { queueApi } from '../helpers/queue-api.js';
+import { queueApi, type Received } from '../helpers/queue-api.js';
 import { DYNAMODB, startTestRuntime, type TestRuntime } from '../helpers/runtime.js';
 
 /**
@@ -36,13 +36,21 @@ beforeAll(async () => {
           burst: { shards: 1 },
           lossy: { shards: 1, fast_admission: 'off' },
           eager: { shards: 1, fast_admission: 'always' },
+          sorted: { shards: 1, ordered: true },
+          'sorted-manual': { shards: 1, ordered: true, fast_admission: 'off' },
         },
       },
       'test-admin-key-0123456789',
       { sweepIntervalMs: 1000, idlePollMs: 60_000, wakePollers: false },
     ),
     // Dispatch polls every 20 ms and is woken by every produce: both admit the same shards.
-    startTestRuntime({ tenant: 'race', queues: { jobs: { shards: 2, fast_admission: 'always' } } }),
+    startTestRuntime({
+      tenant: 'race',
+      queues: {
+        jobs: { shards: 2, fast_admission: 'always' },
+        sorted: { shards: 2, ordered: true, fast_admission: 'always' },
+      },
+    }),
   ]);
 }, 60_000);
 
@@ -51,13 +59,13 @@ afterAll(async () => {
 });
 
 /** A long poll under way, then a produce: how long from the produce's start to the delivery. */
-async function producedToReceived(t: TestRuntime, queue: string, payload: unknown) {
+async function producedToReceived(t: TestRuntime, queue: string, payload: unknown, key?: string) {
   const q = queueApi(t, queue);
   const waiting = q.receive({ wait_seconds: 5 });
   // Let the long poll find the queue empty and start waiting.
   await new Promise((r) => setTimeout(r, 300));
   const started = performance.now();
-  const [result] = await q.produce([{ payload }]);
+  const [result] = await q.produce([{ payload, ...(key !== undefined ? { key } : {}) }]);
   const [received, ms] = await waiting.then((m) => [m, performance.now() - started] as const);
   return { result, received, ms };
 }
@@ -77,6 +85,25 @@ describe('fast admission', () => {
       expect(ms).toBeLessThan(WITHIN_MS);
       await queueApi(slow, 'jobs').ack(received.map((m) => m.receipt));
     }
+  });
+
+  it('delivers on an ordered queue within 250 ms too, and holds the next of a busy key', async () => {
+    const q = queueApi(slow, 'sorted');
+    for (let i = 0; i < 3; i++) {
+      const { result, received, ms } = await producedToReceived(slow, 'sorted', { i }, `k${i}`);
+      expect(result?.status).toBe('accepted');
+      expect(received.map((m) => m.payload)).toEqual([{ i }]);
+      expect(ms).toBeLessThan(WITHIN_MS);
+      await q.ack(received.map((m) => m.receipt));
+    }
+    // A key's next message waits in its hold area while its head is out, and comes after its ack.
+    await q.produce([{ key: 'acct', payload: { n: 0 } }]);
+    const [first] = await q.receive({ wait_seconds: 1 });
+    expect(first?.payload).toEqual({ n: 0 });
+    await q.produce([{ key: 'acct', payload: { n: 1 } }]);
+    expect(await q.receive({ wait_seconds: 1 })).toEqual([]);
+    await q.ack([first?.receipt as string]);
+    expect((await q.receive({ wait_seconds: 2 })).map((m) => m.payload)).toEqual([{ n: 1 }]);
   });
 
   it('is off for a queue that turns it off: the message waits for dispatch', async () => {
@@ -152,6 +179,86 @@ describe('fast admission', () => {
     );
   });
 });
+
+describe('an ordered queue admitted by several callers at once', () => {
+  it('keeps each key in log order and admits each entry once when produce and dispatch race', async () => {
+    const q = queueApi(busy, 'sorted');
+    const sent = await Promise.all(
+      Array.from({ length: 20 }, (_, r) =>
+        q.produce(
+          Array.from({ length: 10 }, (_, i) => ({ key: `k${(r + i) % 6}`, payload: { n: r * 10 + i } })),
+        ),
+      ),
+    );
+    expect(sent.flat().every((s) => s.status === 'accepted')).toBe(true);
+    const got = await receiveInTurn(busy, 'sorted', 200, 40_000);
+    expectKeysInLogOrder(got, await busy.records('sorted'));
+    const { ranges } = buildServices(busy.runtime.config, busy.runtime.clients);
+    const records = await busy.records('sorted');
+    for (const shard of new Set(records.map((r) => r.shardId)))
+      expectOneLineage(
+        await ranges.from('sorted', shard, undefined, 1000, true),
+        records.filter((r) => r.shardId === shard).map((r) => r.sequenceNumber),
+      );
+  }, 60_000);
+
+  it('keeps each key in log order when callers read the run in different lengths', async () => {
+    const q = queueApi(slow, 'sorted-manual');
+    await q.produce(Array.from({ length: 40 }, (_, n) => ({ key: `k${n % 4}`, payload: { n } })));
+    const records = await slow.records('sorted-manual');
+    const shard = records[0]?.shardId as string;
+    const services = buildServices(slow.runtime.config, slow.runtime.clients);
+    const config = slow.runtime.config.tenant.queues['sorted-manual'];
+    if (!config) throw new Error('no queue sorted-manual');
+    const log: LogRecord[] = records.map((r) => ({ sequence: r.sequenceNumber, envelope: r.envelope }));
+    const readUpTo = (n: number) => async (after: string | undefined) => {
+      const from = after === undefined ? 0 : log.findIndex((r) => r.sequence === after) + 1;
+      return log.slice(from, from + n);
+    };
+    // A caller whose key was sequenced by another meanwhile gives up (the next one replays it).
+    await Promise.allSettled(
+      [3, 7, 20, 25, 33, 40, 1, 12].map((n) =>
+        services.admission.catchUp('sorted-manual', config, shard, readUpTo(n)),
+      ),
+    );
+    while ((await services.admission.catchUp('sorted-manual', config, shard, readUpTo(40))) > 0);
+    expectOneLineage(
+      await services.ranges.from('sorted-manual', shard, undefined, 1000, true),
+      records.map((r) => r.sequenceNumber),
+    );
+    expectKeysInLogOrder(await receiveInTurn(slow, 'sorted-manual', 40, 20_000), records);
+  }, 30_000);
+});
+
+/** Receives and acks until `count` messages came (an ordered queue gives a key's next after an ack). */
+async function receiveInTurn(t: TestRuntime, queue: string, count: number, timeoutMs: number) {
+  const q = queueApi(t, queue);
+  const came: Received[] = [];
+  const deadline = Date.now() + timeoutMs;
+  while (came.length < count && Date.now() < deadline) {
+    const got = await q.receive({ max_messages: 100, wait_seconds: 1 });
+    came.push(...got);
+    if (got.length) await q.ack(got.map((m) => m.receipt));
+  }
+  return came;
+}
+
+/** Every message once, and each key's messages in the order the log holds them. */
+function expectKeysInLogOrder(got: Received[], records: Awaited<ReturnType<TestRuntime['records']>>) {
+  const ids = got.map((m) => m.message_id);
+  expect(new Set(ids).size).toBe(records.length);
+  expect(ids).toHaveLength(records.length);
+  const byKey = (list: { key: string; id: string }[]) => {
+    const keys = new Map<string, string[]>();
+    for (const { key, id } of list) keys.set(key, [...(keys.get(key) ?? []), id]);
+    return keys;
+  };
+  const logged = records
+    .slice()
+    .sort((a, b) => compareSequence(a.sequenceNumber, b.sequenceNumber))
+    .map((r) => ({ key: r.envelope.key ?? '', id: r.envelope.message_id }));
+  expect(byKey(got.map((m) => ({ key: m.key ?? '', id: m.message_id })))).toEqual(byKey(logged));
+}
 
 describe('a range put whose answer was lost', () => {
   it("is taken for the caller's own when the range names its segment, and admission goes on", async () => {

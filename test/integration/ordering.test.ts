@@ -1,5 +1,6 @@
 import { performance } from 'node:perf_hooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Range } from '../../functions/core/ranges.js';
 import { buildServices } from '../../functions/services.js';
 import { queueApi, type Received } from '../helpers/queue-api.js';
 import { startTestRuntime, type TestRuntime } from '../helpers/runtime.js';
@@ -220,12 +221,8 @@ describe('a key left busy by an ack that stopped half way', () => {
     // The ack's first writes landed (the entry acked, the hold item gone), the key's release not.
     const { ranges, holds } = buildServices(t.runtime.config, t.runtime.clients);
     const [h] = await holds.first('held', 'hw', 1);
-    await ranges.ackHeld(
-      'held',
-      { shard: h?.shard as string, start: h?.range as string },
-      h?.index as number,
-      Date.now(),
-    );
+    const at = h && (await ranges.entryAt('held', h.shard, h));
+    await ranges.ackHeld('held', at?.range as Range, at?.index as number, Date.now());
     await holds.remove('held', 'hw', h?.sequence as string);
     await new Promise((r) => setTimeout(r, 1200));
     expect((await ackInTurn('held', 1)).map((m) => [m.message_id, m.attempt])).toEqual([['hw-2', 1]]);

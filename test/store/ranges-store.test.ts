@@ -76,6 +76,15 @@ describe.each([DYNAMODB])('the lease layer store on %s', () => {
     expect(await ranges.create(Q, r, 0)).toBe(false);
     expect((await ranges.containing(Q, SHARD, String(Number(r.start) + 2)))?.start).toBe(r.start);
     expect(await ranges.containing(Q, SHARD, String(Number(r.start) + 3))).toBeUndefined();
+    // An entry found by its place in the admission order, not by the range an admitter meant.
+    const at = await ranges.entryAt(Q, SHARD, {
+      sequence: String(Number(r.start) + 2),
+      position: r.base + 2,
+    });
+    expect([at?.range.start, at?.index]).toEqual([r.start, 2]);
+    expect(
+      await ranges.entryAt(Q, SHARD, { sequence: String(Number(r.last) + 1), position: r.base + 3 }),
+    ).toBeUndefined();
     expect((await ranges.head(Q, SHARD))?.start).toBe(r.start);
     const from = await ranges.from(Q, SHARD, r.start, 10, true);
     expect(from.map((x) => x.start)).toEqual([r.start]);
@@ -389,8 +398,7 @@ describe.each([DYNAMODB])('the lease layer store on %s', () => {
       key: 'acct/7',
       shard: SHARD,
       sequence,
-      range: sequence,
-      index: 0,
+      position: Number(sequence),
       envelope: env(Number(sequence), 10),
     });
     await holds.put(Q, [held('300')], 0, 7);
@@ -440,7 +448,7 @@ describe.each([DYNAMODB])('the lease layer store on %s', () => {
 
   it("sequences a key once per record, and leases a held message in the key's own item", async () => {
     const keys = new KeyStates(clients.doc, t.runtime.config.tableName);
-    const head = { message_id: 'h-1', sequence: '501', range: '500', index: 1 };
+    const head = { message_id: 'h-1', sequence: '501', position: 41 };
     const first = { sequenced: '501', head, unpark: false };
     expect(await keys.sequence(Q, 'seq/1', first)).toBe(true);
     // A second try of the same admission, or another admitter: refused.
