@@ -32,8 +32,9 @@ export function keyedStep(state: PushKeyView | undefined, messageId: string): Ke
 }
 
 /**
- * An ordered pull queue's admission (DESIGN §2a, appendix A.2): dispatch, one sequential reader
- * per shard, decides for each new record of a key whether it becomes the key's **head** (the one
+ * An ordered pull queue's admission (DESIGN §2a, appendix A.2): an admitter reading a shard in
+ * log order (dispatch or produce's fast path; one conditional write per key keeps each record
+ * decided once) decides for each new record of a key whether it becomes the key's **head** (the one
  * entry of the key in the ranges, leasable by any receiver with no key write), waits in the delay
  * store holding its key (`delay`), or goes to the key's hold area (`hold`), whence receivers take
  * it in log order once the key is free. A key has at most one unfinished head, so the ranges
