@@ -186,6 +186,7 @@ function latencyRows(inputs: GoalInputs): GoalRow[] {
     ['-paced', '100 msg/s', RUN.paced],
     ['-always', '100 msg/s, fast_admission always', RUN.fastUnderLoad],
     ['-trickle', '10 msg/s', RUN.trickle],
+    ['-ordered', '10 msg/s, ordered', RUN.trickleOrdered],
   ];
   return [
     ...runs.flatMap(([id, label, run]) => [

@@ -77,6 +77,7 @@ const TENANT = {
       {
         shards: SHARDS,
         ...('fastAdmission' in r && r.fastAdmission ? { fast_admission: r.fastAdmission } : {}),
+        ...('ordered' in r && r.ordered ? { ordered: true } : {}),
       },
     ]),
   ),
@@ -278,6 +279,7 @@ async function measure(
       ids: run.ids,
       nackFirstAttempt: run.nackFirstAttempt,
       ...(run.paced ? { paced: run.paced } : {}),
+      ...(run.ordered ? { ordered: true } : {}),
       timeoutMs: END_TO_END_TIMEOUT_MS,
       onAllAcked: () => {
         snapshot = {

@@ -28,6 +28,8 @@ export interface EndToEndSpec {
   paced?: { perSecond: number; batch: number; messages: number };
   /** The queue's fast_admission when not the default (`quiet`). */
   fastAdmission?: 'always' | 'off';
+  /** An ordered queue: each message carries one of WORKLOAD.orderedKeys keys. */
+  ordered?: boolean;
 }
 
 /** 4 workers at a third of what they can take. */
@@ -56,6 +58,15 @@ export const END_TO_END_RUNS: readonly EndToEndSpec[] = [
     nackFirstAttempt: false,
     paced: { perSecond: 10, batch: 1, messages: 200 },
   },
+  // The same on an ordered queue: a key's decisions are written at admission, by produce here.
+  {
+    queue: 't1-ordered',
+    workers: 1,
+    ids: 'server',
+    nackFirstAttempt: false,
+    paced: { perSecond: 10, batch: 1, messages: 200 },
+    ordered: true,
+  },
   // A retry's due time → its delivery, with consumers keeping up (c4-nack's are saturated by its nacks).
   {
     queue: 't1-nack',
@@ -74,6 +85,7 @@ export const RUN = {
   failedAttempt: 'c4-nack',
   contended: 'c16',
   trickle: 't1',
+  trickleOrdered: 't1-ordered',
   paced: 'c4-paced',
   retried: 't1-nack',
   fastUnderLoad: 'c4-always',
@@ -83,7 +95,9 @@ export const RUN = {
 export function plainRuns<T extends { queue: string }>(runs: readonly T[]): T[] {
   return runs.filter((r) => {
     const spec = END_TO_END_RUNS.find((s) => s.queue === r.queue);
-    return spec?.ids === 'server' && !spec.nackFirstAttempt && !spec.paced && !spec.fastAdmission;
+    return (
+      spec?.ids === 'server' && !spec.nackFirstAttempt && !spec.paced && !spec.fastAdmission && !spec.ordered
+    );
   });
 }
 
@@ -92,7 +106,8 @@ export function describeRun(spec: EndToEndSpec): string {
   const nack = spec.nackFirstAttempt ? ', each nacked once then acked' : '';
   const paced = spec.paced ? `, paced ${spec.paced.perSecond} msg/s in ${spec.paced.batch}s` : '';
   const fast = spec.fastAdmission ? `, fast_admission ${spec.fastAdmission}` : '';
-  return `${spec.workers} worker(s), ${ids}${nack}${paced}${fast}`;
+  const ordered = spec.ordered ? ', ordered' : '';
+  return `${spec.workers} worker(s), ${ids}${nack}${paced}${fast}${ordered}`;
 }
 
 /** A phase after the end-to-end runs that failed: reported as such, so the runs measured before it are kept. */

@@ -11,6 +11,8 @@ import { type Endpoint, post } from './http.js';
 export const WORKLOAD = {
   /** JSON bytes of each payload. */
   payloadBytes: 1024,
+  /** Keys of an ordered run's messages: enough that a key is rarely still in flight when its next comes. */
+  orderedKeys: 64,
   /** Messages per produce request, and produce requests in flight at once. */
   produceBatch: 10,
   produceInFlight: 4,
@@ -76,6 +78,8 @@ export interface ProduceOptions {
   /** Produce requests in flight at once. */
   inFlight: number;
   ids: IdSource;
+  /** Each message carries a key (an ordered queue needs one). */
+  keyed?: boolean;
   /** Paced: batches sent at this many messages a second (otherwise as fast as answered). */
   perSecond?: number;
   /** Called with each batch's message orders just before its request is sent. */
@@ -102,6 +106,7 @@ export async function produce(api: Endpoint, queue: string, options: ProduceOpti
       );
       const messages = orders.map((order) => ({
         ...(options.ids === 'producer' ? { message_id: `${queue}-${order}` } : {}),
+        ...(options.keyed ? { key: `k-${order % WORKLOAD.orderedKeys}` } : {}),
         payload: payload(order),
       }));
       options.onSend?.(orders, performance.now());
@@ -189,6 +194,8 @@ export interface EndToEndOptions {
   nackFirstAttempt: boolean;
   /** `batch` messages a request at `perSecond` in all, instead of WORKLOAD's batches as fast as answered. */
   paced?: { perSecond: number; batch: number };
+  /** An ordered queue: messages carry keys. */
+  ordered?: boolean;
   timeoutMs: number;
   /** Called the moment the last message is acked, before workers wind down (to snapshot the meter). */
   onAllAcked: () => void;
@@ -262,6 +269,7 @@ export async function endToEnd(api: Endpoint, queue: string, options: EndToEndOp
           batchSize: options.paced?.batch ?? WORKLOAD.produceBatch,
           inFlight: WORKLOAD.produceInFlight,
           ids: options.ids,
+          ...(options.ordered ? { keyed: true } : {}),
           ...(options.paced ? { perSecond: options.paced.perSecond } : {}),
           onSend: (orders, at) => {
             if (startedAt === 0) startedAt = at;
