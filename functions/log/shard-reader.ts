@@ -23,14 +23,48 @@ export interface Page {
   atTip: boolean;
 }
 
+/** Kinesis keeps an iterator for 5 minutes; one is reused for a little less. */
+const ITERATOR_REUSE_MS = 240_000;
+
+interface NextRead {
+  /** Where the iterator reads from: after this sequence number (undefined: the shard's start). */
+  after: string | undefined;
+  iterator: string;
+  obtainedAt: number;
+}
+
 export class ShardReader {
+  /**
+   * Per shard, the iterator the last `after` read ended with. Produce's fast admission reads each
+   * shard right after the last range, which is usually where its previous read ended: the next
+   * read then skips GetShardIterator, a round trip and a call a shard serves only 5 of a second.
+   */
+  private readonly next = new Map<string, NextRead>();
+
   constructor(private readonly kinesis: KinesisClient) {}
 
   /** Up to `limit` records after `after` (from the shard's start when undefined), in log order. */
   async after(stream: string, shard: string, after: string | undefined, limit: number): Promise<RawRecord[]> {
-    for await (const page of this.pages(stream, shard, after ? { after } : 'oldest', limit, 1))
-      return page.records;
-    return [];
+    const at = `${stream}/${shard}`;
+    const cached = this.next.get(at);
+    const reusable = cached && cached.after === after && Date.now() - cached.obtainedAt < ITERATOR_REUSE_MS;
+    const iterator = reusable
+      ? cached.iterator
+      : await this.iterator(stream, shard, after ? { after } : 'oldest');
+    const page = iterator && (await this.read(iterator, limit).catch(expiredAsUndefined));
+    if (!page) {
+      this.next.delete(at);
+      // A reused iterator that Kinesis no longer takes: once more with a fresh one.
+      return reusable ? this.after(stream, shard, after, limit) : [];
+    }
+    if (page.next)
+      this.next.set(at, {
+        after: page.records.at(-1)?.sequence ?? after,
+        iterator: page.next,
+        obtainedAt: reusable ? cached.obtainedAt : Date.now(),
+      });
+    else this.next.delete(at);
+    return page.records;
   }
 
   /**
@@ -45,37 +79,50 @@ export class ShardReader {
     limit: number,
     maxPages: number,
   ): AsyncGenerator<Page> {
-    let iterator = (
-      await this.kinesis.send(
-        new GetShardIteratorCommand({
-          StreamName: stream,
-          ShardId: shard,
-          ...(from === 'oldest'
-            ? { ShardIteratorType: 'TRIM_HORIZON' }
-            : 'after' in from
-              ? { ShardIteratorType: 'AFTER_SEQUENCE_NUMBER', StartingSequenceNumber: from.after }
-              : { ShardIteratorType: 'AT_TIMESTAMP', Timestamp: new Date(from.at) }),
-        }),
-      )
-    ).ShardIterator;
+    let iterator = await this.iterator(stream, shard, from);
     for (let page = 0; iterator && page < maxPages; page++) {
-      const out = await this.kinesis.send(new GetRecordsCommand({ ShardIterator: iterator, Limit: limit }));
-      const records = (out.Records ?? []).flatMap((r) =>
-        r.SequenceNumber
-          ? [
-              {
-                sequence: r.SequenceNumber,
-                data: r.Data ?? new Uint8Array(),
-                arrivedAt: r.ApproximateArrivalTimestamp?.getTime() ?? 0,
-              },
-            ]
-          : [],
-      );
-      // A closed shard's iterator ends: nothing more will come.
-      const atTip = !out.NextShardIterator || (records.length < limit && out.MillisBehindLatest === 0);
+      const { records, atTip, next } = await this.read(iterator, limit);
       yield { records, atTip };
       if (atTip) return;
-      iterator = out.NextShardIterator;
+      iterator = next;
     }
   }
+
+  private async iterator(stream: string, shard: string, from: ReadFrom): Promise<string | undefined> {
+    const out = await this.kinesis.send(
+      new GetShardIteratorCommand({
+        StreamName: stream,
+        ShardId: shard,
+        ...(from === 'oldest'
+          ? { ShardIteratorType: 'TRIM_HORIZON' }
+          : 'after' in from
+            ? { ShardIteratorType: 'AFTER_SEQUENCE_NUMBER', StartingSequenceNumber: from.after }
+            : { ShardIteratorType: 'AT_TIMESTAMP', Timestamp: new Date(from.at) }),
+      }),
+    );
+    return out.ShardIterator;
+  }
+
+  private async read(iterator: string, limit: number): Promise<Page & { next: string | undefined }> {
+    const out = await this.kinesis.send(new GetRecordsCommand({ ShardIterator: iterator, Limit: limit }));
+    const records = (out.Records ?? []).flatMap((r) =>
+      r.SequenceNumber
+        ? [
+            {
+              sequence: r.SequenceNumber,
+              data: r.Data ?? new Uint8Array(),
+              arrivedAt: r.ApproximateArrivalTimestamp?.getTime() ?? 0,
+            },
+          ]
+        : [],
+    );
+    // A closed shard's iterator ends: nothing more will come.
+    const atTip = !out.NextShardIterator || (records.length < limit && out.MillisBehindLatest === 0);
+    return { records, atTip, next: out.NextShardIterator };
+  }
+}
+
+function expiredAsUndefined(err: unknown): undefined {
+  if ((err as { name?: string }).name === 'ExpiredIteratorException') return undefined;
+  throw err;
 }

@@ -1,7 +1,10 @@
+import type { KinesisClient } from '@aws-sdk/client-kinesis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { KeySequencer } from '../../functions/admission/key-sequencer.js';
 import { type LogRecord, RangeAdmission } from '../../functions/admission/range-admission.js';
+import { streamName } from '../../functions/core/config.js';
 import { compareSequence, type Range } from '../../functions/core/ranges.js';
+import { ShardReader } from '../../functions/log/shard-reader.js';
 import { buildServices } from '../../functions/services.js';
 import { RangeStore } from '../../functions/store/ranges.js';
 import { queueApi, type Received } from '../helpers/queue-api.js';
@@ -38,6 +41,7 @@ beforeAll(async () => {
           eager: { shards: 1, fast_admission: 'always' },
           sorted: { shards: 1, ordered: true },
           'sorted-manual': { shards: 1, ordered: true, fast_admission: 'off' },
+          reader: { shards: 1, fast_admission: 'off' },
         },
       },
       'test-admin-key-0123456789',
@@ -259,6 +263,34 @@ function expectKeysInLogOrder(got: Received[], records: Awaited<ReturnType<TestR
     .map((r) => ({ key: r.envelope.key ?? '', id: r.envelope.message_id }));
   expect(byKey(got.map((m) => ({ key: m.key ?? '', id: m.message_id })))).toEqual(byKey(logged));
 }
+
+describe("the fast path's log reads", () => {
+  it('go on from where the last read ended without a new shard iterator, and get one elsewhere', async () => {
+    const calls: string[] = [];
+    const kinesis = slow.runtime.clients.kinesis;
+    const counted = {
+      send: (command: { constructor: { name: string } }) => {
+        calls.push(command.constructor.name);
+        return kinesis.send(command as never);
+      },
+    } as unknown as KinesisClient;
+    const reader = new ShardReader(counted);
+    const q = queueApi(slow, 'reader');
+    const stream = streamName('fast', 'reader');
+    await q.produce(Array.from({ length: 5 }, (_, n) => ({ payload: { n } })));
+    const shard = (await slow.records('reader'))[0]?.shardId as string;
+    const first = await reader.after(stream, shard, undefined, 500);
+    expect(first).toHaveLength(5);
+    await q.produce(Array.from({ length: 3 }, (_, n) => ({ payload: { n: 5 + n } })));
+    const next = await reader.after(stream, shard, first.at(-1)?.sequence, 500);
+    expect(next).toHaveLength(3);
+    expect(calls.filter((c) => c === 'GetShardIteratorCommand')).toHaveLength(1);
+    // Somewhere else (another admitter moved the last range, or a read stopped short): a new one.
+    expect(await reader.after(stream, shard, first[0]?.sequence, 500)).toHaveLength(7);
+    expect(calls.filter((c) => c === 'GetShardIteratorCommand')).toHaveLength(2);
+    expect(calls.filter((c) => c === 'GetRecordsCommand')).toHaveLength(3);
+  });
+});
 
 describe('a range put whose answer was lost', () => {
   it("is taken for the caller's own when the range names its segment, and admission goes on", async () => {
