@@ -1,8 +1,53 @@
 #!/usr/bin/env node
-// `npx leaseq` / `leaseq`: runs cli/main.ts through tsx's ESM loader (the repository runs its
-// TypeScript directly, with no build step).
-import { register } from 'tsx/esm/api';
+// `npx leaseq` / `leaseq`: in this repository, cli/main.ts through tsx's ESM loader (the repository
+// runs its TypeScript directly); from the installed package, the compiled dist/cli/main.js, whose
+// packages are optional peers of leaseq: it names those missing instead of failing on an import.
+import { existsSync } from 'node:fs';
 
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
-register();
-await import(new URL('../cli/main.ts', import.meta.url).href);
+
+/** What the command line loads, and what `leaseq start` (the local runtime and its emulators) adds. */
+const CLI = ['commander', 'cli-table3', 'cli-progress', 'zod', 'ajv', 'ajv-formats'];
+const LOCAL_RUNTIME = [
+  '@aws-lambda-powertools/logger',
+  '@aws-lambda-powertools/metrics',
+  '@aws-sdk/client-dynamodb',
+  '@aws-sdk/client-kinesis',
+  '@aws-sdk/client-kms',
+  '@aws-sdk/client-s3',
+  '@aws-sdk/lib-dynamodb',
+  '@middy/core',
+  '@middy/http-router',
+  '@smithy/node-http-handler',
+  '@smithy/signature-v4',
+  'dynalite',
+  'kinesalite',
+  's3rver',
+  'esbuild',
+];
+
+function installed(name) {
+  try {
+    import.meta.resolve(name);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+const source = new URL('../cli/main.ts', import.meta.url);
+if (existsSync(source)) {
+  const { register } = await import('tsx/esm/api');
+  register();
+  await import(source.href);
+} else {
+  const start = process.argv[2] === 'start';
+  const missing = [...CLI, ...(start ? LOCAL_RUNTIME : [])].filter((name) => !installed(name));
+  if (missing.length > 0) {
+    console.error(
+      `leaseq${start ? ' start' : ''} needs ${missing.join(', ')}: npm install --save-dev ${missing.join(' ')}`,
+    );
+    process.exit(2);
+  }
+  await import(new URL('../dist/cli/main.js', import.meta.url).href);
+}

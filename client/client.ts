@@ -20,6 +20,7 @@ import type {
   ParkedKey,
   ProduceMessage,
   ProduceResult,
+  QueueInfo,
   QueuePause,
   QueueStats,
   ReceivedMessage,
@@ -69,7 +70,8 @@ export class LeaseqClient {
     this.transport = new Transport({
       baseUrl: options.baseUrl,
       apiKey: options.apiKey,
-      fetch: options.fetch ?? globalThis.fetch,
+      // Called through a wrapper: a browser's fetch throws "Illegal invocation" called as a method.
+      fetch: options.fetch ?? ((input, init) => globalThis.fetch(input, init)),
       timeoutMs: options.timeoutMs ?? 30_000,
     });
     this.policy = { maxRetries: options.maxRetries ?? 5, baseMs: options.retryBaseMs ?? 100 };
@@ -171,6 +173,11 @@ export class LeaseqClient {
     options: CallOptions = {},
   ): Promise<ExtendResult> {
     return this.post(queue, 'extend', { receipt, lease_seconds: leaseSeconds }, options);
+  }
+
+  /** The queues this key has a scope on, with what it may do on each. */
+  async queues(options: CallOptions = {}): Promise<QueueInfo[]> {
+    return (await this.get<{ queues: QueueInfo[] }>('/queues', options)).queues;
   }
 
   /** The queue's figures; with `consumer`, that Lambda consumer's, which have a shape of their own. */

@@ -127,6 +127,19 @@ export interface QueueStats {
   };
 }
 
+/** What an action a key may take on a queue needs: its scope `<action>:<queue>` (or `<action>:*`). */
+export type QueueAction = 'produce' | 'consume' | 'admin';
+
+/** A queue the key has a scope on (`queues()`). */
+export interface QueueInfo {
+  name: string;
+  ordered: boolean;
+  shards: number;
+  /** Its Lambda consumers' names; told only to a key with `admin` on the queue. */
+  consumers: string[];
+  actions: QueueAction[];
+}
+
 /** A pause of a queue's deliveries: when, by which key, and why. */
 export interface QueuePause {
   paused_at: string;

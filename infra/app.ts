@@ -1,8 +1,7 @@
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import { App } from 'aws-cdk-lib';
-import { parseTenantConfig } from '../functions/core/config.js';
-import { buildApp } from './build-app.js';
-import { importConsumers } from './consumer-modules.js';
+import { buildApp, REPO_ROOT } from './build-app.js';
+import { LeaseqTenant, type LeaseqTenantConfig } from './leaseq-tenant.js';
 import { loadTenantFile } from './tenant-file.js';
 
 /** `cdk synth|deploy -c tenant=<name>`: one stack for tenants/<name>.json. */
@@ -23,14 +22,15 @@ function tenantFile(): unknown {
   if (!/^[a-z0-9-]{1,32}$/.test(tenant))
     throw new Error(`-c tenant=${tenant}: tenant names are 1-32 of [a-z0-9-]`);
   const relative = `tenants/${tenant}.json`;
-  return loadTenantFile(fileURLToPath(new URL(`../${relative}`, import.meta.url)), relative);
+  return loadTenantFile(join(REPO_ROOT, relative), relative);
 }
 
 try {
   const file = tenantFile();
   const source = `tenants/${tenant}.json`;
-  // What `npm start` refuses, synth refuses: a consumer module not made for the queue it is declared on.
-  await importConsumers(parseTenantConfig(file, source));
+  // What `npm start` refuses, synth refuses: a consumer module not made for the queue it is
+  // declared on. Checked before buildApp bundles the modules, so the message is this one.
+  await LeaseqTenant.checkConsumers({ tenant: file as LeaseqTenantConfig, source, projectRoot: REPO_ROOT });
   buildApp(file, { app, source, tenant });
 } catch (err) {
   console.error((err as Error).message);

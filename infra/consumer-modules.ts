@@ -1,3 +1,5 @@
+import { resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { declaredConsumer } from '../functions/consumer/middleware.js';
 import type { ConsumerConfig, TenantConfig } from '../functions/core/config.js';
 
@@ -16,12 +18,10 @@ export interface ConsumerModule {
   where: string;
 }
 
-/** `entry` is relative to the project root, as for the stack's bundles (infra/leaseq-function.ts). */
-const PROJECT_ROOT = new URL('../', import.meta.url);
-
+/** `root` is what LeaseqTenant's `projectRoot` is: the directory `npm start` or `cdk` runs in by default. */
 export async function importConsumers(
   tenant: TenantConfig,
-  root: URL = PROJECT_ROOT,
+  root: string = process.cwd(),
 ): Promise<ConsumerModule[]> {
   const modules: ConsumerModule[] = [];
   for (const [queue, q] of Object.entries(tenant.queues)) {
@@ -29,7 +29,7 @@ export async function importConsumers(
       const where = `consumer ${c.name} of ${queue} (${c.entry})`;
       let module: Record<string, unknown>;
       try {
-        module = await import(new URL(c.entry, root).href);
+        module = await import(pathToFileURL(resolve(root, c.entry)).href);
       } catch (err) {
         throw new Error(`${where}: cannot import the module: ${(err as Error).message}`, { cause: err });
       }

@@ -1,4 +1,3 @@
-import { fileURLToPath } from 'node:url';
 import type { Duration } from 'aws-cdk-lib';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
@@ -6,10 +5,11 @@ import * as nodejs from 'aws-cdk-lib/aws-lambda-nodejs';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import type { Construct } from 'constructs';
 import { BUNDLED_TENANT_CONFIG } from '../functions/core/runtime-config.js';
+import { buildConsoleAssets, consoleAssetsDefine } from './console-assets.js';
 import { acknowledgeNag } from './nag.js';
 
 export interface LeaseqFunctionProps {
-  /** Handler module, relative to the repository root (e.g. `functions/api/handler.ts`). */
+  /** Handler module, an absolute path (LeaseqTenant resolves leaseq's own and the team's consumers). */
   entry: string;
   /** The module's export that is the handler. Default `handler`. */
   handler?: string;
@@ -24,6 +24,8 @@ export interface LeaseqFunctionProps {
   code?: lambda.Code;
   /** The tenant file as JSON, bundled into the code (runtime-config.ts BUNDLED_TENANT_CONFIG). */
   tenantConfig?: string;
+  /** Bundles the browser console's built files into the code (the api serves them; infra/console-assets.ts). */
+  bundleConsole?: boolean;
 }
 
 /** Lambda's limit on a function's environment: every name and value together. */
@@ -34,7 +36,41 @@ export function tenantConfigDefine(json: string): Record<string, string> {
   return { [BUNDLED_TENANT_CONFIG]: JSON.stringify(json) };
 }
 
-const REPO_ROOT = new URL('..', import.meta.url);
+/**
+ * How every leaseq function is bundled (NodejsFunction's `bundling`), given esbuild's `define`.
+ * bench/bundle-report.ts and test/infra/bundle-size.test.ts build with these very options
+ * (infra/esbuild-options.ts turns them into esbuild's), so what they measure is what deploys.
+ */
+export function leaseqBundling(define: Record<string, string> = {}): nodejs.BundlingOptions {
+  return {
+    ...(Object.keys(define).length > 0 ? { define } : {}),
+    format: nodejs.OutputFormat.ESM,
+    target: 'node22',
+    minify: true,
+    sourceMap: true,
+    // Stack traces map through the names and positions alone; the sources themselves would make
+    // the map 3.4 MB instead of 1.2 MB, which Node parses at init under --enable-source-maps.
+    sourcesContent: false,
+    mainFields: ['module', 'main'],
+    // esbuild's ESM output has no `require`; CJS dependencies inside the bundle need one.
+    banner: "import { createRequire } from 'module';const require = createRequire(import.meta.url);",
+    // Bundle the SDK instead of using the runtime's copy, so the version we test is the one that runs.
+    externalModules: [],
+    // Synth must work on machines without Docker: esbuild from node_modules is enough.
+    forceDockerBundling: false,
+  };
+}
+
+/** The `bundling` of one leaseq function: leaseqBundling with the defines its props ask for. */
+export function leaseqFunctionBundling(
+  props: Pick<LeaseqFunctionProps, 'tenantConfig' | 'bundleConsole' | 'code'>,
+): nodejs.BundlingOptions {
+  return leaseqBundling({
+    ...(props.tenantConfig !== undefined ? tenantConfigDefine(props.tenantConfig) : {}),
+    // Built only where it is bundled: a `code` override (template tests) has no use for it.
+    ...(props.bundleConsole && !props.code ? consoleAssetsDefine(buildConsoleAssets()) : {}),
+  });
+}
 
 /** A leaseq Lambda function: the runtime, bundling and logging every leaseq function shares. */
 export function leaseqFunction(
@@ -62,7 +98,7 @@ export function leaseqFunction(
   if (envBytes > ENVIRONMENT_LIMIT_BYTES)
     throw new Error(`the environment of ${id} is ${envBytes} bytes; Lambda takes ${ENVIRONMENT_LIMIT_BYTES}`);
   const fn = new nodejs.NodejsFunction(scope, id, {
-    entry: fileURLToPath(new URL(props.entry, REPO_ROOT)),
+    entry: props.entry,
     // With a dot the name is used as is, so the bundle and a `code` override agree on it.
     handler: `index.${props.handler ?? 'handler'}`,
     code: props.code,
@@ -74,20 +110,7 @@ export function leaseqFunction(
     role,
     logGroup,
     environment,
-    bundling: {
-      ...(props.tenantConfig !== undefined ? { define: tenantConfigDefine(props.tenantConfig) } : {}),
-      format: nodejs.OutputFormat.ESM,
-      target: 'node22',
-      minify: true,
-      sourceMap: true,
-      mainFields: ['module', 'main'],
-      // esbuild's ESM output has no `require`; CJS dependencies inside the bundle need one.
-      banner: "import { createRequire } from 'module';const require = createRequire(import.meta.url);",
-      // Bundle the SDK instead of using the runtime's copy, so the version we test is the one that runs.
-      externalModules: [],
-      // Synth must work on machines without Docker: esbuild from node_modules is enough.
-      forceDockerBundling: false,
-    },
+    bundling: leaseqFunctionBundling(props),
   });
   // On the CfnFunction itself: L1 judges nothing else.
   acknowledgeNag(fn.node.defaultChild as Construct, {

@@ -1,23 +1,8 @@
-import { type App, type CfnResource, Stack, Validations } from 'aws-cdk-lib';
-import { AwsSolutionsChecks } from 'cdk-nag';
+import { type CfnResource, Stack, Validations } from 'aws-cdk-lib';
 import type { IConstruct } from 'constructs';
 
-/**
- * cdk-nag (v3) on the app: the AwsSolutions pack runs as a policy validation plugin when the app
- * is synthesized (`cdk synth|deploy`, and `Template.fromStack` in the tests), and a finding that
- * is not acknowledged fails synthesis with the report. Acknowledged rules are also written into
- * the template's resource Metadata (`cdk_nag.rules_to_suppress`), so a reviewer sees them there.
- */
-const checkedApps = new WeakSet<App>();
-
-export function applyNagChecks(app: App): void {
-  // buildApp may add several tenants to one app; the pack is registered once.
-  if (checkedApps.has(app)) return;
-  checkedApps.add(app);
-  Validations.of(app).addPlugins(
-    new AwsSolutionsChecks(app, { verbose: true, writeSuppressionsToCloudFormation: true }),
-  );
-}
+// Acknowledgements go through aws-cdk-lib's Validations and need no cdk-nag here, so LeaseqTenant
+// loads without it: running the pack is the app's choice (applyNagChecks in infra/build-app.ts).
 
 /** A cdk-nag rule acknowledged on one construct, its reason, and the findings it covers. */
 export interface NagAcknowledgment {

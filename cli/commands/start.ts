@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Command } from 'commander';
@@ -15,6 +15,10 @@ import { UsageError } from '../context.js';
  */
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
+/** The runtime's TypeScript through tsx in the repository; its compiled JavaScript in the package (dist/). */
+const MAIN = existsSync(join(ROOT, 'infra/local/main.ts'))
+  ? ['--import', 'tsx', join(ROOT, 'infra/local/main.ts')]
+  : [join(ROOT, 'infra/local/main.js')];
 
 export function registerStart(program: Command): void {
   program
@@ -32,7 +36,7 @@ export function registerStart(program: Command): void {
         ...(opts.port !== undefined ? ['--port', opts.port] : []),
         ...(opts.dataDir !== undefined ? ['--data-dir', opts.dataDir] : []),
       ];
-      const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'infra/local/main.ts'), ...args], {
+      const child = spawn(process.execPath, [...MAIN, ...args], {
         stdio: 'inherit',
         env: { AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true', ...process.env },
       });

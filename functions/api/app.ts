@@ -7,6 +7,8 @@ import { Authenticator } from '../access/authenticator.js';
 import { KeyAdmin } from '../access/key-admin.js';
 import { RateQuotas } from '../access/quotas.js';
 import type { AwsClients } from '../aws/clients.js';
+import { bundledConsoleAssets, type ConsoleAssetSource } from '../console/assets.js';
+import { consoleRoutes } from '../console/routes.js';
 import { Consumer } from '../consume/consumer.js';
 import { RangeConsumer } from '../consume/range-consumer.js';
 import { KeyRing } from '../core/auth.js';
@@ -43,6 +45,7 @@ import {
   traceRoute,
 } from './routes/operations.js';
 import { produceRoute } from './routes/produce.js';
+import { listQueuesRoute } from './routes/queues.js';
 
 /** The contract of these routes (api/openapi.ts), made once per instance when first asked. */
 let contract: Record<string, unknown> | undefined;
@@ -58,6 +61,7 @@ const openApiRoute: Route = {
 export const routes: Route[] = [
   healthRoute,
   openApiRoute,
+  listQueuesRoute,
   produceRoute,
   receiveRoute,
   cancelReceiveRoute,
@@ -88,12 +92,16 @@ export const routes: Route[] = [
 
 export type ApiHandler = (event: APIGatewayProxyEventV2, context: Context) => Promise<HttpResponse>;
 
-/** Wires the api function: the same on AWS (handler.ts) and in the local runtime. */
+/**
+ * Wires the api function: the same on AWS (handler.ts) and in the local runtime, which builds the
+ * console's assets itself (`consoleAssets`) where AWS's bundle carries them.
+ */
 export function createApiHandler(
   config: RuntimeConfig,
   clients: AwsClients,
   logger = new Logger({ serviceName: SERVICE.api }),
   metrics = new Metrics(metricsOptions(SERVICE.api, config.tenant.tenant)),
+  consoleAssets: ConsoleAssetSource = bundledConsoleAssets,
 ): ApiHandler {
   const built = buildServices(config, clients);
   const sqsAccess = buildSqsAccess(config, clients);
@@ -126,9 +134,10 @@ export function createApiHandler(
     tracer: built.tracer,
     counters: built.counters,
   };
-  // The SQS endpoint (POST /) beside this API's routes; it answers in SQS's shape itself.
+  // The SQS endpoint (POST /) and the console's files beside this API's routes; they answer in
+  // their own shapes.
   const router = httpRouterHandler(
-    [...routes, sqsRoute].map((r) => ({
+    [...routes, sqsRoute, ...consoleRoutes(consoleAssets)].map((r) => ({
       method: r.method,
       path: r.path,
       handler: (event: APIGatewayProxyEventV2) => r.handler(event, services),

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { ERROR_CODES } from '../core/errors.js';
 import type { Route } from './route.js';
 import * as s from './schemas.js';
@@ -12,8 +12,8 @@ import * as s from './schemas.js';
 
 interface RouteDoc {
   summary: string;
-  /** The scope a key needs (`admin:*` for tenant routes; none for public ones). */
-  scope?: 'produce' | 'consume' | 'admin' | 'admin:*';
+  /** The scope a key needs (`admin:*` for tenant routes, `any` for any key; none for public ones). */
+  scope?: 'produce' | 'consume' | 'admin' | 'admin:*' | 'any';
   body?: z.ZodType;
   /** A body that may be left out. */
   optionalBody?: boolean;
@@ -28,6 +28,11 @@ interface RouteDoc {
 export const ROUTE_DOCS: Record<string, RouteDoc> = {
   'GET /health': { summary: 'Liveness', ok: [200, '{"status":"ok"}'] },
   'GET /openapi.json': { summary: 'This document', ok: [200, 'The OpenAPI 3.1 document'] },
+  'GET /queues': {
+    summary: 'The queues this key has a scope on, with what it may do on each',
+    scope: 'any',
+    ok: [200, '{"queues":[{"name","ordered","shards","consumers","actions"}]}'],
+  },
   'POST /queues/{queue}/messages': {
     summary: 'Produce 1-500 messages, one result each (accepted, duplicate or failed)',
     scope: 'produce',
@@ -209,6 +214,13 @@ const errorSchema = {
   },
 };
 
+/** The scope line of a route's description. */
+function scopeText(scope: NonNullable<RouteDoc['scope']>): string {
+  if (scope === 'any') return 'any key';
+  if (scope === 'admin:*') return 'admin:*';
+  return `${scope}:<queue> (or ${scope}:*)`;
+}
+
 /** JSON Schema of what a route reads (its input, with defaults optional). */
 function schemaOf(schema: z.ZodType): Record<string, unknown> {
   const { $schema: _dialect, ...rest } = z.toJSONSchema(schema, {
@@ -251,11 +263,7 @@ export function openApiDocument(routes: readonly Route[]): Record<string, unknow
     (paths[route.path] as Record<string, unknown>)[route.method.toLowerCase()] = {
       operationId: id.replace(/[^A-Za-z0-9]+/g, '_').replace(/^_|_$/g, ''),
       summary: doc.summary,
-      ...(doc.scope
-        ? {
-            description: `Scope: ${doc.scope === 'admin:*' ? 'admin:*' : `${doc.scope}:<queue> (or ${doc.scope}:*)`}`,
-          }
-        : {}),
+      ...(doc.scope ? { description: `Scope: ${scopeText(doc.scope)}` } : {}),
       ...(doc.scope ? { security: [{ apiKey: [] }] } : { security: [] }),
       parameters: [...params, ...query, ...consumer],
       ...(doc.body

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { SCOPE, SCOPE_MESSAGE } from '../core/auth.js';
 import { consumerNameSchema, rateLimitsSchema } from '../core/config.js';
 import { attributesSchema, MESSAGE_ID, type MessageAttributes, TRACEPARENT } from '../core/envelope.js';

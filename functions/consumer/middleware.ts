@@ -3,7 +3,7 @@ import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
 import { Metrics } from '@aws-lambda-powertools/metrics';
 import middy from '@middy/core';
 import type { Context, KinesisStreamBatchResponse, KinesisStreamEvent } from 'aws-lambda';
-import { z } from 'zod';
+import * as z from 'zod';
 import { type AwsClients, createClients } from '../aws/clients.js';
 import { QUEUE_NAME } from '../core/config.js';
 import { ENV, type RuntimeConfig, runtimeConfigFromEnv } from '../core/runtime-config.js';

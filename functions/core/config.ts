@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { SCOPE, SCOPE_MESSAGE } from './auth.js';
 import { issuesOf } from './validation.js';
 

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 
 /**
  * The message envelope: what a Kinesis record of a queue holds. Defined once; the producer

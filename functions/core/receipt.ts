@@ -1,5 +1,5 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
-import { z } from 'zod';
+import * as z from 'zod';
 
 /**
  * Receipts: opaque, bound to one delivery (one lease generation) and signed, so a client

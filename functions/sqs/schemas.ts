@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 
 /**
  * The SQS actions' inputs as the AWS JSON 1.0 protocol carries them (SQS's member names),

@@ -55,6 +55,7 @@ async function main(): Promise<void> {
       `leaseq is running for tenant "${tenant.tenant}" at ${runtime.url}`,
       `data folder: ${resolve(options.dataDir)}`,
       `admin key:   ${runtime.adminKey}`,
+      `console:     ${runtime.url}/console (paste the admin key)`,
       'SQS credentials of the admin key (SigV4, any region):',
       `  AWS_ACCESS_KEY_ID=${runtime.sqsCredentials.access_key_id}`,
       `  AWS_SECRET_ACCESS_KEY=${runtime.sqsCredentials.secret_access_key}`,

@@ -23,6 +23,7 @@ import { createDispatchHandler } from '../../functions/dispatch/app.js';
 import { SERVICE } from '../../functions/observability/metrics.js';
 import { SqsCredentialStore } from '../../functions/store/sqs-credentials.js';
 import { createSweepHandler } from '../../functions/sweep/app.js';
+import { localConsoleAssets } from '../console-assets.js';
 import { consumerMappings } from './consumers.js';
 import { type DynamoDbEmulator, startEmulators } from './emulators.js';
 import { type EventSource, startEventSource } from './event-source.js';
@@ -157,7 +158,8 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
       options.sweepIntervalMs ?? 1000,
       (err) => log.warn('sweep failed', { error: String(err), stack: (err as Error).stack }),
     );
-    const api = createApiHandler(config, clients, logger(SERVICE.api));
+    // The console's files come from a build here, where AWS's api bundle carries them.
+    const api = createApiHandler(config, clients, logger(SERVICE.api), undefined, localConsoleAssets);
     // Wake the shard pollers after a produce, so local delivery does not wait for the next poll.
     const gateway = await startGateway(async (event, context) => {
       const result = await api(event, context);

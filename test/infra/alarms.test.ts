@@ -49,7 +49,7 @@ const template = Template.fromStack(stack);
 
 const logicalId = (c: IConstruct | undefined) =>
   Stack.of(stack).getLogicalId(c?.node.defaultChild as CfnElement);
-const topicRef = { Ref: logicalId(stack.alarms.topic) };
+const topicRef = { Ref: logicalId(stack.tenant.alarms.topic) };
 const dims = (service: string, queue: string) => [
   { Name: 'queue', Value: queue },
   { Name: 'service', Value: service },
@@ -321,7 +321,7 @@ describe('alarms per queue', () => {
       ['orders', 36],
       ['events', 48],
     ] as const) {
-      const stream = stack.queues.get(queue)?.stream;
+      const stream = stack.tenant.queues.get(queue)?.stream;
       expect(alarm(`leaseq-acme/${queue}/iterator-age`)).toMatchObject({
         Namespace: 'AWS/Kinesis',
         MetricName: 'GetRecords.IteratorAgeMilliseconds',
@@ -418,9 +418,9 @@ describe('the owner', () => {
   });
 
   it("keeps the addresses out of the functions' bundled config and environment, which only the stack needs", () => {
-    const file = JSON.parse(stack.tenantConfig);
+    const file = JSON.parse(stack.tenant.tenantConfig);
     expect(Object.keys(file).sort()).toEqual(['queues', 'tenant']);
-    expect(stack.tenantConfig).not.toContain('acme.example');
+    expect(stack.tenant.tenantConfig).not.toContain('acme.example');
     const functions = Object.values(template.findResources('AWS::Lambda::Function'));
     expect(functions.length).toBeGreaterThan(0);
     for (const fn of functions)
@@ -428,7 +428,7 @@ describe('the owner', () => {
   });
 
   it('encrypts the topic with a rotated key CloudWatch may use, and outputs its ARN', () => {
-    const keyId = logicalId(stack.alarms.topic.masterKey);
+    const keyId = logicalId(stack.tenant.alarms.topic.masterKey);
     template.hasResourceProperties('AWS::SNS::Topic', { KmsMasterKeyId: { 'Fn::GetAtt': [keyId, 'Arn'] } });
     template.hasResourceProperties('AWS::KMS::Key', {
       EnableKeyRotation: true,

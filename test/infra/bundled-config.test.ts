@@ -35,7 +35,7 @@ describe('the bundled tenant config', () => {
   it('lets a tenant larger than Lambda’s environment synthesize, its functions’ environments small', () => {
     expect(JSON.stringify(bigTenant).length).toBeGreaterThan(ENVIRONMENT_LIMIT_BYTES);
     const { stack } = buildApp(bigTenant, { functionCode });
-    expect(JSON.parse(stack.tenantConfig)).toEqual(bigTenant);
+    expect(JSON.parse(stack.tenant.tenantConfig)).toEqual(bigTenant);
   });
 
   it('is what a function built with the stack’s define reads, with no environment variable for it', async () => {
@@ -74,7 +74,7 @@ describe('the bundled tenant config', () => {
   it('refuses a function environment over 4 KB at synth, not at deploy', () => {
     const { stack } = buildApp({ tenant: 'env', queues: { jobs: {} } }, { functionCode });
     expect(() =>
-      stack.addFunction('Huge', {
+      stack.tenant.addFunction('Huge', {
         entry: 'functions/api/handler.ts',
         serviceName: 'leaseq-huge',
         environment: { BIG: 'x'.repeat(ENVIRONMENT_LIMIT_BYTES) },

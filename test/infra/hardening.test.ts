@@ -129,22 +129,22 @@ describe('cdk-nag AwsSolutions', () => {
     expect(byRule('AwsSolutions-L1').sort()).toEqual(fnResources.sort());
     expect(fnResources).toHaveLength(4);
     expect(byRule('AwsSolutions-APIG4').sort()).toEqual([
-      'Leaseq-acme/HttpApi/ANY--{proxy+}/Resource',
-      'Leaseq-acme/HttpApi/GET--health/Resource',
-      'Leaseq-acme/HttpApi/POST--/Resource',
+      'Leaseq-acme/Default/HttpApi/ANY--{proxy+}/Resource',
+      'Leaseq-acme/Default/HttpApi/GET--health/Resource',
+      'Leaseq-acme/Default/HttpApi/POST--/Resource',
     ]);
-    const bucket = logicalId(acme.bucket);
+    const bucket = logicalId(acme.tenant.bucket);
     expect(byRule(`AwsSolutions-IAM5[Resource::<${bucket}.Arn>/claims/*]`)).toEqual([
-      'Leaseq-acme/ApiServiceRole/DefaultPolicy',
+      'Leaseq-acme/Default/ApiServiceRole/DefaultPolicy',
     ]);
     expect(byRule(`AwsSolutions-IAM5[Resource::<${bucket}.Arn>/claims/events/*]`)).toEqual([
-      'Leaseq-acme/Consumer-events~log-eventsServiceRole/DefaultPolicy',
+      'Leaseq-acme/Default/Consumer-events~log-eventsServiceRole/DefaultPolicy',
     ]);
     expect(byRule(`AwsSolutions-IAM5[Resource::<${bucket}.Arn>/segments/*]`).sort()).toEqual([
-      'Leaseq-acme/ApiServiceRole/DefaultPolicy',
-      'Leaseq-acme/Consumer-events~log-eventsServiceRole/DefaultPolicy',
-      'Leaseq-acme/DispatchServiceRole/DefaultPolicy',
-      'Leaseq-acme/SweepServiceRole/DefaultPolicy',
+      'Leaseq-acme/Default/ApiServiceRole/DefaultPolicy',
+      'Leaseq-acme/Default/Consumer-events~log-eventsServiceRole/DefaultPolicy',
+      'Leaseq-acme/Default/DispatchServiceRole/DefaultPolicy',
+      'Leaseq-acme/Default/SweepServiceRole/DefaultPolicy',
     ]);
     // Nothing else: no IAM4 (no managed policies), no IAM5 but the claim and segment prefixes.
     expect(acks).toHaveLength(4 + 3 + 2 + 4);
@@ -238,7 +238,7 @@ describe('tenant isolation (acme and globex in one app)', () => {
       const resources = template.toJSON().Resources as Record<string, Json>;
       const statements = identityStatements(template);
       expect(statements.length).toBeGreaterThan(10);
-      const claimsBucket = logicalId(stack.bucket);
+      const claimsBucket = logicalId(stack.tenant.bucket);
       for (const s of statements) {
         expect(s.Effect).toBe('Allow');
         const actions = asList(s.Action);
@@ -275,7 +275,7 @@ describe('tenant isolation (acme and globex in one app)', () => {
               break;
             case 'kms':
               // The secrets key only (the alarm topic's key is CloudWatch's and SNS's, by key policy).
-              expect(own.id).toBe(logicalId(stack.secretsKey));
+              expect(own.id).toBe(logicalId(stack.tenant.secretsKey));
               expect(own.suffix).toBe('');
               break;
           }
@@ -319,7 +319,7 @@ describe('tenant isolation (acme and globex in one app)', () => {
       expect(text).not.toMatch(new RegExp(other, 'i'));
       expect(text).not.toContain('Fn::ImportValue');
       const stack = tenant === 'acme' ? acme : globex;
-      expect(JSON.parse(stack.tenantConfig).tenant).toBe(tenant);
+      expect(JSON.parse(stack.tenant.tenantConfig).tenant).toBe(tenant);
     },
   );
 

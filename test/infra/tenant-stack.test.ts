@@ -230,8 +230,8 @@ describe('TenantStack (tenants/local.json)', () => {
   });
 
   it("logs the claims bucket's requests to a private, retained logs bucket of its own", () => {
-    const claims = logicalId(local.bucket);
-    const logsBucket = logicalId(local.accessLogsBucket);
+    const claims = logicalId(local.tenant.bucket);
+    const logsBucket = logicalId(local.tenant.accessLogsBucket);
     template.resourceCountIs('AWS::S3::Bucket', 2);
     expect(template.toJSON().Resources[claims].Properties.LoggingConfiguration).toEqual({
       DestinationBucketName: { Ref: logsBucket },
@@ -292,13 +292,13 @@ describe('TenantStack (tenants/local.json)', () => {
     });
     const env = fn.Properties.Environment.Variables;
     expect(env.LEASEQ_TABLE).toEqual({ Ref: onlyId(template, 'AWS::DynamoDB::Table') });
-    expect(env.LEASEQ_BUCKET).toEqual({ Ref: logicalId(local.bucket) });
+    expect(env.LEASEQ_BUCKET).toEqual({ Ref: logicalId(local.tenant.bucket) });
     expect(env.NODE_OPTIONS).toBe('--enable-source-maps');
     expect(env.AWS_REGION).toBeUndefined();
     // The tenant file is bundled, not in the environment (Lambda's holds 4 KB); verbatim, not
     // defaults-expanded: the function applies its own schema's defaults.
     expect(env.LEASEQ_TENANT_CONFIG).toBeUndefined();
-    expect(JSON.parse(local.tenantConfig)).toEqual(localFile);
+    expect(JSON.parse(local.tenant.tenantConfig)).toEqual(localFile);
 
     const logGroupId: string = fn.Properties.LoggingConfig.LogGroup.Ref;
     expect(template.toJSON().Resources[logGroupId].Properties.RetentionInDays).toBe(30);
@@ -326,7 +326,7 @@ describe('TenantStack (tenants/local.json)', () => {
 
   it('grants the api function only its own table, claims, streams and secrets key', () => {
     const tableArn = arnOf(onlyId(template, 'AWS::DynamoDB::Table'));
-    const bucketArn = arnOf(logicalId(local.bucket));
+    const bucketArn = arnOf(logicalId(local.tenant.bucket));
     const streamArns = Object.values(streamIds(template)).map(arnOf);
     const apiId = functionId(template, 'leaseq-api');
     const statements = functionStatements(template, apiId);
@@ -353,7 +353,7 @@ describe('TenantStack (tenants/local.json)', () => {
     // Seals and opens SQS credentials' secrets with the stack's key, and does nothing else with it.
     const kms = serviceStatements(statements, 'kms:');
     expect(actionsOf(kms)).toEqual(new Set(['kms:Encrypt', 'kms:Decrypt']));
-    expect(resourcesOf(kms)).toEqual([arnOf(logicalId(local.secretsKey))]);
+    expect(resourcesOf(kms)).toEqual([arnOf(logicalId(local.tenant.secretsKey))]);
 
     // Nothing else: every statement is one of the four services above, or its own logs.
     const logs = expectOwnLogs(template, apiId, statements);
@@ -361,7 +361,7 @@ describe('TenantStack (tenants/local.json)', () => {
   });
 
   it('has a rotated KMS key for SQS credentials, named to the api function only, usable by it only', () => {
-    const keyId = logicalId(local.secretsKey);
+    const keyId = logicalId(local.tenant.secretsKey);
     template.hasResource('AWS::KMS::Key', {
       Properties: {
         EnableKeyRotation: true,
@@ -434,7 +434,9 @@ describe('TenantStack (tenants/local.json)', () => {
     // PutObject: the lease layer's large segments, and nothing else of the bucket.
     const s3 = serviceStatements(statements, 's3:');
     expect(actionsOf(s3)).toEqual(new Set(['s3:PutObject']));
-    expect(resourcesOf(s3)).toEqual([{ 'Fn::Join': ['', [arnOf(logicalId(local.bucket)), '/segments/*']] }]);
+    expect(resourcesOf(s3)).toEqual([
+      { 'Fn::Join': ['', [arnOf(logicalId(local.tenant.bucket)), '/segments/*']] },
+    ]);
 
     const logs = expectOwnLogs(template, dispatchId, statements);
     expect(dynamo.length + kinesis.length + s3.length + logs.length).toBe(statements.length);
@@ -477,7 +479,9 @@ describe('TenantStack (tenants/local.json)', () => {
     // GetObject of segments: an expired lease's message is read from its segment.
     const s3 = serviceStatements(statements, 's3:');
     expect(actionsOf(s3)).toEqual(new Set(['s3:GetObject']));
-    expect(resourcesOf(s3)).toEqual([{ 'Fn::Join': ['', [arnOf(logicalId(local.bucket)), '/segments/*']] }]);
+    expect(resourcesOf(s3)).toEqual([
+      { 'Fn::Join': ['', [arnOf(logicalId(local.tenant.bucket)), '/segments/*']] },
+    ]);
     const logs = expectOwnLogs(template, sweepId, statements);
     expect(dynamo.length + kinesis.length + s3.length + logs.length).toBe(statements.length);
   });
@@ -570,7 +574,7 @@ describe('TenantStack with a Lambda consumer', () => {
     expect(env.LEASEQ_CONSUMER_NAME).toBe('billing');
     expect(env.LEASEQ_TABLE).toEqual({ Ref: onlyId(pushTemplate, 'AWS::DynamoDB::Table') });
     expect(env.LEASEQ_TENANT_CONFIG).toBeUndefined();
-    expect(JSON.parse(push.tenantConfig)).toEqual(pushFile);
+    expect(JSON.parse(push.tenant.tenantConfig)).toEqual(pushFile);
   });
 
   it("subscribes it to its queue's stream with partial batch responses, and dispatch to the other stream only", () => {
@@ -602,7 +606,7 @@ describe('TenantStack with a Lambda consumer', () => {
     expect(actionsOf(dynamo)).toEqual(TABLE_ITEM_ACTIONS);
     const s3 = serviceStatements(statements, 's3:');
     expect(actionsOf(s3)).toEqual(new Set(['s3:GetObject', 's3:PutObject']));
-    const bucketArn = arnOf(logicalId(push.bucket));
+    const bucketArn = arnOf(logicalId(push.tenant.bucket));
     expect(resourcesOf(s3)).toEqual([
       { 'Fn::Join': ['', [bucketArn, '/claims/events/*']] },
       { 'Fn::Join': ['', [bucketArn, '/segments/*']] },

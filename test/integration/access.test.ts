@@ -31,7 +31,8 @@ afterAll(async () => {
 
 /** The action each route needs; tenant routes need admin on every queue. */
 function required(path: string, method: string): string | undefined {
-  if (path === '/health' || path === '/openapi.json') return undefined;
+  // GET /queues takes any key: it answers the queues the key's scopes name (none is no error).
+  if (path === '/health' || path === '/openapi.json' || path === '/queues') return undefined;
   if (path.startsWith('/keys')) return 'admin:*';
   if (path === '/queues/{queue}/messages' && method === 'POST') return 'produce';
   if (/\/(receive|receive\/cancel|ack|nack|extend)$/.test(path)) return 'consume';
@@ -64,6 +65,23 @@ describe('scopes on every route', () => {
       expect(res.status).toBe(403);
       expect(res.body.error.code).toBe('FORBIDDEN');
     }
+  });
+});
+
+describe('GET /queues', () => {
+  const listed = async (scope: string) =>
+    (await t.api('/queues', { key: keys[scope] as string })).body.queues.map(
+      (q: { name: string; actions: string[] }) => [q.name, q.actions],
+    );
+
+  it("answers the queues a key's scopes name, with what it may do on each", async () => {
+    expect(await listed('produce:jobs')).toEqual([['jobs', ['produce']]]);
+    expect(await listed('admin:ledger')).toEqual([['ledger', ['admin']]]);
+    expect(await listed('consume:*')).toEqual([
+      ['jobs', ['consume']],
+      ['ledger', ['consume']],
+    ]);
+    expect((await t.api('/queues', { key: null })).status).toBe(401);
   });
 });
 

@@ -40,6 +40,15 @@ const expectations: Record<string, Expectation> = {
       expect(Object.keys(body.paths)).toContain('/queues/{queue}/messages');
     },
   },
+  // The sample key's scopes are the admin's: every queue of the sample tenant, every action.
+  'queues.json': {
+    status: 200,
+    check: async ({ body }) =>
+      expect(body.queues).toEqual([
+        { name: 'jobs', ordered: false, shards: 2, consumers: [], actions: ['produce', 'consume', 'admin'] },
+        { name: 'ledger', ordered: true, shards: 2, consumers: [], actions: ['produce', 'consume', 'admin'] },
+      ]),
+  },
   'health.json': {
     status: 200,
     check: async ({ body }) => expect(body).toEqual({ status: 'ok' }),

@@ -1,0 +1,26 @@
+/** How figures and times read on the page. */
+
+/** 0 → "0 s", 75 → "1 m 15 s", 7300 → "2 h 1 m". */
+export function age(seconds: number): string {
+  const s = Math.round(seconds);
+  if (s < 60) return `${s} s`;
+  if (s < 3600) return `${Math.floor(s / 60)} m ${s % 60} s`;
+  if (s < 86_400) return `${Math.floor(s / 3600)} h ${Math.floor((s % 3600) / 60)} m`;
+  return `${Math.floor(s / 86_400)} d ${Math.floor((s % 86_400) / 3600)} h`;
+}
+
+/** An ISO time in the reader's time zone, to the second. */
+export function time(iso: string | null | undefined): string {
+  if (!iso) return '—';
+  const d = new Date(iso);
+  return Number.isNaN(d.getTime()) ? iso : d.toLocaleString(undefined, { hour12: false });
+}
+
+export function count(n: number | null | undefined): string {
+  return n === null || n === undefined ? '—' : n.toLocaleString();
+}
+
+/** A JSON value as indented text, for payloads and details. */
+export function pretty(value: unknown): string {
+  return typeof value === 'string' ? value : JSON.stringify(value, null, 2);
+}

@@ -1,0 +1,26 @@
+import * as z from 'zod';
+
+/**
+ * The browser console's built files (console/, built by infra/console-assets.ts). On AWS the api
+ * bundle carries them (esbuild `define` of BUNDLED_CONSOLE_ASSETS, as the tenant file travels), so
+ * the function reads no file and runs no build; the local runtime builds them itself.
+ */
+export const consoleAssetsSchema = z.strictObject({
+  html: z.string().min(1),
+  js: z.string().min(1),
+  css: z.string().min(1),
+});
+
+export type ConsoleAssets = z.infer<typeof consoleAssetsSchema>;
+
+/** Where the api function gets the assets from, asked when the console is first requested. */
+export type ConsoleAssetSource = () => Promise<ConsoleAssets | undefined>;
+
+declare const __LEASEQ_CONSOLE_ASSETS__: unknown;
+export const BUNDLED_CONSOLE_ASSETS = '__LEASEQ_CONSOLE_ASSETS__';
+
+/** The assets the bundle carries; undefined outside a bundle built with them (tests, the local runtime). */
+export const bundledConsoleAssets: ConsoleAssetSource = async () =>
+  typeof __LEASEQ_CONSOLE_ASSETS__ === 'undefined'
+    ? undefined
+    : consoleAssetsSchema.parse(__LEASEQ_CONSOLE_ASSETS__);

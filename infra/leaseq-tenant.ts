@@ -1,0 +1,426 @@
+import { resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { CfnOutput, Duration, RemovalPolicy, Tags } from 'aws-cdk-lib';
+import { AccessLogFormat } from 'aws-cdk-lib/aws-apigateway';
+import * as apigw from 'aws-cdk-lib/aws-apigatewayv2';
+import { HttpLambdaIntegration } from 'aws-cdk-lib/aws-apigatewayv2-integrations';
+import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
+import * as events from 'aws-cdk-lib/aws-events';
+import * as targets from 'aws-cdk-lib/aws-events-targets';
+import * as kms from 'aws-cdk-lib/aws-kms';
+import type * as lambda from 'aws-cdk-lib/aws-lambda';
+import type * as nodejs from 'aws-cdk-lib/aws-lambda-nodejs';
+import * as logs from 'aws-cdk-lib/aws-logs';
+import * as s3 from 'aws-cdk-lib/aws-s3';
+import * as cxapi from 'aws-cdk-lib/cx-api';
+import { Construct } from 'constructs';
+import type { z } from 'zod';
+import {
+  consumerNamespace,
+  parseTenantConfig,
+  type TenantConfig,
+  tableName,
+  type tenantConfigSchema,
+} from '../functions/core/config.js';
+import { checkPayloadSchemas } from '../functions/core/payload-schema.js';
+import { ENV } from '../functions/core/runtime-config.js';
+import { SERVICE } from '../functions/observability/metrics.js';
+import { GSI1 } from '../functions/store/keys.js';
+import { TenantAlarms } from './alarms.js';
+import {
+  grantClaimObjects,
+  grantClaimReads,
+  grantSecretSealing,
+  grantSegments,
+  grantTableItems,
+} from './grants.js';
+import { type LeaseqFunctionProps, leaseqFunction } from './leaseq-function.js';
+import { acknowledgeNag } from './nag.js';
+import { QueueConstruct } from './queue.js';
+import { loadTenantFile } from './tenant-file.js';
+
+/** A tenant file's content, as `tenants/<name>.json` holds it (defaults not yet applied). */
+export type LeaseqTenantConfig = z.input<typeof tenantConfigSchema>;
+
+export interface LeaseqTenantProps {
+  /** The tenant's config: queues, API keys, consumers, alarms. Give this or `tenantFile`. */
+  tenant?: LeaseqTenantConfig;
+  /** The path of a tenant file, from `projectRoot` (its `"schema": "<file>"` paths resolve beside it). */
+  tenantFile?: string;
+  /** The directory consumer `entry` paths (and `tenantFile`) resolve from. Default `process.cwd()`, the CDK app's. */
+  projectRoot?: string;
+  /** Names the config in validation errors. Default `tenantFile`, or `tenant config`. */
+  source?: string;
+  /** Replaces the esbuild bundle of every function, for template tests; leave unset to deploy. */
+  functionCode?: lambda.Code;
+}
+
+/** A function added to the tenant: it gets the runtime environment; grants stay with the caller. */
+export type TenantFunctionProps = Omit<LeaseqFunctionProps, 'environment' | 'code'> & {
+  /** Added to the runtime environment. */
+  environment?: Record<string, string>;
+};
+
+/**
+ * leaseq's own handler modules, resolved from this module rather than the app's directory: the
+ * TypeScript sources in the repository (run through tsx), their compiled JavaScript beside this
+ * file in the package's dist/, which NodejsFunction bundles the same way.
+ */
+const OWN_EXTENSION = import.meta.url.endsWith('.ts') ? '.ts' : '.js';
+const ownHandler = (name: 'api' | 'dispatch' | 'sweep') =>
+  fileURLToPath(new URL(`../functions/${name}/handler${OWN_EXTENSION}`, import.meta.url));
+
+const projectRootOf = (props: LeaseqTenantProps) => resolve(props.projectRoot ?? process.cwd());
+
+/** The tenant file as given, or read from `tenantFile`; exactly one of them. */
+function tenantFileOf(props: LeaseqTenantProps, projectRoot: string): { raw: unknown; source: string } {
+  if ((props.tenant === undefined) === (props.tenantFile === undefined))
+    throw new Error('LeaseqTenant: give either `tenant` (a config object) or `tenantFile` (its path)');
+  if (props.tenantFile !== undefined) {
+    const source = props.source ?? props.tenantFile;
+    return { raw: loadTenantFile(resolve(projectRoot, props.tenantFile), source), source };
+  }
+  return { raw: props.tenant, source: props.source ?? 'tenant config' };
+}
+
+/**
+ * The tenant file as the functions get it: without the alarm owners, which only the stack reads.
+ * Lambda's environment holds 4 KB in all, and the functions have no use for the addresses.
+ */
+function withoutStackOnlyFields(tenantFile: unknown): unknown {
+  if (typeof tenantFile !== 'object' || tenantFile === null) return tenantFile;
+  const { alarms: _owners, ...rest } = tenantFile as Record<string, unknown>;
+  return rest;
+}
+
+/** Days a server access log of the claims bucket is kept. */
+const ACCESS_LOG_DAYS = 90;
+
+/**
+ * One tenant's cell: its streams, table, bucket, API and functions, shared with no other tenant.
+ * A team adds it to a stack of its own CDK app; `cdk deploy -c tenant=<name>` (infra/app.ts) puts
+ * one in a stack of its own. The config is checked as `npm start` checks it (ConfigError).
+ */
+export class LeaseqTenant extends Construct {
+  readonly config: TenantConfig;
+  readonly table: dynamodb.Table;
+  readonly bucket: s3.Bucket;
+  /** Server access logs of `bucket`: who read or wrote which claim-checked payload. */
+  readonly accessLogsBucket: s3.Bucket;
+  readonly queues: ReadonlyMap<string, QueueConstruct>;
+  readonly apiFunction: nodejs.NodejsFunction;
+  readonly dispatchFunction: nodejs.NodejsFunction;
+  readonly sweepFunction: nodejs.NodejsFunction;
+  /** The tenant file's Lambda consumers, by `<queue>~<consumer>`. */
+  readonly consumerFunctions: ReadonlyMap<string, nodejs.NodejsFunction>;
+  readonly httpApi: apigw.HttpApi;
+  /** Every queue's alarms and the topic that tells the tenant's owner. */
+  readonly alarms: TenantAlarms;
+  /** Seals the secrets of SQS credentials in the table; only the api function may use it. */
+  readonly secretsKey: kms.Key;
+  private readonly runtimeEnvironment: Record<string, string>;
+  /** The tenant file every function bundles (less what only the stack reads). */
+  readonly tenantConfig: string;
+  private readonly functionCode: lambda.Code | undefined;
+
+  /** Where consumer `entry` paths resolve from. */
+  private readonly projectRoot: string;
+
+  constructor(scope: Construct, id: string, props: LeaseqTenantProps) {
+    super(scope, id);
+    // Log delivery is allowed by the logs bucket's policy (scoped to the claims bucket), not by
+    // the legacy log-delivery ACL. Set here, before any child, as the app may set no flags.
+    this.node.setContext(cxapi.S3_SERVER_ACCESS_LOGS_USE_BUCKET_POLICY, true);
+    this.projectRoot = projectRootOf(props);
+    const { raw, source } = tenantFileOf(props, this.projectRoot);
+    const config = parseTenantConfig(raw, source);
+    checkPayloadSchemas(config, source);
+    this.config = config;
+    this.functionCode = props.functionCode;
+    Tags.of(this).add('leaseq:tenant', config.tenant);
+
+    this.table = new dynamodb.Table(this, 'Table', {
+      tableName: tableName(config.tenant),
+      partitionKey: { name: 'pk', type: dynamodb.AttributeType.STRING },
+      sortKey: { name: 'sk', type: dynamodb.AttributeType.STRING },
+      billingMode: dynamodb.BillingMode.PAY_PER_REQUEST,
+      timeToLiveAttribute: 'ttl',
+      pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
+      removalPolicy: RemovalPolicy.RETAIN,
+    });
+    // Message state items by state and shard (ready, leased, delayed, dead; keys.ts). Receive and
+    // the sweep read the items from the index itself, so it carries them whole (they stay < 1 KB).
+    this.table.addGlobalSecondaryIndex({
+      indexName: GSI1,
+      partitionKey: { name: 'gsi1pk', type: dynamodb.AttributeType.STRING },
+      sortKey: { name: 'gsi1sk', type: dynamodb.AttributeType.STRING },
+      projectionType: dynamodb.ProjectionType.ALL,
+    });
+
+    // The claims bucket's server access logs. It is not logged itself: it holds nothing else, and
+    // cdk-nag's S1 accepts a bucket that is another's log target.
+    this.accessLogsBucket = new s3.Bucket(this, 'AccessLogsBucket', {
+      blockPublicAccess: s3.BlockPublicAccess.BLOCK_ALL,
+      // S3 delivers server access logs only to a bucket encrypted with SSE-S3.
+      encryption: s3.BucketEncryption.S3_MANAGED,
+      enforceSSL: true,
+      // Kept with the stack's data when the stack is deleted: it is the record of who read it.
+      removalPolicy: RemovalPolicy.RETAIN,
+      lifecycleRules: [{ id: 'expire-access-logs', expiration: Duration.days(ACCESS_LOG_DAYS) }],
+    });
+
+    this.bucket = new s3.Bucket(this, 'Bucket', {
+      blockPublicAccess: s3.BlockPublicAccess.BLOCK_ALL,
+      encryption: s3.BucketEncryption.S3_MANAGED,
+      enforceSSL: true,
+      versioned: false,
+      removalPolicy: RemovalPolicy.RETAIN,
+      serverAccessLogsBucket: this.accessLogsBucket,
+      serverAccessLogsPrefix: 'claims-bucket/',
+      lifecycleRules: [
+        // A claim-checked payload is referenced by the DLQ copy too, so it lives as long as that.
+        ...Object.entries(config.queues).map(([queue, q]) => ({
+          id: `claims-${queue}`,
+          prefix: `claims/${queue}/`,
+          expiration: Duration.days(Math.ceil(q.dlq_retention_hours / 24)),
+        })),
+        // A segment is read until every entry of it is finished and its retries, which point at
+        // its payload, are done: the retention, then every attempt's last lease and longest backoff.
+        ...Object.entries(config.queues).map(([queue, q]) => ({
+          id: `segments-${queue}`,
+          prefix: `segments/${queue}/`,
+          expiration: Duration.days(
+            Math.ceil(
+              (q.retention_hours * 3600 +
+                q.max_attempts * (q.max_lease_seconds + Math.max(...q.backoff_seconds))) /
+                86_400,
+            ),
+          ),
+        })),
+        { id: 'abort-incomplete-uploads', abortIncompleteMultipartUploadAfter: Duration.days(1) },
+      ],
+    });
+
+    this.queues = new Map(
+      Object.entries(config.queues).map(([name, q]) => [
+        name,
+        new QueueConstruct(this, `Queue-${name}`, { tenant: config.tenant, name, config: q }),
+      ]),
+    );
+
+    // The tenant file travels in the bundles, not the environment (runtime-config.ts).
+    this.tenantConfig = JSON.stringify(withoutStackOnlyFields(raw));
+    this.runtimeEnvironment = {
+      [ENV.table]: this.table.tableName,
+      [ENV.bucket]: this.bucket.bucketName,
+    };
+
+    // Sealed secrets are credentials, made again with POST /keys/{name}/sqs-credentials: the key
+    // goes with the stack (after KMS's shortest wait) rather than costing a month's fee forever.
+    this.secretsKey = new kms.Key(this, 'SecretsKey', {
+      description: `leaseq-${config.tenant}: seals the secrets of SQS credentials`,
+      enableKeyRotation: true,
+      removalPolicy: RemovalPolicy.DESTROY,
+      pendingWindow: Duration.days(7),
+    });
+
+    this.apiFunction = this.addFunction('Api', {
+      entry: ownHandler('api'),
+      serviceName: SERVICE.api,
+      memorySize: 512,
+      // API Gateway gives up on the integration at 29 s (receive long-polls up to 20 s).
+      timeout: Duration.seconds(29),
+      environment: { [ENV.secretsKeyId]: this.secretsKey.keyArn },
+      bundleConsole: true,
+    });
+    grantSecretSealing(this.secretsKey, this.apiFunction);
+    grantTableItems(this.table, this.apiFunction);
+    grantClaimObjects(this.bucket, this.apiFunction);
+    grantSegments(this.bucket, this.apiFunction, 'read');
+    for (const queue of this.queues.values()) queue.grantProduce(this.apiFunction);
+
+    this.httpApi = this.createHttpApi();
+    this.dispatchFunction = this.createDispatch();
+    this.sweepFunction = this.createSweep();
+    this.consumerFunctions = this.createConsumers();
+    this.alarms = new TenantAlarms(this, 'Alarms', {
+      tenant: config.tenant,
+      queues: this.queues.values(),
+      owners: config.alarms,
+    });
+
+    new CfnOutput(this, 'TableName', { value: this.table.tableName });
+    new CfnOutput(this, 'BucketName', { value: this.bucket.bucketName });
+    new CfnOutput(this, 'DispatchFunctionName', { value: this.dispatchFunction.functionName });
+    new CfnOutput(this, 'SweepFunctionName', { value: this.sweepFunction.functionName });
+  }
+
+  /**
+   * Imports each consumer module of `props`' config and checks its handler was made by
+   * leaseqConsumer() for the queue and consumer declared, as `npm start` does, with its message.
+   * Asynchronous, so not part of the constructor: an app awaits it before `new LeaseqTenant`,
+   * which bundles the modules (TypeScript ones need the app run by tsx or ts-node).
+   */
+  static async checkConsumers(props: LeaseqTenantProps): Promise<void> {
+    const projectRoot = projectRootOf(props);
+    const { raw, source } = tenantFileOf(props, projectRoot);
+    // Imported here: it loads the consumer middleware, which synthesis alone does not need.
+    const { importConsumers } = await import('./consumer-modules.js');
+    await importConsumers(parseTenantConfig(raw, source), projectRoot);
+  }
+
+  /** A leaseq function with the tenant's runtime environment (ENV in runtime-config.ts). */
+  addFunction(id: string, props: TenantFunctionProps): nodejs.NodejsFunction {
+    return leaseqFunction(this, id, {
+      ...props,
+      environment: { ...this.runtimeEnvironment, ...props.environment },
+      tenantConfig: this.tenantConfig,
+      code: this.functionCode,
+    });
+  }
+
+  /** Admits every queue's records into its shard's lease window, one mapping per stream. */
+  private createDispatch(): nodejs.NodejsFunction {
+    const fn = this.addFunction('Dispatch', {
+      entry: ownHandler('dispatch'),
+      serviceName: SERVICE.dispatch,
+      memorySize: 512,
+      timeout: Duration.seconds(60),
+    });
+    grantTableItems(this.table, fn);
+    grantSegments(this.bucket, fn, 'write');
+    for (const queue of this.queues.values()) {
+      // A queue with Lambda consumers is theirs (push): dispatch does not admit it.
+      if (queue.config.consumers.length === 0) queue.subscribe(fn);
+    }
+    return fn;
+  }
+
+  /**
+   * Each declared Lambda consumer: its entry bundled like leaseq's own functions, fed by its
+   * queue's stream. It writes its own message state and segments and reads claim-checked payloads;
+   * it needs no PutRecords, since the sweep puts its retries back into the stream.
+   */
+  private createConsumers(): Map<string, nodejs.NodejsFunction> {
+    const fns = new Map<string, nodejs.NodejsFunction>();
+    for (const queue of this.queues.values()) {
+      for (const c of queue.config.consumers) {
+        const namespace = consumerNamespace(queue.name, c.name);
+        const fn = this.addFunction(`Consumer-${namespace}`, {
+          entry: resolve(this.projectRoot, c.entry),
+          handler: c.handler,
+          serviceName: `leaseq-consumer-${queue.name}-${c.name}`,
+          memorySize: c.memory_mb,
+          timeout: Duration.seconds(c.timeout_seconds),
+          environment: { [ENV.consumerName]: c.name },
+        });
+        grantTableItems(this.table, fn);
+        grantClaimReads(this.bucket, fn, queue.name);
+        // A consumer admits its batches into the lease layer: it writes their segments.
+        grantSegments(this.bucket, fn, 'read-write');
+        queue.subscribe(fn, {
+          batchSize: c.batch_size,
+          maxBatchingWindow: Duration.seconds(c.max_batching_window_seconds),
+        });
+        fns.set(namespace, fn);
+      }
+    }
+    return fns;
+  }
+
+  /** Requeues due delayed messages and expires leases; it polls inside each minute's invocation. */
+  private createSweep(): nodejs.NodejsFunction {
+    const fn = this.addFunction('Sweep', {
+      entry: ownHandler('sweep'),
+      serviceName: SERVICE.sweep,
+      memorySize: 512,
+      // The handler keeps making passes until about 5 s are left, so one invocation spans the minute.
+      timeout: Duration.seconds(60),
+      // Two sweeps at once would race for the same due messages and expired leases.
+      reservedConcurrentExecutions: 1,
+    });
+    grantTableItems(this.table, fn);
+    grantSegments(this.bucket, fn, 'read');
+    for (const queue of this.queues.values()) queue.grantProduce(fn);
+    // A tick that cannot start (the previous sweep still running) or that fails is dropped, not
+    // queued for later: the next tick is a minute away and would only find the concurrency taken.
+    fn.configureAsyncInvoke({ retryAttempts: 0, maxEventAge: Duration.minutes(1) });
+    new events.Rule(this, 'SweepSchedule', {
+      schedule: events.Schedule.rate(Duration.minutes(1)),
+      targets: [new targets.LambdaFunction(fn, { retryAttempts: 0 })],
+    });
+    return fn;
+  }
+
+  private createHttpApi(): apigw.HttpApi {
+    const integration = new HttpLambdaIntegration('ApiIntegration', this.apiFunction, {
+      payloadFormatVersion: apigw.PayloadFormatVersion.VERSION_2_0,
+    });
+    // The default stage is made below, because the one HttpApi creates takes no throttling.
+    const api = new apigw.HttpApi(this, 'HttpApi', {
+      apiName: `leaseq-${this.config.tenant}`,
+      createDefaultStage: false,
+    });
+    const routes = api.addRoutes({ path: '/{proxy+}', methods: [apigw.HttpMethod.ANY], integration });
+    const health = api.addRoutes({ path: '/health', methods: [apigw.HttpMethod.GET], integration });
+    // The SQS-compatible endpoint: the SDKs post every action to the endpoint's root.
+    const sqs = api.addRoutes({ path: '/', methods: [apigw.HttpMethod.POST], integration });
+    for (const route of sqs) {
+      acknowledgeNag(route.node.defaultChild as Construct, {
+        id: 'AwsSolutions-APIG4',
+        reason:
+          'POST / is the SQS-compatible endpoint: the api function verifies the AWS Signature ' +
+          'Version 4 of every request against SQS credentials of an API key (functions/access/' +
+          "sigv4-verifier.ts, 403 otherwise) and checks that key's scopes. API Gateway's IAM " +
+          "authorizer would need AWS IAM identities, which tenants' SQS clients do not have.",
+      });
+    }
+    for (const route of routes) {
+      acknowledgeNag(route.node.defaultChild as Construct, {
+        id: 'AwsSolutions-APIG4',
+        reason:
+          'The api function authenticates every /queues and /keys request itself: the bearer API ' +
+          "key's SHA-256 is looked up among the tenant file's keys and the keys made at run time " +
+          '(functions/api/route.ts, 401 otherwise), then its scope produce|consume|admin:<queue> ' +
+          'is checked against the queue of the route (403). A Lambda authorizer would repeat only ' +
+          'the lookup, as a second invocation per request or a cache that outlives a revoked key.',
+      });
+    }
+    for (const route of health) {
+      acknowledgeNag(route.node.defaultChild as Construct, {
+        id: 'AwsSolutions-APIG4',
+        reason:
+          'GET /health is unauthenticated by contract (API.md: no scope), so load balancers and ' +
+          'uptime checks can call it without a key; it answers {"status":"ok"} and reads no data.',
+      });
+    }
+
+    const accessLogs = new logs.LogGroup(this, 'ApiAccessLogs', { retention: logs.RetentionDays.ONE_MONTH });
+    const stage = api.addStage('DefaultStage', {
+      stageName: '$default',
+      autoDeploy: true,
+      throttle: { burstLimit: 1000, rateLimit: 500 },
+      accessLogSettings: {
+        destination: new apigw.LogGroupLogDestination(accessLogs),
+        // JSON with HTTP API variables only (CDK's default CLF format uses REST-only ones).
+        format: AccessLogFormat.custom(
+          JSON.stringify({
+            requestId: '$context.requestId',
+            ip: '$context.identity.sourceIp',
+            time: '$context.requestTimeEpoch',
+            method: '$context.httpMethod',
+            path: '$context.path',
+            status: '$context.status',
+            responseLength: '$context.responseLength',
+            latency: '$context.responseLatency',
+            integrationLatency: '$context.integrationLatency',
+            integrationError: '$context.integrationErrorMessage',
+            error: '$context.error.message',
+          }),
+        ),
+      },
+    });
+    new CfnOutput(this, 'ApiUrl', { value: stage.url });
+    return api;
+  }
+}

@@ -1,0 +1,18 @@
+// `npm run build`: the package's dist/, JavaScript and declarations of what leaseq/client,
+// leaseq/consumer, leaseq/cdk and the `leaseq` bin load (tsconfig.build.json). dist/ mirrors the
+// repository's folders, so a module's URLs relative to itself hold in both; the files read that way
+// at run time that tsc does not emit are copied into place. docs/architecture.md, "The package".
+import { execFileSync } from 'node:child_process';
+import { cpSync, rmSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { fileURLToPath } from 'node:url';
+
+const root = fileURLToPath(new URL('../', import.meta.url));
+const at = (path) => `${root}${path}`;
+
+rmSync(at('dist'), { recursive: true, force: true });
+const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc');
+execFileSync(process.execPath, [tsc, '-p', at('tsconfig.build.json')], { stdio: 'inherit' });
+// The local runtime's emulator thread, and the console's sources (bundled when first asked for).
+cpSync(at('infra/local/emulator-thread.mjs'), at('dist/infra/local/emulator-thread.mjs'));
+cpSync(at('console'), at('dist/console'), { recursive: true });
