@@ -365,35 +365,26 @@ export class LeaseqTenant extends Construct {
     const health = api.addRoutes({ path: '/health', methods: [apigw.HttpMethod.GET], integration });
     // The SQS-compatible endpoint: the SDKs post every action to the endpoint's root.
     const sqs = api.addRoutes({ path: '/', methods: [apigw.HttpMethod.POST], integration });
-    for (const route of sqs) {
-      acknowledgeNag(route.node.defaultChild as Construct, {
-        id: 'AwsSolutions-APIG4',
-        reason:
-          'POST / is the SQS-compatible endpoint: the api function verifies the AWS Signature ' +
-          'Version 4 of every request against SQS credentials of an API key (functions/access/' +
-          "sigv4-verifier.ts, 403 otherwise) and checks that key's scopes. API Gateway's IAM " +
-          "authorizer would need AWS IAM identities, which tenants' SQS clients do not have.",
-      });
-    }
-    for (const route of routes) {
-      acknowledgeNag(route.node.defaultChild as Construct, {
-        id: 'AwsSolutions-APIG4',
-        reason:
-          'The api function authenticates every /queues and /keys request itself: the bearer API ' +
-          "key's SHA-256 is looked up among the tenant file's keys and the keys made at run time " +
-          '(functions/api/route.ts, 401 otherwise), then its scope produce|consume|admin:<queue> ' +
-          'is checked against the queue of the route (403). A Lambda authorizer would repeat only ' +
-          'the lookup, as a second invocation per request or a cache that outlives a revoked key.',
-      });
-    }
-    for (const route of health) {
-      acknowledgeNag(route.node.defaultChild as Construct, {
-        id: 'AwsSolutions-APIG4',
-        reason:
-          'GET /health is unauthenticated by contract (API.md: no scope), so load balancers and ' +
-          'uptime checks can call it without a key; it answers {"status":"ok"} and reads no data.',
-      });
-    }
+    acknowledgeRoutes(
+      sqs,
+      'POST / is the SQS-compatible endpoint: the api function verifies the AWS Signature ' +
+        'Version 4 of every request against SQS credentials of an API key (functions/access/' +
+        "sigv4-verifier.ts, 403 otherwise) and checks that key's scopes. API Gateway's IAM " +
+        "authorizer would need AWS IAM identities, which tenants' SQS clients do not have.",
+    );
+    acknowledgeRoutes(
+      routes,
+      'The api function authenticates every /queues and /keys request itself: the bearer API ' +
+        "key's SHA-256 is looked up among the tenant file's keys and the keys made at run time " +
+        '(functions/api/route.ts, 401 otherwise), then its scope produce|consume|admin:<queue> ' +
+        'is checked against the queue of the route (403). A Lambda authorizer would repeat only ' +
+        'the lookup, as a second invocation per request or a cache that outlives a revoked key.',
+    );
+    acknowledgeRoutes(
+      health,
+      'GET /health is unauthenticated by contract (API.md: no scope), so load balancers and ' +
+        'uptime checks can call it without a key; it answers {"status":"ok"} and reads no data.',
+    );
 
     const accessLogs = new logs.LogGroup(this, 'ApiAccessLogs', { retention: logs.RetentionDays.ONE_MONTH });
     const stage = api.addStage('DefaultStage', {
@@ -423,4 +414,10 @@ export class LeaseqTenant extends Construct {
     new CfnOutput(this, 'ApiUrl', { value: stage.url });
     return api;
   }
+}
+
+/** Each route's API Gateway authorization finding, acknowledged with why the function does it. */
+function acknowledgeRoutes(routes: apigw.HttpRoute[], reason: string): void {
+  for (const route of routes)
+    acknowledgeNag(route.node.defaultChild as Construct, { id: 'AwsSolutions-APIG4', reason });
 }
