@@ -18,9 +18,10 @@ import { DYNAMODB, startTestRuntime, type TestRuntime } from '../helpers/runtime
 /**
  * Issue 12's bound for a loaded CI machine (the bench holds the real goal). AWS's DynamoDB Local
  * (Java, `npm run test:dynamodb-local`) answers each of the path's ~10 calls several ms slower
- * than dynalite: measured 277 ms there once, so its bound is twice as wide.
+ * than dynalite: measured 277 ms there once, and 518 ms on an ordered queue (a key read and
+ * write more), so its bound is three times as wide.
  */
-const WITHIN_MS = DYNAMODB === 'dynamodb-local' ? 500 : 250;
+const WITHIN_MS = DYNAMODB === 'dynamodb-local' ? 750 : 250;
 
 let slow: TestRuntime;
 let busy: TestRuntime;
