@@ -114,8 +114,12 @@ export function buildServices(config: RuntimeConfig, clients: AwsClients) {
       counters,
       marks: new ExpiryMarks(clients.doc, table),
     }),
-    /** Resolves when admission writes ranges of `queue` in this process, or after `ms`. */
-    admittedWait: (queue: string, ms: number) => processAdmissions.wait(`${table}/${queue}`, ms),
+    /** Admissions of this table's queues in this process. */
+    admissions: {
+      seen: (queue: string) => processAdmissions.seen(`${table}/${queue}`),
+      wait: (queue: string, since: number, wants: number, ms: number) =>
+        processAdmissions.wait(`${table}/${queue}`, since, wants, ms),
+    },
     dedup,
     storage,
     tracer: new Tracer({

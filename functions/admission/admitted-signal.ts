@@ -5,19 +5,40 @@
  * request at a time, so on AWS nothing waits here and receivers re-read (consume/consumer.ts).
  */
 export class AdmittedSignal {
-  private readonly waiting = new Map<string, Set<() => void>>();
+  /** Per queue, each waiter and how many messages it asks for, oldest first. */
+  private readonly waiting = new Map<string, Map<() => void, number>>();
+  /** Per queue, admissions notified so far: what a look that ran during one has missed. */
+  private readonly admissions = new Map<string, number>();
 
-  /** `entries` new ones: wakes at most that many waiters (the oldest first), not a stampede. */
-  notify(queue: string, entries: number): void {
-    const waiters = this.waiting.get(queue);
-    if (!waiters) return;
-    for (const wake of [...waiters].slice(0, Math.max(1, entries))) wake();
+  /** Taken before a look, passed to `wait` after it: an admission during the look is not missed. */
+  seen(queue: string): number {
+    return this.admissions.get(queue) ?? 0;
   }
 
-  /** Resolves on the queue's next admission or after `ms`, whichever is first. */
-  wait(queue: string, ms: number): Promise<void> {
+  /**
+   * `entries` new ones: wakes the oldest waiters until what they ask for covers them, not a
+   * stampede: every extra receiver woken for the same entries races for them and loses a write.
+   */
+  notify(queue: string, entries: number): void {
+    this.admissions.set(queue, this.seen(queue) + 1);
+    const waiters = this.waiting.get(queue);
+    if (!waiters) return;
+    let left = Math.max(1, entries);
+    for (const [wake, wants] of [...waiters]) {
+      if (left <= 0) break;
+      left -= wants;
+      wake();
+    }
+  }
+
+  /**
+   * Resolves on an admission meant for this waiter (it asks for `wants` messages) or after `ms`;
+   * at once if one came since `since` (`seen` before its look).
+   */
+  wait(queue: string, since: number, wants: number, ms: number): Promise<void> {
     return new Promise((resolve) => {
-      const waiters = this.waiting.get(queue) ?? new Set();
+      if (this.seen(queue) > since) return resolve();
+      const waiters = this.waiting.get(queue) ?? new Map<() => void, number>();
       this.waiting.set(queue, waiters);
       const done = () => {
         clearTimeout(timer);
@@ -26,7 +47,7 @@ export class AdmittedSignal {
         resolve();
       };
       const timer = setTimeout(done, ms);
-      waiters.add(done);
+      waiters.set(done, Math.max(1, wants));
     });
   }
 }

@@ -1,3 +1,4 @@
+import type { AdmittedSignal } from '../admission/admitted-signal.js';
 import type {
   AckStatus,
   DeliveredMessage,
@@ -20,17 +21,19 @@ import type { RangeConsumer } from './range-consumer.js';
  * checks and the long poll; the lease layer (range-consumer.ts) does the rest.
  */
 
+/** An AdmittedSignal for this table's queues. */
+export type AdmissionWaits = Pick<AdmittedSignal, 'seen' | 'wait'>;
+
 export interface ConsumerDeps {
   counters: Counters;
-  /** A paused queue delivers nothing (an admin's incident control). */
   /** A paused queue delivers nothing; a purged one acks what was produced before its mark. */
   controls: Pick<QueueControls, 'look'>;
   ranges: RangeConsumer;
   signer: () => Promise<ReceiptSigner>;
   /** Long polls their callers called off (POST /queues/{q}/receive/cancel). */
   pollCancels: Pick<PollCancels, 'isCancelled' | 'cancel'>;
-  /** Resolves when the queue gets new ranges in this process (admission/admitted-signal.ts), or after `ms`. */
-  admittedWait?: (queue: string, ms: number) => Promise<void>;
+  /** Admissions in this process that wake a long poll (admission/admitted-signal.ts). */
+  admissions?: AdmissionWaits;
   now?: () => number;
 }
 
@@ -60,6 +63,7 @@ export class Consumer {
     const deadline = this.now() + req.wait_seconds * 1000;
     for (let pause = POLL_FIRST_MS; ; pause = Math.min(POLL_MAX_MS, pause * 2)) {
       // Paused: the long poll waits it out, looking again as often as a pause is read.
+      const seen = this.deps.admissions?.seen(queue) ?? 0;
       const { paused, purgedBefore } = await this.deps.controls.look(queue);
       const delivered = paused
         ? []
@@ -74,7 +78,9 @@ export class Consumer {
       // Jittered, so receivers waiting together do not all look (and race) at the same moment;
       // woken sooner by an admission in this process.
       const wait = Math.min((paused ? PAUSE_CHECK_MS : pause) * (0.5 + Math.random() / 2), left);
-      await (this.deps.admittedWait && !paused ? this.deps.admittedWait(queue, wait) : sleep(wait));
+      await (this.deps.admissions && !paused
+        ? this.deps.admissions.wait(queue, seen, req.max_messages, wait)
+        : sleep(wait));
     }
   }
 

@@ -1,0 +1,43 @@
+import { describe, expect, it } from 'vitest';
+import { AdmittedSignal } from '../../functions/admission/admitted-signal.js';
+
+/** Which of `waiters` (in the order they started waiting) have woken by the next tick. */
+async function woken(waits: Promise<void>[]): Promise<boolean[]> {
+  const flags = waits.map(() => false);
+  waits.forEach((w, i) => void w.then(() => (flags[i] = true)));
+  await new Promise((r) => setImmediate(r));
+  return flags;
+}
+
+describe('AdmittedSignal', () => {
+  it('wakes the oldest waiters until what they ask for covers the new entries', async () => {
+    const signal = new AdmittedSignal();
+    const waits = [10, 10, 10, 10].map((wants) => signal.wait('q', 0, wants, 60_000));
+    signal.notify('q', 15);
+    expect(await woken(waits)).toEqual([true, true, false, false]);
+    signal.notify('q', 1);
+    expect(await woken(waits)).toEqual([true, true, true, false]);
+    signal.notify('q', 100);
+    expect(await woken(waits)).toEqual([true, true, true, true]);
+  });
+
+  it('does not wait when an admission came during the look that preceded the wait', async () => {
+    const signal = new AdmittedSignal();
+    const seen = signal.seen('q');
+    signal.notify('q', 1);
+    const late = signal.wait('q', seen, 1, 60_000);
+    const fresh = signal.wait('q', signal.seen('q'), 1, 60_000);
+    expect(await woken([late, fresh])).toEqual([true, false]);
+  });
+
+  it('wakes nobody of another queue, and a waiter on its own after its time', async () => {
+    const signal = new AdmittedSignal();
+    const other = signal.wait('other', 0, 1, 60_000);
+    const timed = signal.wait('q', 0, 1, 20);
+    signal.notify('q-2', 5);
+    expect(await woken([other, timed])).toEqual([false, false]);
+    await timed;
+    signal.notify('other', 1);
+    expect(await woken([other])).toEqual([true]);
+  });
+});
