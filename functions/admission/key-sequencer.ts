@@ -134,6 +134,7 @@ export class KeySequencer {
       ...(decision.head && position !== undefined
         ? { head: { message_id: decision.head.message_id, sequence: decision.head.sequence, position } }
         : {}),
+      ...(decision.delayed !== undefined ? { delayed: decision.delayed } : {}),
       ...(decision.busyWith !== undefined ? { busyWith: decision.busyWith } : {}),
       ...(state?.busy_with !== undefined ? { holder: state.busy_with } : {}),
       unpark: decision.unpark,
@@ -166,6 +167,7 @@ function view(state: KeyState | undefined, status: EntryStatus | undefined): Seq
     ...(state?.dead_message_id !== undefined ? { dead_message_id: state.dead_message_id } : {}),
     ...(state?.holding !== undefined ? { holding: state.holding } : {}),
     ...(state?.sequenced !== undefined ? { sequenced: state.sequenced } : {}),
+    ...(state?.delayed !== undefined ? { delayed: state.delayed } : {}),
     ...(head ? { head: { message_id: head.message_id, sequence: head.sequence } } : {}),
     headDone: head === undefined || status === 'acked' || status === 'failed',
     headAcked: status === 'acked',

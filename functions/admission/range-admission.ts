@@ -301,7 +301,8 @@ export class RangeAdmission {
     );
     const heads = new Set(kept.filter((_, i) => plan.steps[i] === 'head'));
     const finished = new Set(batch.filter((r) => !heads.has(r)).map((r) => r.sequence));
-    return this.write(queue, shard, layout, bodyTtl, stopOnLoss, finished);
+    const held = new Set(kept.filter((_, i) => plan.steps[i] === 'hold').map((r) => r.sequence));
+    return this.write(queue, shard, layout, bodyTtl, stopOnLoss, finished, held);
   }
 
   /**
@@ -338,6 +339,8 @@ export class RangeAdmission {
     stopOnLoss: boolean,
     /** Entries that enter their range finished: held in a key's hold area, delayed, passed over. */
     finished: ReadonlySet<string> = new Set(),
+    /** Of those, the ones held: delivered from the hold area while their range says so. */
+    held: ReadonlySet<string> = new Set(),
   ): Promise<boolean> {
     const segment = await this.deps.segments.put(queue, shard, layout.entries, ttl);
     let written = 0;
@@ -354,7 +357,8 @@ export class RangeAdmission {
           segment: { ...segment, offset },
         },
         ttl,
-        slice.flatMap((e, index) => (finished.has(e.sequence) ? [index] : [])),
+        indexesIn(slice, finished),
+        indexesIn(slice, held),
       );
       const start = (slice[0] as SegmentEntry).sequence;
       const ours = created || (await this.deps.ranges.get(queue, shard, start))?.segment.id === segment.id;
@@ -427,4 +431,9 @@ export class RangeAdmission {
 export function admissionEnvelope(data: Uint8Array): Envelope | undefined {
   const envelope = decodeEnvelope(data);
   return envelope.for === undefined ? envelope : undefined;
+}
+
+/** The indexes in `slice` of the entries whose sequence numbers are in `sequences`. */
+function indexesIn(slice: readonly SegmentEntry[], sequences: ReadonlySet<string>): number[] {
+  return slice.flatMap((e, index) => (sequences.has(e.sequence) ? [index] : []));
 }

@@ -3,7 +3,7 @@ import type { AckStatus, NackRequest } from '../api/schemas.js';
 import { mapLimit } from '../core/async.js';
 import { type QueueConfig, streamName } from '../core/config.js';
 import type { Envelope } from '../core/envelope.js';
-import { entryStatus } from '../core/ranges.js';
+import type { Range } from '../core/ranges.js';
 import type { Delivery } from '../core/receipt.js';
 import { afterFailure, type FailureReason, type Outcome } from '../core/retry-policy.js';
 import type { ShardDirectory } from '../log/stream.js';
@@ -21,7 +21,9 @@ import type { RangeFailures } from './range-failures.js';
  * attributes), so one conditional write both takes the key and leases the message. An ack marks
  * the entry acked where it was admitted (trace reads it there), then frees the key, then removes
  * the hold item; a crash in between is finished by the next receiver or the sweep, which look at
- * that entry before they deliver.
+ * that entry before they deliver. The entry's range is also what tells a hold item that an
+ * admitter replaying the run late put back (its message long handled) from a message to deliver:
+ * the range's `held` set names what is still to deliver, as the run's first admitter decided.
  */
 
 export interface HeldDeliveryDeps {
@@ -146,18 +148,20 @@ export class HeldDelivery {
   }
 
   /**
-   * The held message's entry while it is still to deliver: finished there as held. Acked there, a
-   * crash came between its ack and the hold item's removal, which is done now. Not admitted yet
-   * (admission writes the ranges last): not yet.
+   * The held message's entry while it is still to deliver: in its range's `held` set. Out of it,
+   * the message was handled (a crash came between that and the hold item's removal) or the item
+   * was put back by a late replay: the item is removed now. Not admitted yet (admission writes the
+   * ranges last): not yet.
    */
   private async stillHeld(
     queue: string,
     held: HeldMessage,
   ): Promise<{ range: string; index: number } | undefined> {
     const at = await this.deps.ranges.entryAt(queue, held.shard, held);
-    const status = at && entryStatus(at.range, at.index, this.now());
-    if (status === 'acked') await this.deps.holds.remove(queue, held.key, held.sequence);
-    return at && status === 'failed' ? { range: at.range.start, index: at.index } : undefined;
+    if (!at) return undefined;
+    if (toDeliver(at)) return { range: at.range.start, index: at.index };
+    await this.deps.holds.remove(queue, held.key, held.sequence);
+    return undefined;
   }
 
   /** The key and log position of a held delivery, from its entry (a receipt does not carry them). */
@@ -268,6 +272,11 @@ export class HeldDelivery {
       },
       now,
     );
+    if (outcome) {
+      // Its retry or dead letter is written: the entry no longer names a message to deliver.
+      const at = await this.deps.ranges.entryAt(queue, held.shard, held);
+      if (at) await this.deps.ranges.heldFailed(queue, at.range, at.index);
+    }
     await this.deps.holds.remove(queue, key, held.sequence);
     return outcome;
   }
@@ -325,9 +334,10 @@ export class HeldDelivery {
         return false;
       }
       const at = await this.deps.ranges.entryAt(queue, held.shard, held);
-      if (at && entryStatus(at.range, at.index, now) === 'acked') {
-        // Acked before a crash: the key and the hold item were left to free.
-        if (state.lease_gen !== undefined && state.busy_with === holder)
+      if (at && !toDeliver(at)) {
+        // Handled before a crash, or put back by a late replay: the hold item goes, and the key
+        // too if the message was acked (a failed one keeps it for its retry or parks it).
+        if (at.range.acked.has(at.index) && state.lease_gen !== undefined && state.busy_with === holder)
           await this.deps.keys.endHeld(queue, state.key, holder, state.lease_gen, now, {
             release: true,
             lease: 'expired',
@@ -364,4 +374,9 @@ function shuffle<T>(items: T[]): T[] {
     [items[i], items[j]] = [items[j] as T, items[i] as T];
   }
   return items;
+}
+
+/** A held entry whose message is still to deliver from its key's hold area. */
+function toDeliver(at: { range: Range; index: number }): boolean {
+  return at.range.held.has(at.index) && !at.range.acked.has(at.index);
 }

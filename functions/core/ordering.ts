@@ -59,6 +59,8 @@ export interface SequencerKeyView extends PushKeyView {
   headAcked: boolean;
   /** The last record admission decided for: a retried admission replays what it decided up to it. */
   sequenced?: string;
+  /** The last record admission put in the delay store (it holds the key until it comes back). */
+  delayed?: string;
 }
 
 export interface KeyDecision {
@@ -67,6 +69,8 @@ export interface KeyDecision {
   head?: SequencedRecord;
   /** The message now holding the key (a head that is a retry or redriven, or a delayed one); null: released. */
   busyWith?: string | null;
+  /** The record that went to the delay store, if one did. */
+  delayed?: string;
   unpark: boolean;
   holding: boolean;
 }
@@ -98,8 +102,9 @@ export function sequenceKey(k: SequencerKeyView, records: readonly SequencedReco
   if (open && k.busy_with !== undefined) d.busyWith = null;
   for (const r of records) {
     if (k.sequenced !== undefined && compareSequence(r.sequence, k.sequenced) <= 0) {
-      const delayed = k.busy_with === r.message_id && r.entry === 1;
-      d.steps.push(k.head?.sequence === r.sequence ? 'head' : delayed ? 'delay' : 'hold');
+      // Named exactly: the key's holder may be this message for another reason by now (taken from
+      // the hold area), and a delay decided again would bring it back through the log.
+      d.steps.push(k.head?.sequence === r.sequence ? 'head' : k.delayed === r.sequence ? 'delay' : 'hold');
       // Whatever it was, the key is not open behind it (its head's range may not be written yet).
       open = false;
       continue;
@@ -110,6 +115,7 @@ export function sequenceKey(k: SequencerKeyView, records: readonly SequencedReco
       const step = r.due || r.entry > 1 ? 'head' : 'delay';
       d.steps.push(step);
       if (step === 'head') d.head = r;
+      else d.delayed = r.sequence;
       // A new head of an open key holds it through its lease alone; the others hold it by name.
       if (redriven || retry || step === 'delay') {
         d.busyWith = r.message_id;

@@ -73,6 +73,12 @@ export interface Range {
   /** When the latest of its acks was written: an entry's own ack was at or before it. */
   ackedAt?: number;
   failed: ReadonlySet<number>;
+  /**
+   * An ordered pull queue's entries whose messages admission put in their key's hold area and
+   * that are still to deliver from there (finished here from the start); each leaves the set when
+   * its message is handled (acked or failed), so a hold item put back later finds it gone.
+   */
+  held: ReadonlySet<number>;
   /** Unfinished entries waiting for their retry entry. */
   retrying: ReadonlyMap<number, Retrying>;
   /** Finished entries whose retry entry was admitted: the mark admission left (passOnMark). */

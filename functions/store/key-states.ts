@@ -29,6 +29,8 @@ export interface KeyState {
   head?: KeyHead;
   /** Ordered pull queues: the last record admission decided for. */
   sequenced?: string;
+  /** Ordered pull queues: the last record admission put in the delay store. */
+  delayed?: string;
   /** Ordered pull queues: the lease of the held message that holds the key (`busy_with`). */
   lease_expires_at?: number;
   lease_delivered_at?: number;
@@ -62,6 +64,7 @@ export interface SequencedKey {
   prev?: string;
   sequenced: string;
   head?: KeyHead;
+  delayed?: string;
   busyWith?: string | null;
   /** `busy_with` as read: a change of it lands only if nobody took the key meanwhile. */
   holder?: string;
@@ -162,6 +165,7 @@ export class KeyStates {
         key,
         sequenced: w.sequenced,
         head: w.head,
+        delayed: w.delayed,
         busy_with: w.busyWith ?? undefined,
       },
       remove,

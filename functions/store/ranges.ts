@@ -19,14 +19,15 @@ import { isConditionFailed } from './util.js';
  *   l last sequence · n entries · b entries before it on the shard · t earliest enqueue time
  *   sg/so/ss segment id, offset, store · E entry → lease expiry · O entry → "<delivered>.<tag>"
  *   C consumer tag → consumer id · A acked entries · at time of the latest ack
- *   F entries finished onto the retry path
+ *   F entries finished onto the retry path (or at admission: held, delayed, passed over)
+ *   H entries finished into their key's hold area whose messages are still to deliver from there
  *   R<entry> a nacked entry waiting for its retry: "w<due>" (base 36; its lease's `E` and `O`
  *     removed, so no ack or extend of it lands: the message's history item keeps the delivery),
  *     then its pass-on mark (passOnMark) once its retry entry was admitted, or "x" once it moved
  *     to the delay store. Top-level attributes: a write can set them on items that never had one.
  */
 
-export type NewRange = Omit<Range, 'leases' | 'acked' | 'failed' | 'retrying' | 'passedOn'>;
+export type NewRange = Omit<Range, 'leases' | 'acked' | 'failed' | 'held' | 'retrying' | 'passedOn'>;
 
 /** What a retry's mark is set to when the gap cap moves it to the message's item instead. */
 const MOVED_MARK = 'x';
@@ -47,9 +48,16 @@ export class RangeStore {
 
   /**
    * Writes a new range once; false when a range already starts there (a retried admission).
-   * `held` entries are finished from the start: their messages went to their key's hold area.
+   * `finished` entries are finished from the start (held, delayed, passed over); the `held` of them
+   * went to their key's hold area, to be delivered from there.
    */
-  async create(queue: string, range: NewRange, ttl: number, held: readonly number[] = []): Promise<boolean> {
+  async create(
+    queue: string,
+    range: NewRange,
+    ttl: number,
+    finished: readonly number[] = [],
+    held: readonly number[] = [],
+  ): Promise<boolean> {
     const input: PutCommandInput = {
       TableName: this.table,
       Item: {
@@ -65,7 +73,8 @@ export class RangeStore {
         E: {},
         O: {},
         C: {},
-        ...(held.length ? { F: new Set(held) } : {}),
+        ...(finished.length ? { F: new Set(finished) } : {}),
+        ...(held.length ? { H: new Set(held) } : {}),
         [TTL_ATTRIBUTE]: ttl,
       },
       ConditionExpression: 'attribute_not_exists(pk)',
@@ -338,10 +347,21 @@ export class RangeStore {
    */
   ackHeld(queue: string, range: Pick<Range, 'shard' | 'start'>, index: number, now: number) {
     return this.update(queue, range, {
-      UpdateExpression: 'ADD #A :set SET #at = :now',
+      UpdateExpression: 'ADD #A :set DELETE #H :set SET #at = :now',
       ConditionExpression: 'contains(#F, :v) AND NOT contains(#A, :v)',
-      ExpressionAttributeNames: { '#A': 'A', '#F': 'F', '#at': 'at' },
+      ExpressionAttributeNames: { '#A': 'A', '#F': 'F', '#H': 'H', '#at': 'at' },
       ExpressionAttributeValues: { ':set': new Set([index]), ':v': index, ':now': now },
+    });
+  }
+
+  /** A held message's delivery failed (its retry or dead letter is written): not to deliver again. */
+  heldFailed(queue: string, range: Pick<Range, 'shard' | 'start'>, index: number) {
+    return this.update(queue, range, {
+      UpdateExpression: 'DELETE #H :set',
+      // Not a range of its own made up when this one is gone (finished, past its lifetime).
+      ConditionExpression: 'attribute_exists(pk)',
+      ExpressionAttributeNames: { '#H': 'H' },
+      ExpressionAttributeValues: { ':set': new Set([index]) },
     });
   }
 
@@ -570,6 +590,7 @@ function toRange(shard: string, item: Item): Range {
   const numbers = (v: unknown) => new Set([...((v as Set<number> | undefined) ?? [])].map(Number));
   const acked = numbers(item.A);
   const failed = numbers(item.F);
+  const held = numbers(item.H);
   const { retrying, passedOn } = retriesOf(item, (index) => acked.has(index) || failed.has(index));
   return {
     shard,
@@ -583,6 +604,7 @@ function toRange(shard: string, item: Item): Range {
     acked,
     ...(typeof item.at === 'number' ? { ackedAt: item.at } : {}),
     failed,
+    held,
     retrying,
     passedOn,
   };

@@ -116,8 +116,26 @@ describe('sequenceKey: what admission does with the records of a key of an order
       busy_with: 'm-4',
       holding: 1,
       sequenced: '104',
+      delayed: '104',
     };
     const d = sequenceKey(after, [rec(1), rec(2), rec(4, { due: false }), rec(5)]);
     expect(d.steps).toEqual(['head', 'hold', 'delay', 'hold']);
+  });
+
+  it('records which record it delayed, and replays a delay only for that one', () => {
+    const open: SequencerKeyView = { headDone: true, headAcked: false };
+    expect(sequenceKey(open, [rec(4, { due: false })]).delayed).toBe('104');
+    // m-2 was held, then taken from the hold area (it holds the key): held it stays.
+    const taken: SequencerKeyView = {
+      head: { message_id: 'm-1', sequence: '101' },
+      headDone: true,
+      headAcked: true,
+      busy_with: 'm-2',
+      holding: 1,
+      sequenced: '102',
+    };
+    const d = sequenceKey(taken, [rec(1), rec(2)]);
+    expect(d.steps).toEqual(['head', 'hold']);
+    expect(d.delayed).toBeUndefined();
   });
 });

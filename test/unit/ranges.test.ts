@@ -35,6 +35,7 @@ function range(start: string, over: Partial<Range> = {}): Range {
     leases: new Map(),
     acked: new Set(),
     failed: new Set(),
+    held: new Set(),
     retrying: new Map(),
     passedOn: new Map(),
     ...over,
