@@ -4,6 +4,9 @@ export { type CallOptions, LeaseqClient, type LeaseqClientOptions, type Operatio
 export * from './errors.js';
 export type * from './types.js';
 export {
+  type BatchContext,
+  type BatchHandler,
+  type BatchItemFailure,
   type Handler,
   type HandlerContext,
   Worker,

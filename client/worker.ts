@@ -9,6 +9,8 @@ import type { AckStatus, ExtendResult, ReceivedMessage } from './types.js';
  * A pull consumer loop (DESIGN §1 "Consumer"): long-polls for at most as many messages as
  * it has free handler slots, runs each handler with heartbeats that keep its lease, acks
  * what returned and nacks what threw. Transient errors back off; the loop never dies.
+ * With a batch handler instead, each slot takes up to `batchSize` messages at once (one bulk
+ * write for all of them, say) and says which of them failed.
  */
 
 export interface HandlerContext {
@@ -20,13 +22,41 @@ export interface HandlerContext {
 
 export type Handler<T> = (message: ReceivedMessage<T>, ctx: HandlerContext) => Promise<void>;
 
+export interface BatchContext {
+  /**
+   * Aborts when this worker no longer holds one of the messages (its lease lost or expired) or at
+   * stop: what the handler does after that may be done again by another consumer.
+   */
+  signal: AbortSignal;
+}
+
+/** One message of a batch that failed, with what it threw (a NonRetryableError, a RetryAfterError…). */
+export interface BatchItemFailure<T> {
+  message: ReceivedMessage<T>;
+  error: unknown;
+}
+
+/**
+ * Handles a batch: returning nothing acks them all; returning failures nacks those (each as a
+ * throwing single handler's would be) and acks the rest; throwing nacks them all with its error.
+ */
+export type BatchHandler<T> = (
+  messages: ReceivedMessage<T>[],
+  ctx: BatchContext,
+) => Promise<undefined | readonly BatchItemFailure<T>[]>;
+
 export type WorkerPhase = 'receive' | 'handler' | 'heartbeat' | 'ack' | 'nack' | 'release';
 
 export interface WorkerOptions<T> {
   client: LeaseqClient;
   queue: string;
-  handler: Handler<T>;
-  /** Handlers running at once; default 4. */
+  /** Handles one message; or give `batchHandler` instead. */
+  handler?: Handler<T>;
+  /** Handles up to `batchSize` messages at once; or give `handler` instead. */
+  batchHandler?: BatchHandler<T>;
+  /** Messages a batch handler takes at most (one receive), 1-100; default 10. */
+  batchSize?: number;
+  /** Handlers (or batches) running at once; default 4 (1 for batches). */
   concurrency?: number;
   /** Lease asked for on receive; default the queue's. */
   leaseSeconds?: number;
@@ -42,7 +72,7 @@ export interface WorkerOptions<T> {
 }
 
 export interface WorkerHooks<T> {
-  /** The handler returned and the message was acked; `ms` is the handler's time. */
+  /** The handler returned and the message was acked; `ms` is the handler's (or its batch's) time. */
   processed?: (message: ReceivedMessage<T>, ms: number) => void;
   /** The handler threw and the message was nacked (retried, or dead-lettered). */
   failed?: (message: ReceivedMessage<T>, err: unknown) => void;
@@ -74,6 +104,10 @@ function retryAfterSeconds(seconds: number): number | undefined {
 
 export class Worker<T = unknown> {
   private readonly concurrency: number;
+  /** Messages one handler call takes: 1, or a batch handler's batch size. */
+  private readonly batchSize: number;
+  /** Handler calls running: a job each, or a batch of jobs each. */
+  private running = 0;
   private readonly waitSeconds: number;
   private readonly jobs = new Set<Job<T>>();
   private readonly releases = new Set<Promise<void>>();
@@ -92,7 +126,10 @@ export class Worker<T = unknown> {
   private abandonedPollUntil = 0;
 
   constructor(private readonly options: WorkerOptions<T>) {
-    this.concurrency = Math.max(1, options.concurrency ?? 4);
+    if (!options.handler === !options.batchHandler)
+      throw new TypeError('a Worker takes a handler or a batchHandler: one of them');
+    this.concurrency = Math.max(1, options.concurrency ?? (options.batchHandler ? 1 : 4));
+    this.batchSize = options.batchHandler ? Math.min(100, Math.max(1, options.batchSize ?? 10)) : 1;
     this.waitSeconds = options.waitSeconds ?? 20;
     this.acks = new AckBatcher((receipts) => options.client.ack(options.queue, receipts));
   }
@@ -117,7 +154,7 @@ export class Worker<T = unknown> {
 
   private async poll(): Promise<void> {
     for (let failures = 0; !this.halting.signal.aborted; ) {
-      const free = this.concurrency - this.jobs.size;
+      const free = (this.concurrency - this.running) * this.batchSize;
       if (free <= 0) {
         await new Promise<void>((resolve) => {
           this.wake = resolve;
@@ -137,7 +174,10 @@ export class Worker<T = unknown> {
       }
       if (!messages.length) this.hook('empty');
       // Past the stop's deadline there is no time left to handle them: hand them back.
-      for (const message of messages) this.polling.signal.aborted ? this.release(message) : this.run(message);
+      if (this.polling.signal.aborted) for (const message of messages) this.release(message);
+      else
+        for (let i = 0; i < messages.length; i += this.batchSize)
+          this.run(messages.slice(i, i + this.batchSize));
     }
   }
 
@@ -149,7 +189,7 @@ export class Worker<T = unknown> {
       return await this.options.client.receive<T>(
         this.options.queue,
         {
-          max_messages: Math.min(free, 100),
+          max_messages: Math.min(free, this.batchSize === 1 ? 100 : this.batchSize),
           wait_seconds: this.waitSeconds,
           poll_id: poll.id,
           ...(this.options.leaseSeconds !== undefined ? { lease_seconds: this.options.leaseSeconds } : {}),
@@ -181,38 +221,66 @@ export class Worker<T = unknown> {
     poll.abort.abort(new Error('the worker stopped: its long poll was called off'));
   }
 
-  private run(message: ReceivedMessage<T>): void {
-    const lease = new MessageLease(message as ReceivedMessage<unknown>, {
-      client: this.options.client,
-      queue: this.options.queue,
-      heartbeat: this.options.heartbeat ?? true,
-      onHeartbeatError: (err) => this.report(err, 'heartbeat', message),
+  /** One handler call: a message, or a batch of them. */
+  private run(messages: ReceivedMessage<T>[]): void {
+    const jobs = messages.map((message): Job<T> => {
+      const lease = new MessageLease(message as ReceivedMessage<unknown>, {
+        client: this.options.client,
+        queue: this.options.queue,
+        heartbeat: this.options.heartbeat ?? true,
+        onHeartbeatError: (err) => this.report(err, 'heartbeat', message),
+      });
+      return { message, lease, settled: false, released: false, done: Promise.resolve() };
     });
-    const job: Job<T> = { message, lease, settled: false, released: false, done: Promise.resolve() };
-    this.jobs.add(job);
-    job.done = this.process(job).finally(() => {
-      this.jobs.delete(job);
+    for (const job of jobs) this.jobs.add(job);
+    this.running++;
+    const done = this.process(jobs).finally(() => {
+      for (const job of jobs) this.jobs.delete(job);
+      this.running--;
       this.wake?.();
     });
+    for (const job of jobs) job.done = done;
   }
 
-  private async process(job: Job<T>): Promise<void> {
-    const { message, lease } = job;
-    let failure: { err: unknown } | undefined;
+  private async process(jobs: Job<T>[]): Promise<void> {
     const started = Date.now();
+    const failures = await this.handle(jobs);
+    const ms = Date.now() - started;
+    await Promise.all(
+      jobs.map((job) => {
+        job.settled = true;
+        job.lease.stop();
+        return job.released || job.lease.lost ? undefined : this.settle(job, failures.get(job.message), ms);
+      }),
+    );
+  }
+
+  /** Runs the handler: what failed, each with its error. */
+  private async handle(jobs: Job<T>[]): Promise<Map<ReceivedMessage<T>, { err: unknown }>> {
+    const { handler, batchHandler } = this.options;
+    const messages = jobs.map((job) => job.message);
     try {
-      await this.options.handler(message, { signal: lease.signal, extend: (s) => lease.extend(s) });
+      if (handler) {
+        const [job] = jobs as [Job<T>];
+        await handler(job.message, { signal: job.lease.signal, extend: (s) => job.lease.extend(s) });
+        return new Map();
+      }
+      const signal = AbortSignal.any(jobs.map((job) => job.lease.signal));
+      const failed = (await batchHandler?.(messages, { signal })) ?? [];
+      return new Map(failed.map((f) => [f.message, { err: f.error }]));
     } catch (err) {
-      failure = { err };
+      return new Map(messages.map((m) => [m, { err }]));
     }
-    job.settled = true;
-    lease.stop();
-    if (job.released || lease.lost) return;
+  }
+
+  /** The ack of a message whose handler returned, or the nack of one that failed. */
+  private async settle(job: Job<T>, failure: { err: unknown } | undefined, ms: number): Promise<void> {
+    const { message } = job;
     if (!failure) {
       try {
         const status = await this.acks.ack(message.receipt);
         if (status !== 'acked') this.report(lateAck(status), 'ack', message);
-        else this.hook('processed', message, Date.now() - started);
+        else this.hook('processed', message, ms);
       } catch (err) {
         this.report(err, 'ack', message);
       }
@@ -255,7 +323,7 @@ export class Worker<T = unknown> {
   private async shutdown(timeoutMs: number): Promise<void> {
     this.halting.abort();
     this.wake?.();
-    if (this.jobs.size === 0) await this.callOffPoll();
+    if (this.running === 0) await this.callOffPoll();
     const deadline = new AbortController();
     const drained = (async () => {
       await this.loop;

@@ -30,6 +30,7 @@ beforeAll(async () => {
       failing: { shards: 1, backoff_seconds: [0] },
       hooks: { shards: 1, backoff_seconds: [0], max_attempts: 1 },
       lost: { shards: 1, lease_seconds: 1, max_lease_seconds: 3, backoff_seconds: [0] },
+      batch: { shards: 1, backoff_seconds: [0] },
     },
   });
   client = clientOf(t);
@@ -294,6 +295,77 @@ describe('handler failures', () => {
     expect((at[1] as number) - (at[0] as number)).toBeGreaterThanOrEqual(1900);
     expect(await client.dlq('failing').then((p) => p.messages.map((m) => m.message_id))).not.toContain(
       'later-1',
+    );
+  });
+});
+
+describe('a batch handler', () => {
+  it('takes up to batchSize messages a call, acks what it does not name and nacks what it names', async () => {
+    await client.produce(
+      'batch',
+      Array.from({ length: 9 }, (_, n) => ({ message_id: `b-${n}`, payload: n })),
+    );
+    const calls: { ids: string[]; attempts: number[] }[] = [];
+    const processed: string[] = [];
+    const { errors } = startWorker<number>({
+      queue: 'batch',
+      batchSize: 4,
+      batchHandler: async (messages) => {
+        calls.push({ ids: messages.map((m) => m.message_id), attempts: messages.map((m) => m.attempt) });
+        return messages.flatMap((message) =>
+          message.attempt > 1
+            ? []
+            : message.payload === 1
+              ? [{ message, error: new NonRetryableError('cannot parse') }]
+              : message.payload === 2
+                ? [{ message, error: new Error('database busy') }]
+                : [],
+        );
+      },
+      on: { processed: (m) => processed.push(m.message_id) },
+    });
+    await until('every message handled, b-2 twice', () => processed.length === 8, 15_000);
+    expect(calls.every((c) => c.ids.length >= 1 && c.ids.length <= 4)).toBe(true);
+    // Four to a call: the 9 took at least three calls, and b-2 came back with attempt 2.
+    expect(calls.length).toBeGreaterThanOrEqual(3);
+    const handled = calls.flatMap((c) => c.ids.map((id, i) => `${id}@${c.attempts[i]}`));
+    expect(handled.sort()).toEqual([...Array.from({ length: 9 }, (_, n) => `b-${n}@1`), 'b-2@2'].sort());
+    expect(processed.sort()).toEqual(['b-0', 'b-2', 'b-3', 'b-4', 'b-5', 'b-6', 'b-7', 'b-8']);
+    expect(await client.dlqMessage('batch', 'b-1')).toMatchObject({
+      attempts: [{ attempt: 1, reason: 'non_retryable', error: 'cannot parse' }],
+    });
+    expect(errors.map((e) => [e.phase, e.id]).sort()).toEqual([
+      ['handler', 'b-1'],
+      ['handler', 'b-2'],
+    ]);
+  });
+
+  it('that throws nacks its whole batch, which comes back', async () => {
+    await client.produce('batch', [
+      { message_id: 't-0', payload: 0 },
+      { message_id: 't-1', payload: 1 },
+    ]);
+    const seen: string[] = [];
+    const processed: string[] = [];
+    startWorker<number>({
+      queue: 'batch',
+      batchHandler: async (messages) => {
+        seen.push(...messages.map((m) => `${m.message_id}@${m.attempt}`));
+        if (messages.some((m) => m.attempt === 1)) throw new Error('the bulk write failed');
+        return undefined;
+      },
+      on: { processed: (m) => processed.push(`${m.message_id}@${m.attempt}`) },
+    });
+    await until('both handled after a retry', () => processed.length === 2, 15_000);
+    expect(seen.slice(0, 2).sort()).toEqual(['t-0@1', 't-1@1']);
+    expect(processed.every((p) => !p.endsWith('@1'))).toBe(true);
+  });
+
+  it('is one or the other: a Worker with both or neither is refused', () => {
+    const handler = async () => undefined;
+    expect(() => new Worker({ client, queue: 'batch' })).toThrow(/handler or a batchHandler/);
+    expect(() => new Worker({ client, queue: 'batch', handler, batchHandler: handler })).toThrow(
+      /handler or a batchHandler/,
     );
   });
 });

@@ -89,37 +89,41 @@ async function deliveredLater(queue: string): Promise<Received[]> {
   return got;
 }
 
+/**
+ * Two messages of one key produced, the late admitter waiting, and the run admitted by another:
+ * the first is the key's head, the second in its hold area. `replay()` lets the late one go on.
+ */
+async function keyWithLateReplay(queue: string, ids: [string, string], key: string) {
+  await queueApi(t, queue).produce(ids.map((message_id, n) => ({ message_id, key, payload: { n } })));
+  const late = gate();
+  const replaying = lateAdmitter(queue, late.go);
+  await admitAll(queue);
+  return {
+    replay: async () => {
+      late.open();
+      await replaying;
+    },
+  };
+}
+
 describe('a late replay of an ordered queue run', () => {
   it('does not bring back a held message that was delivered from its key hold area and acked', async () => {
     const q = queueApi(t, 'held');
-    await q.produce([
-      { message_id: 'a', key: 'k', payload: { n: 0 } },
-      { message_id: 'x', key: 'k', payload: { n: 1 } },
-    ]);
-    const late = gate();
-    const replay = lateAdmitter('held', late.go);
-    await admitAll('held');
+    const { replay } = await keyWithLateReplay('held', ['a', 'x'], 'k');
     const [a] = await q.receive({ max_messages: 10, wait_seconds: 1 });
     expect(a?.message_id).toBe('a');
     expect(await q.ack([a?.receipt as string])).toEqual([{ receipt: a?.receipt, status: 'acked' }]);
     // x comes from the key's hold area and holds the key while the late admitter replays the run.
     const [x] = await q.receive({ max_messages: 10, wait_seconds: 1 });
     expect(x?.message_id).toBe('x');
-    late.open();
-    await replay;
+    await replay();
     expect(await q.ack([x?.receipt as string])).toEqual([{ receipt: x?.receipt, status: 'acked' }]);
     expect((await deliveredLater('held')).map((m) => m.message_id)).toEqual([]);
   });
 
   it('does not deliver again a head that failed and whose retry was acked', async () => {
     const q = queueApi(t, 'failed');
-    await q.produce([
-      { message_id: 'a', key: 'k', payload: { n: 0 } },
-      { message_id: 'x', key: 'k', payload: { n: 1 } },
-    ]);
-    const late = gate();
-    const replay = lateAdmitter('failed', late.go);
-    await admitAll('failed');
+    const { replay } = await keyWithLateReplay('failed', ['a', 'x'], 'k');
     const [a] = await q.receive({ max_messages: 10, wait_seconds: 1 });
     expect(a?.message_id).toBe('a');
     expect((await q.nack({ receipt: a?.receipt, retryable: true, error: 'once' })).status).toBe(200);
@@ -136,20 +140,13 @@ describe('a late replay of an ordered queue run', () => {
       ['a', 2],
       ['x', 1],
     ]);
-    late.open();
-    await replay;
+    await replay();
     expect((await deliveredLater('failed')).map((m) => [m.message_id, m.attempt])).toEqual([]);
   });
 
   it('does not deliver again a held message whose delivery failed and whose retry was acked', async () => {
     const q = queueApi(t, 'failed');
-    await q.produce([
-      { message_id: 'b', key: 'k2', payload: { n: 0 } },
-      { message_id: 'y', key: 'k2', payload: { n: 1 } },
-    ]);
-    const late = gate();
-    const replay = lateAdmitter('failed', late.go);
-    await admitAll('failed');
+    const { replay } = await keyWithLateReplay('failed', ['b', 'y'], 'k2');
     const [b] = await q.receive({ max_messages: 10, wait_seconds: 1 });
     expect(b?.message_id).toBe('b');
     await q.ack([b?.receipt as string]);
@@ -161,8 +158,7 @@ describe('a late replay of an ordered queue run', () => {
     const [retry] = await q.receive({ max_messages: 10, wait_seconds: 1 });
     expect([retry?.message_id, retry?.attempt]).toEqual(['y', 2]);
     await q.ack([retry?.receipt as string]);
-    late.open();
-    await replay;
+    await replay();
     expect((await deliveredLater('failed')).map((m) => [m.message_id, m.attempt])).toEqual([]);
   });
 });
