@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { z } from 'zod';
 import { startDynamoDbLocal } from './dynamodb-local.js';
+import { removeTornS3Puts } from './s3-repair.js';
 
 /**
  * dynalite, kinesalite and s3rver on the data folder (EMULATORS.md), on a thread of their own
@@ -77,6 +78,7 @@ function folder(dataDir: string, name: string): string {
 export async function startEmulators(options: EmulatorOptions): Promise<Emulators> {
   // The thread's servers listen before Java picks its port: DynamoDB Local picks a free port and
   // binds it later, and one of ours taking it between answered as if it were DynamoDB.
+  removeTornS3Puts(join(options.dataDir, 's3'));
   const thread = await startThread(options);
   let java: Awaited<ReturnType<typeof startDynamoDbLocal>> | undefined;
   try {
