@@ -1,3 +1,4 @@
+import { fileURLToPath } from 'node:url';
 import type { Duration } from 'aws-cdk-lib';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
@@ -37,6 +38,17 @@ export function tenantConfigDefine(json: string): Record<string, string> {
 }
 
 /**
+ * The module the SDK's default credential chain is replaced by in every bundle (its reason is
+ * there), resolved from this file: the sources in the repository, their JavaScript in the package.
+ */
+const LAMBDA_CREDENTIALS = fileURLToPath(
+  new URL(
+    `../functions/aws/lambda-credentials${import.meta.url.endsWith('.ts') ? '.ts' : '.js'}`,
+    import.meta.url,
+  ),
+);
+
+/**
  * How every leaseq function is bundled (NodejsFunction's `bundling`), given esbuild's `define`.
  * bench/bundle-report.ts and test/infra/bundle-size.test.ts build with these very options
  * (infra/esbuild-options.ts turns them into esbuild's), so what they measure is what deploys.
@@ -54,8 +66,10 @@ export function leaseqBundling(define: Record<string, string> = {}): nodejs.Bund
     mainFields: ['module', 'main'],
     // esbuild's ESM output has no `require`; CJS dependencies inside the bundle need one.
     banner: "import { createRequire } from 'module';const require = createRequire(import.meta.url);",
-    // Bundle the SDK instead of using the runtime's copy, so the version we test is the one that runs.
+    // Bundle the SDK instead of using the runtime's copy, so the version we test is the one that
+    // runs; and its init is half of the unbundled SDK's (docs/architecture.md "Bundles").
     externalModules: [],
+    esbuildArgs: { '--alias': `@aws-sdk/credential-provider-node=${LAMBDA_CREDENTIALS}` },
     // Synth must work on machines without Docker: esbuild from node_modules is enough.
     forceDockerBundling: false,
   };
