@@ -9,6 +9,7 @@ import {
   RANGE_ENTRIES,
   type Range,
   rangeSizes,
+  type SegmentRef,
   windowSize,
 } from '../core/ranges.js';
 import { admissionId } from '../core/replay-policy.js';
@@ -149,24 +150,36 @@ export class RangeAdmission {
       const written = await this.admitOrdered(queue, config, shard, head, batch, due, now, stopOnLoss);
       return written ? skipped + cut : this.doneAfterLostRace(queue, shard, records);
     }
-    // Not yet due (produce's delay_seconds): the delay store keeps it; it comes back as its next entry.
-    await mapLimit(
-      batch.filter((r) => !due(r)),
-      16,
-      (r) => this.deps.messages.delay(shard, r.sequence, r.envelope, bodyTtl),
-    );
-    const admitted = new Set(await this.identities(queue, config, shard, batch.filter(due), now));
+    if (!batch.length) return skipped + cut;
+    const layout = this.layout(head, batch);
+    const [segment, admitted] = await Promise.all([
+      this.putSegment(queue, shard, layout, bodyTtl),
+      (async () => {
+        // Not yet due (produce's delay_seconds): the delay store keeps it; it comes back as its next entry.
+        await mapLimit(
+          batch.filter((r) => !due(r)),
+          16,
+          (r) => this.deps.messages.delay(shard, r.sequence, r.envelope, bodyTtl),
+        );
+        return new Set(await this.identities(queue, config, shard, batch.filter(due), now));
+      })(),
+    ]);
     // Every record of the batch enters the ranges, what is not delivered from here (a delayed
     // entry, a copy passed over) finished at once: the shard's last range then covers all it
     // read, so a caller that reads the log after it (produce's fast admission) never offers
     // those again, to admit a delayed entry once it is due while its retry entry comes too.
     const finished = new Set(batch.filter((r) => !admitted.has(r)).map((r) => r.sequence));
-    if (
-      batch.length &&
-      !(await this.write(queue, shard, this.layout(head, batch), bodyTtl, stopOnLoss, finished))
-    )
+    if (!(await this.write(queue, shard, layout, segment, bodyTtl, stopOnLoss, finished)))
       return this.doneAfterLostRace(queue, shard, records);
     return skipped + cut;
+  }
+
+  /**
+   * The run's segment, written while its entries are decided (dedup claims, keys): nothing
+   * reads it before a range names it, and a try that stops before its ranges leaves it to expire.
+   */
+  private putSegment(queue: string, shard: string, layout: Layout, ttl: number) {
+    return this.deps.segments.put(queue, shard, layout.entries, ttl);
   }
 
   /** Another caller wrote a range this one meant to: done with what is behind the new last range. */
@@ -292,17 +305,22 @@ export class RangeAdmission {
     // Every record of the run enters the ranges (an entry's place is then the same whoever admits
     // it); only a key's head is delivered from there, the rest enter finished.
     const layout = this.layout(head, batch);
-    // A held message can wait longer than the log: its hold item lives as long as a dead letter.
-    await this.deps.sequencer.apply(queue, shard, plan, layout.positions, deadTtl);
-    await mapLimit(
-      kept.filter((_, i) => plan.steps[i] === 'delay'),
-      16,
-      (r) => this.deps.messages.delay(shard, r.sequence, r.envelope, bodyTtl),
-    );
+    const [segment] = await Promise.all([
+      this.putSegment(queue, shard, layout, bodyTtl),
+      (async () => {
+        // A held message can wait longer than the log: its hold item lives as long as a dead letter.
+        await this.deps.sequencer.apply(queue, shard, plan, layout.positions, deadTtl);
+        await mapLimit(
+          kept.filter((_, i) => plan.steps[i] === 'delay'),
+          16,
+          (r) => this.deps.messages.delay(shard, r.sequence, r.envelope, bodyTtl),
+        );
+      })(),
+    ]);
     const heads = new Set(kept.filter((_, i) => plan.steps[i] === 'head'));
     const finished = new Set(batch.filter((r) => !heads.has(r)).map((r) => r.sequence));
     const held = new Set(kept.filter((_, i) => plan.steps[i] === 'hold').map((r) => r.sequence));
-    return this.write(queue, shard, layout, bodyTtl, stopOnLoss, finished, held);
+    return this.write(queue, shard, layout, segment, bodyTtl, stopOnLoss, finished, held);
   }
 
   /**
@@ -323,7 +341,7 @@ export class RangeAdmission {
   }
 
   /**
-   * The segment first, then the ranges that point into it. A put whose condition failed may be
+   * The ranges that point into the run's segment (written first). A put whose condition failed may be
    * this write's own (a try that landed, then its retry): the range names this write's segment.
    * A range another caller wrote ends the layout here when several callers admit the shard
    * (`stopOnLoss`: a pull queue, which produce admits too; the next caller admits the rest from
@@ -335,6 +353,7 @@ export class RangeAdmission {
     queue: string,
     shard: string,
     layout: Layout,
+    segment: Pick<SegmentRef, 'id' | 'store'>,
     ttl: number,
     stopOnLoss: boolean,
     /** Entries that enter their range finished: held in a key's hold area, delayed, passed over. */
@@ -342,7 +361,6 @@ export class RangeAdmission {
     /** Of those, the ones held: delivered from the hold area while their range says so. */
     held: ReadonlySet<string> = new Set(),
   ): Promise<boolean> {
-    const segment = await this.deps.segments.put(queue, shard, layout.entries, ttl);
     let written = 0;
     for (const { offset, count, base, slice } of layout.ranges) {
       const created = await this.deps.ranges.create(
