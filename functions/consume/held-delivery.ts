@@ -41,6 +41,12 @@ export interface HeldDeliveryDeps {
 /** A marker whose key holds nothing is removed once it is this old (admission marks just before it holds). */
 const STALE_MARKER_MS = 60_000;
 
+/** A key with held messages, and its shard. */
+export interface HeldKey {
+  shard: string;
+  key: string;
+}
+
 export interface HeldLeased {
   held: HeldMessage;
   /** Its entry in the lease layer (range start, index): the receipt names it. */
@@ -58,20 +64,28 @@ export class HeldDelivery {
     return this.deps.now?.() ?? Date.now();
   }
 
-  /** Up to `want` held messages, one per key, of keys free to give their next. */
-  async leaseSome(
-    queue: string,
-    want: number,
-    lease: { expiresAt: number; consumerId: string },
-  ): Promise<HeldLeased[]> {
+  /** The keys with held messages, per shard: what `leaseSome` starts from. */
+  async marked(queue: string): Promise<HeldKey[]> {
     const shards = await this.deps.shards.shards(streamName(this.deps.tenant, queue));
-    const marked = (
+    return (
       await Promise.all(
         shards.map(async (shard) =>
           (await this.deps.holds.marked(queue, shard)).map((m) => ({ shard, key: m.key })),
         ),
       )
     ).flat();
+  }
+
+  /**
+   * Up to `want` held messages, one per key, of keys free to give their next; `marked` as read
+   * by `marked` (a receiver reads it while it leases from the ranges).
+   */
+  async leaseSome(
+    queue: string,
+    want: number,
+    lease: { expiresAt: number; consumerId: string },
+    marked: readonly HeldKey[],
+  ): Promise<HeldLeased[]> {
     if (!marked.length) return [];
     const states = await this.deps.keys.getMany(
       queue,

@@ -89,14 +89,20 @@ export class RangeConsumer {
     leaseSeconds: number,
     consumerId: string,
   ): Promise<DeliveredMessage[]> {
-    const leased = await this.leaseSome(queue, config, want, leaseSeconds, consumerId);
+    // An ordered queue's keys with held messages are read meanwhile: one round trip less a look.
+    const [leased, keys] = await Promise.all([
+      this.leaseSome(queue, config, want, leaseSeconds, consumerId),
+      config.ordered ? this.deps.held.marked(queue) : [],
+    ]);
     const now = this.now();
     const held =
-      config.ordered && leased.length < want
-        ? await this.deps.held.leaseSome(queue, want - leased.length, {
-            expiresAt: leaseExpiry(config, now, now, leaseSeconds),
-            consumerId,
-          })
+      keys.length && leased.length < want
+        ? await this.deps.held.leaseSome(
+            queue,
+            want - leased.length,
+            { expiresAt: leaseExpiry(config, now, now, leaseSeconds), consumerId },
+            keys,
+          )
         : [];
     if (!leased.length && !held.length) return [];
     const [fromRanges, fromHolds] = await Promise.all([
