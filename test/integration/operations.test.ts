@@ -43,7 +43,7 @@ async function waitRedrive(queue: string, id: string, timeoutMs: number) {
 }
 
 describe('redrive', () => {
-  it('moves dead letters at the requested rate (within 10 % + 1 message)', async () => {
+  it('moves dead letters at the requested rate: never faster (10 % + 1 message), not far slower', async () => {
     const ids = Array.from({ length: 20 }, (_, i) => `rate-${i}`);
     await deadLetters('rate', ids);
     // Slow enough that a loaded 2-core machine keeps up: this checks the limiter, not the machine.
@@ -66,7 +66,9 @@ describe('redrive', () => {
     const last = samples.find((s) => s.moved === 20) as { at: number; moved: number };
     const span = last.at - first.at;
     const measured = (last.moved - first.moved) / span;
-    expect(Math.abs(measured - rate)).toBeLessThanOrEqual(rate * 0.1 + 1 / span);
+    expect(measured).toBeLessThanOrEqual(rate * 1.1 + 1 / span);
+    // Slower is the machine's share (a loaded CI machine measured 3.2 a second once): half is a bug.
+    expect(measured).toBeGreaterThanOrEqual(rate / 2);
     // They are back in the queue with a fresh attempt count and their history kept.
     const q = queueApi(t, 'rate');
     const back = await q.receiveAll(20, 15_000);
