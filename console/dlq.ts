@@ -2,7 +2,7 @@ import type { DeadLetter, FailedAttempt } from '../client/types.js';
 import { notice } from './api.js';
 import { h, show, table } from './dom.js';
 import { pretty, time } from './format.js';
-import { href } from './nav.js';
+import { consumerScope, href } from './nav.js';
 import type { QueuePage } from './queue.js';
 
 /** The dead letters, oldest first, a page at a time; with an id, that one's whole history. */
@@ -16,7 +16,7 @@ export function dlqTab(el: HTMLElement, page: QueuePage): void {
 
 async function deadLetters(el: HTMLElement, page: QueuePage, cursor?: string): Promise<void> {
   const { client, view, signal } = page;
-  const scope = { ...(view.consumer ? { consumer: view.consumer } : {}), signal };
+  const scope = { ...consumerScope(view), signal };
   try {
     const found = await client.dlq(view.queue, { limit: PAGE_SIZE, ...(cursor ? { cursor } : {}) }, scope);
     if (signal.aborted) return;
@@ -52,7 +52,7 @@ async function deadLetter(el: HTMLElement, page: QueuePage, id: string): Promise
   const { client, view, signal } = page;
   try {
     const m = await client.dlqMessage(view.queue, id, {
-      ...(view.consumer ? { consumer: view.consumer } : {}),
+      ...consumerScope(view),
       signal,
     });
     if (!signal.aborted) show(el, ...history(m, page));
@@ -100,7 +100,7 @@ function actions(id: string, page: QueuePage): HTMLElement {
       const started = await client.redrive(
         view.queue,
         { filter: { message_ids: [id] } },
-        view.consumer ? { consumer: view.consumer } : {},
+        consumerScope(view),
       );
       page.go({ tab: 'redrive', id: started.redrive_id });
     } catch (error) {

@@ -24,6 +24,11 @@ export interface QueueView {
 
 export type View = { page: 'queues' } | ({ page: 'queue' } & QueueView);
 
+/** The client option that points a call at the view's Lambda consumer, when it names one. */
+export function consumerScope(view: Pick<QueueView, 'consumer'>): { consumer?: string } {
+  return view.consumer ? { consumer: view.consumer } : {};
+}
+
 const isTab = (tab: string | undefined): tab is Tab => tab !== undefined && Object.hasOwn(TABS, tab);
 
 export function parseHash(hash: string): View {

@@ -1,7 +1,7 @@
 import { notice } from './api.js';
 import { field, h, show, table } from './dom.js';
 import { time } from './format.js';
-import { href } from './nav.js';
+import { consumerScope, href } from './nav.js';
 import type { QueuePage } from './queue.js';
 
 /**
@@ -15,7 +15,7 @@ export function parkedTab(el: HTMLElement, page: QueuePage): void {
 
 async function parkedKeys(el: HTMLElement, page: QueuePage, done?: string): Promise<void> {
   const { client, view, queue, signal } = page;
-  const scope = view.consumer ? { consumer: view.consumer } : {};
+  const scope = consumerScope(view);
   if (!queue.ordered) {
     show(el, h('p', { class: 'muted' }, `${view.queue} is not ordered: its keys are never parked.`));
     return;

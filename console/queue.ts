@@ -4,7 +4,7 @@ import { auditTab } from './audit.js';
 import { dlqTab } from './dlq.js';
 import { type Child, h, show } from './dom.js';
 import { age, count } from './format.js';
-import { href, type QueueView, TABS, type Tab } from './nav.js';
+import { consumerScope, href, type QueueView, TABS, type Tab } from './nav.js';
 import { every, type Page, REFRESH_MS } from './page.js';
 import { parkedTab } from './parked.js';
 import { redriveTab } from './redrive.js';
@@ -50,7 +50,7 @@ export async function queuePage(main: HTMLElement, page: Page, view: QueueView):
     );
     return;
   }
-  const scope = view.consumer ? { consumer: view.consumer } : {};
+  const scope = consumerScope(view);
   const stats = h('div', { class: 'stats' });
   const body = h('section', { class: 'tab' });
   show(

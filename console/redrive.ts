@@ -2,6 +2,7 @@ import type { Redrive, RedriveRequest } from '../client/types.js';
 import { notice } from './api.js';
 import { field, h, show } from './dom.js';
 import { count } from './format.js';
+import { consumerScope } from './nav.js';
 import { every } from './page.js';
 import type { QueuePage } from './queue.js';
 
@@ -25,11 +26,7 @@ function startForm(page: QueuePage): HTMLFormElement {
         event.preventDefault();
         void (async () => {
           try {
-            const started = await client.redrive(
-              view.queue,
-              request(form),
-              view.consumer ? { consumer: view.consumer } : {},
-            );
+            const started = await client.redrive(view.queue, request(form), consumerScope(view));
             page.go({ tab: 'redrive', id: started.redrive_id });
           } catch (error) {
             show(status, notice(error, `start a redrive of ${view.queue}`));
@@ -83,7 +80,7 @@ function request(form: HTMLFormElement): RedriveRequest {
 
 function progress(el: HTMLElement, page: QueuePage, id: string): void {
   const { client, view, signal } = page;
-  const scope = view.consumer ? { consumer: view.consumer } : {};
+  const scope = consumerScope(view);
   const bar = h('progress', { max: 1, value: 0 });
   const figures = h('p', { 'data-redrive-status': '' });
   const status = h('div');

@@ -3,6 +3,7 @@ import { notice } from './api.js';
 import { attemptsTable } from './dlq.js';
 import { field, h, show, table } from './dom.js';
 import { time } from './format.js';
+import { consumerScope } from './nav.js';
 import type { QueuePage } from './queue.js';
 
 /** Trace search: where a message is now, its attempts, and every event of its life. */
@@ -31,7 +32,7 @@ async function trace(el: HTMLElement, page: QueuePage, id: string): Promise<void
   const { client, view, signal } = page;
   try {
     const t = await client.trace(view.queue, id, {
-      ...(view.consumer ? { consumer: view.consumer } : {}),
+      ...consumerScope(view),
       signal,
     });
     if (!signal.aborted) show(el, ...timeline(t));
