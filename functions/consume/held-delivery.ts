@@ -226,10 +226,12 @@ export class HeldDelivery {
       return { outcome: { kind: 'retry', nextAttempt: attempt, dueAt: now }, attempt };
     }
     const reason: FailureReason = req.retryable ? 'nack' : 'non_retryable';
+    const entry = d.entry as NonNullable<Delivery['entry']>;
     const outcome = await this.fail(queue, config, held, state, {
       reason,
       error: req.error,
       live: d.generation,
+      entry: { range: { shard: d.shard, start: entry.range }, index: entry.index },
     });
     return outcome && { outcome, attempt };
   }
@@ -251,7 +253,13 @@ export class HeldDelivery {
     held: HeldMessage,
     /** The key as read before: its lease is the attempt's. */
     state: KeyState,
-    f: { reason: FailureReason; error?: string | undefined; live?: number },
+    f: {
+      reason: FailureReason;
+      error?: string | undefined;
+      live?: number;
+      /** Its entry where it was admitted, as the caller found it. */
+      entry: { range: Pick<Range, 'shard' | 'start'>; index: number } | undefined;
+    },
   ): Promise<Outcome | undefined> {
     const key = state.key;
     const now = this.now();
@@ -286,11 +294,8 @@ export class HeldDelivery {
       },
       now,
     );
-    if (outcome) {
-      // Its retry or dead letter is written: the entry no longer names a message to deliver.
-      const at = await this.deps.ranges.entryAt(queue, held.shard, held);
-      if (at) await this.deps.ranges.heldFailed(queue, at.range, at.index);
-    }
+    // Its retry or dead letter is written: the entry no longer names a message to deliver.
+    if (outcome && f.entry) await this.deps.ranges.heldFailed(queue, f.entry.range, f.entry.index);
     await this.deps.holds.remove(queue, key, held.sequence);
     return outcome;
   }
@@ -369,7 +374,7 @@ export class HeldDelivery {
           return false;
         if (expected.kind === 'dead') await this.deps.keys.park(queue, state.key, holder, held.shard, now);
       }
-      return (await this.fail(queue, config, held, state, { reason })) !== undefined;
+      return (await this.fail(queue, config, held, state, { reason, entry: at })) !== undefined;
     });
     return failed.filter(Boolean).length;
   }
