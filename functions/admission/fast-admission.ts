@@ -97,7 +97,7 @@ export class FastAdmission {
         config,
         shard,
         async (after) => toLogRecords(await this.deps.reader.after(stream, shard, after, PAGE)),
-        { waitForRoom: false },
+        { waitForRoom: false, guess: this.deps.reader.resumesAfter(stream, shard) },
       );
     } catch (err) {
       if ((err as { name?: string }).name === 'ProvisionedThroughputExceededException')

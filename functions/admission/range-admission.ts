@@ -57,6 +57,15 @@ export interface AdmitOptions {
   waitForRoom?: boolean;
 }
 
+export interface CatchUpOptions extends AdmitOptions {
+  /**
+   * Where the shard's last range likely ends (the caller's previous read of the log ended
+   * there): the log is read from it while the last range is, one round trip instead of two, and
+   * read again from the range's end only when that guess was past it.
+   */
+  guess?: string;
+}
+
 interface Layout {
   entries: SegmentEntry[];
   ranges: { offset: number; count: number; base: number; slice: SegmentEntry[] }[];
@@ -106,10 +115,16 @@ export class RangeAdmission {
     config: QueueConfig,
     shard: string,
     read: (after: string | undefined) => Promise<LogRecord[]>,
-    options: AdmitOptions = {},
+    options: CatchUpOptions = {},
   ): Promise<number> {
-    const head = await this.deps.ranges.head(queue, shard);
-    const records = await read(head?.last);
+    const { guess } = options;
+    const [head, early] = await Promise.all([
+      this.deps.ranges.head(queue, shard),
+      guess === undefined ? undefined : read(guess),
+    ]);
+    // Read from at or before the range's end: gapless after it (admitAfter drops what it covers).
+    const gapless = early && guess !== undefined && head && compareSequence(guess, head.last) <= 0;
+    const records = gapless ? early : await read(head?.last);
     if (records.length) await this.admitAfter(queue, config, shard, head, records, options);
     return records.length;
   }

@@ -43,6 +43,15 @@ export class ShardReader {
 
   constructor(private readonly kinesis: KinesisClient) {}
 
+  /**
+   * Where the last `after` read of the shard ended, while its iterator is still reusable: a read
+   * after it costs no GetShardIterator. Undefined when there is none.
+   */
+  resumesAfter(stream: string, shard: string): string | undefined {
+    const cached = this.next.get(`${stream}/${shard}`);
+    return cached && Date.now() - cached.obtainedAt < ITERATOR_REUSE_MS ? cached.after : undefined;
+  }
+
   /** Up to `limit` records after `after` (from the shard's start when undefined), in log order. */
   async after(stream: string, shard: string, after: string | undefined, limit: number): Promise<RawRecord[]> {
     const at = `${stream}/${shard}`;

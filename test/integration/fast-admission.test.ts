@@ -43,6 +43,7 @@ beforeAll(async () => {
           sorted: { shards: 1, ordered: true },
           'sorted-manual': { shards: 1, ordered: true, fast_admission: 'off' },
           reader: { shards: 1, fast_admission: 'off' },
+          guessed: { shards: 1, fast_admission: 'off' },
         },
       },
       'test-admin-key-0123456789',
@@ -256,6 +257,44 @@ function expectKeysInLogOrder(got: Received[], records: Awaited<ReturnType<TestR
     .map((r) => ({ key: r.envelope.key ?? '', id: r.envelope.message_id }));
   expect(byKey(got.map((m) => ({ key: m.key ?? '', id: m.message_id })))).toEqual(byKey(logged));
 }
+
+describe('a catch-up that reads the log while it reads the last range', () => {
+  it('takes the read when it started at or before the range end, and reads again when it started past it', async () => {
+    const q = queueApi(slow, 'guessed');
+    await q.produce(Array.from({ length: 30 }, (_, n) => ({ payload: { n } })));
+    const records = await slow.records('guessed');
+    const shard = records[0]?.shardId as string;
+    const services = buildServices(slow.runtime.config, slow.runtime.clients);
+    const config = slow.runtime.config.tenant.queues.guessed;
+    if (!config) throw new Error('no queue guessed');
+    const log: LogRecord[] = records.map((r) => ({ sequence: r.sequenceNumber, envelope: r.envelope }));
+    const reads: (string | undefined)[] = [];
+    const read = async (after: string | undefined) => {
+      reads.push(after);
+      return log.slice(after === undefined ? 0 : log.findIndex((r) => r.sequence === after) + 1);
+    };
+    const at = (n: number) => (log[n] as LogRecord).sequence;
+    // Ten admitted: the last range ends at entry 9.
+    await services.admission.catchUp('guessed', config, shard, async (after) =>
+      (await read(after)).slice(0, 10),
+    );
+    // A guess past the range end (entry 14): entries 10-14 were not read, so the log is read again.
+    reads.length = 0;
+    expect(await services.admission.catchUp('guessed', config, shard, read, { guess: at(14) })).toBe(20);
+    expect(reads).toEqual([at(14), at(9)]);
+    // A guess before the range end (entry 4): the one read covers all after it.
+    await q.produce(Array.from({ length: 5 }, (_, n) => ({ payload: { n: 30 + n } })));
+    const more = await slow.records('guessed');
+    log.push(...more.slice(30).map((r) => ({ sequence: r.sequenceNumber, envelope: r.envelope })));
+    reads.length = 0;
+    await services.admission.catchUp('guessed', config, shard, read, { guess: at(4) });
+    expect(reads).toEqual([at(4)]);
+    expectOneLineage(
+      await services.ranges.from('guessed', shard, undefined, 1000, true),
+      log.map((r) => r.sequence),
+    );
+  });
+});
 
 describe("the fast path's log reads", () => {
   it('go on from where the last read ended without a new shard iterator, and get one elsewhere', async () => {
