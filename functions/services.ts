@@ -116,6 +116,7 @@ export function buildServices(config: RuntimeConfig, clients: AwsClients) {
     }),
     /** Admissions of this table's queues in this process. */
     admissions: {
+      announcesAll: config.admissionsInProcess === true,
       seen: (queue: string) => processAdmissions.seen(`${table}/${queue}`),
       wait: (queue: string, since: number, wants: number, ms: number) =>
         processAdmissions.wait(`${table}/${queue}`, since, wants, ms),

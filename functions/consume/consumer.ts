@@ -22,7 +22,10 @@ import type { RangeConsumer } from './range-consumer.js';
  */
 
 /** An AdmittedSignal for this table's queues. */
-export type AdmissionWaits = Pick<AdmittedSignal, 'seen' | 'wait'>;
+export type AdmissionWaits = Pick<AdmittedSignal, 'seen' | 'wait'> & {
+  /** Every admission of the queue wakes waiters here (RuntimeConfig.admissionsInProcess). */
+  announcesAll?: boolean;
+};
 
 export interface ConsumerDeps {
   counters: Counters;
@@ -40,6 +43,12 @@ export interface ConsumerDeps {
 /** Long polling re-reads the window at this pace, slowing while it stays empty. */
 const POLL_FIRST_MS = 50;
 const POLL_MAX_MS = 500;
+/**
+ * The first re-read where every admission wakes the poll: what it re-reads for (a lease that
+ * ended) is not a latency goal, and early re-reads were a third of the local runtime's requests
+ * under load, racing the receivers an admission woke for the same entries.
+ */
+const ANNOUNCED_FIRST_MS = 200;
 
 export class Consumer {
   constructor(private readonly deps: ConsumerDeps) {}
@@ -61,7 +70,8 @@ export class Consumer {
       ]);
     }
     const deadline = this.now() + req.wait_seconds * 1000;
-    for (let pause = POLL_FIRST_MS; ; pause = Math.min(POLL_MAX_MS, pause * 2)) {
+    const first = this.deps.admissions?.announcesAll ? ANNOUNCED_FIRST_MS : POLL_FIRST_MS;
+    for (let pause = first; ; pause = Math.min(POLL_MAX_MS, pause * 2)) {
       // Paused: the long poll waits it out, looking again as often as a pause is read.
       const seen = this.deps.admissions?.seen(queue) ?? 0;
       const { paused, purgedBefore } = await this.deps.controls.look(queue);

@@ -21,6 +21,12 @@ export interface RuntimeConfig {
    * can be made or used (the api answers 409 SQS_CREDENTIALS_UNAVAILABLE).
    */
   secrets?: SecretsConfig;
+  /**
+   * Every admission of the table (dispatch, produce's fast path, the sweep's) runs in this
+   * process and wakes its waiting long polls: the local runtime. Their timed re-reads then only
+   * catch what no admission announces (a lease that ended), and start slower.
+   */
+  admissionsInProcess?: boolean;
 }
 
 export type SecretsConfig =

@@ -100,6 +100,7 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
       { name: ADMIN_KEY_NAME, sha256: hashApiKey(adminKey), scopes: ['produce:*', 'consume:*', 'admin:*'] },
     ],
     secrets: { kind: 'local', key: secretsKey },
+    admissionsInProcess: true,
   };
   const clients = createClients({
     region: config.region,
