@@ -7,6 +7,7 @@ import { type ClaimRef, type Envelope, encodeEnvelope, payloadBytes } from '../c
 import { InvalidRequestError, QuotaExceededError } from '../core/errors.js';
 import { newMessageId } from '../core/ids.js';
 import { payloadProblem } from '../core/payload-schema.js';
+import { StorageRoom } from '../core/storage-room.js';
 import type { StreamLog } from '../log/stream.js';
 import type { Counters } from '../store/counters.js';
 import type { DedupStore } from '../store/dedup.js';
@@ -45,6 +46,8 @@ interface Prepared {
 }
 
 export class Producer {
+  private readonly room = new StorageRoom();
+
   constructor(private readonly deps: ProducerDeps) {}
 
   async produce(
@@ -86,7 +89,7 @@ export class Producer {
         unique.filter((p) => !p.serverId).map((p) => p.messageId),
         now,
       ),
-      this.checkStorage(queue, config),
+      this.checkStorage(queue, config, unique, now),
     ]);
     const fresh = unique.filter((p) => {
       if (!known.has(p.messageId)) return true;
@@ -154,9 +157,18 @@ export class Producer {
    * A queue that holds its storage quota takes no more until consumers catch up (a push queue's
    * slowest Lambda consumer).
    */
-  private async checkStorage(queue: string, config: QueueConfig): Promise<void> {
+  private async checkStorage(
+    queue: string,
+    config: QueueConfig,
+    batch: readonly Prepared[],
+    now: number,
+  ): Promise<void> {
+    const bytes = payloadTotal(batch);
+    if (this.room.take(queue, bytes, now)) return;
     const used = await this.deps.storage.used(queue, config);
     const quota = storageQuotaBytes(config);
+    // This request's bytes count in what the read leaves for the next ones.
+    this.room.read(queue, used + bytes, quota, now);
     if (used >= quota) {
       throw new QuotaExceededError(
         `queue ${queue} holds ${used} bytes, its storage quota is ${quota}`,
@@ -171,7 +183,7 @@ export class Producer {
     config: QueueConfig,
     landed: readonly { p: Prepared }[],
   ): Promise<void> {
-    const bytes = landed.reduce((sum, l) => sum + payloadBytes({ payload: l.p.message.payload }), 0);
+    const bytes = payloadTotal(landed.map((l) => l.p));
     await this.deps.storage.add(queue, config, bytes).catch(() => undefined);
   }
 
@@ -241,6 +253,10 @@ export class Producer {
       ...(claim ? { claim } : { payload: message.payload }),
     };
   }
+}
+
+function payloadTotal(batch: readonly Prepared[]): number {
+  return batch.reduce((sum, p) => sum + payloadBytes({ payload: p.message.payload }), 0);
 }
 
 function failed(messageId: string, code: string, message: string, retryable = true): ProduceResult {
