@@ -120,21 +120,23 @@ export class RangeConsumer {
     leaseSeconds: number,
     consumerId: string,
   ): Promise<Leased[]> {
-    // Contended (a lease write lost lately): the look reads consistently, so what it shows free
-    // was free a moment ago, instead of a consistent read of each range before its write: the
-    // same read units for a look that leases, and one round trip less before the answer.
-    const contended = (this.contendedUntil.get(queue) ?? 0) > this.now();
     const shards = await this.deps.shards.shards(streamName(this.deps.tenant, queue));
-    const perShard = await Promise.all(shards.map((shard) => this.readFrom(queue, shard, contended)));
+    const perShard = await Promise.all(shards.map((shard) => this.readFrom(queue, shard)));
     const picks = pickEntries(perShard.flat(), want);
     const [first, ...rest] = await this.withinBytes(queue, picks);
     if (!first) return [];
     const leaseOne = async ({ pick, entries }: { pick: Pick; entries: Map<number, SegmentEntry> }) => {
       const now = this.now();
       const lease = { deliveredAt: now, expiresAt: leaseExpiry(config, now, now, leaseSeconds), consumerId };
-      let taken = await this.deps.ranges.leaseFree(queue, pick.range, pick.indexes, lease);
+      // Contended: a consistent read first finds most of what was taken since the look for a read
+      // unit, where the write would fail for a write unit (and of a partition's scarcer budget).
+      const contended = (this.contendedUntil.get(queue) ?? 0) > now;
+      const picked = contended ? await this.stillFree(queue, pick, now) : pick.indexes;
+      let taken = picked.length
+        ? await this.deps.ranges.leaseFree(queue, pick.range, picked, lease)
+        : undefined;
       const lost = !taken;
-      if (!taken) {
+      if (!taken && picked.length) {
         this.contendedUntil.set(queue, now + CONTENDED_MS);
         // Other receivers took them all, or one waits for its retry: once more with what a fresh read shows free.
         const indexes = await this.stillFree(queue, pick, now);
@@ -164,10 +166,10 @@ export class RangeConsumer {
   }
 
   /** Ranges from the shard's lease frontier (or its commit point, the first time). */
-  private async readFrom(queue: string, shard: string, consistent: boolean): Promise<Range[]> {
+  private async readFrom(queue: string, shard: string): Promise<Range[]> {
     const at = `${queue}\u0000${shard}`;
     const start = this.frontier.get(at) ?? (await this.deps.ranges.commitHint(queue, shard));
-    const ranges = await this.deps.ranges.from(queue, shard, start, RANGES_PER_LOOK, consistent);
+    const ranges = await this.deps.ranges.from(queue, shard, start, RANGES_PER_LOOK);
     const frontier = leaseFrontier(ranges);
     if (frontier !== undefined) this.frontier.set(at, frontier);
     return ranges;
