@@ -12,7 +12,7 @@ import {
   type SegmentRef,
   windowSize,
 } from '../core/ranges.js';
-import { admissionId } from '../core/replay-policy.js';
+import { admissionId, producerMarksBy } from '../core/replay-policy.js';
 import { retentionTtls } from '../core/retention.js';
 import type { DedupStore } from '../store/dedup.js';
 import type { MessageStore } from '../store/messages.js';
@@ -223,6 +223,7 @@ export class RangeAdmission {
       producerIds.map((r) => ({
         messageId: admissionId(r.envelope) as string,
         record: { shard, sequence: r.sequence, acceptedAt: now },
+        markedBy: producerMarksBy(r.envelope),
       })),
       config.dedup_window_seconds,
     );

@@ -81,3 +81,16 @@ export function admissionId(env: Envelope): string | undefined {
   if (env.replay !== undefined) return `${env.message_id}#replay#${env.replay}`;
   return env.server_id ? undefined : env.message_id;
 }
+
+/** Produce writes a copy's dedup record right after its append: well within this of its request. */
+const PRODUCER_MARKS_WITHIN_MS = 1000;
+
+/**
+ * Until when a first entry's producer is likely still writing its dedup record (admission waits
+ * a moment for it rather than claim the copy); undefined when no producer writes one (a replay's
+ * copy, an id the server assigned).
+ */
+export function producerMarksBy(env: Envelope): number | undefined {
+  if (env.replay !== undefined || env.server_id || env.entry !== 1) return undefined;
+  return Date.parse(env.enqueued_at) + PRODUCER_MARKS_WITHIN_MS;
+}

@@ -1,5 +1,5 @@
 import { BatchGetCommand, type DynamoDBDocumentClient, GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
-import { mapLimit } from '../core/async.js';
+import { mapLimit, sleep } from '../core/async.js';
 import { dedupKey, TTL_ATTRIBUTE } from './keys.js';
 import { isConditionFailed, retryUnprocessed } from './util.js';
 
@@ -17,6 +17,8 @@ export interface DedupRecord {
 }
 
 const BATCH_GET_LIMIT = 100;
+/** How long admission gives producers still writing their records before it claims their copies. */
+const MARKING_WAIT_MS = 100;
 
 export class DedupStore {
   constructor(
@@ -110,30 +112,52 @@ export class DedupStore {
    */
   async claimPositions(
     queue: string,
-    copies: readonly { messageId: string; record: DedupRecord }[],
+    copies: readonly { messageId: string; record: DedupRecord; markedBy?: number }[],
     windowSeconds: number,
   ): Promise<boolean[]> {
-    const known = new Map<string, DedupRecord>();
+    const now = copies[0]?.record.acceptedAt ?? 0;
     // A batch may hold two copies of one id (a producer's retry): BatchGetItem refuses repeated keys.
-    const ids = [...new Set(copies.map((c) => c.messageId))];
-    for (let i = 0; i < ids.length; i += BATCH_GET_LIMIT) {
-      const keys = ids.slice(i, i + BATCH_GET_LIMIT).map((id) => dedupKey(queue, id));
-      await retryUnprocessed(keys, async (pending) => {
-        const out = await this.doc.send(
-          new BatchGetCommand({ RequestItems: { [this.table]: { Keys: pending } } }),
-        );
-        for (const item of out.Responses?.[this.table] ?? []) {
-          const record = recordOf(item, copies[0]?.record.acceptedAt ?? 0);
-          if (record) known.set(String(item.message_id), record);
-        }
-        return (out.UnprocessedKeys?.[this.table]?.Keys ?? []) as typeof pending;
-      });
+    const known = await this.records(queue, copies, false, now);
+    // A copy whose producer is likely still writing its record (right after its append): claimed
+    // now, the producer's own write would fail, a write unit each and a read. Looked at again
+    // after a moment instead; what is still missing then is claimed.
+    const marking = copies.filter((c) => !known.has(c.messageId) && (c.markedBy ?? 0) > now);
+    if (marking.length) {
+      await sleep(MARKING_WAIT_MS);
+      for (const [id, record] of await this.records(queue, marking, true, now)) known.set(id, record);
     }
     return mapLimit(copies, 16, async (c) => {
       const found = known.get(c.messageId);
       if (found) return found.shard === c.record.shard && found.sequence === c.record.sequence;
       return this.markAccepted(queue, c.messageId, c.record, windowSeconds);
     });
+  }
+
+  /** The unexpired records of the copies' ids, by id. */
+  private async records(
+    queue: string,
+    copies: readonly { messageId: string }[],
+    consistent: boolean,
+    now: number,
+  ): Promise<Map<string, DedupRecord>> {
+    const known = new Map<string, DedupRecord>();
+    const ids = [...new Set(copies.map((c) => c.messageId))];
+    for (let i = 0; i < ids.length; i += BATCH_GET_LIMIT) {
+      const keys = ids.slice(i, i + BATCH_GET_LIMIT).map((id) => dedupKey(queue, id));
+      await retryUnprocessed(keys, async (pending) => {
+        const out = await this.doc.send(
+          new BatchGetCommand({
+            RequestItems: { [this.table]: { Keys: pending, ConsistentRead: consistent } },
+          }),
+        );
+        for (const item of out.Responses?.[this.table] ?? []) {
+          const record = recordOf(item, now);
+          if (record) known.set(String(item.message_id), record);
+        }
+        return (out.UnprocessedKeys?.[this.table]?.Keys ?? []) as typeof pending;
+      });
+    }
+    return known;
   }
 
   markAllAccepted(
