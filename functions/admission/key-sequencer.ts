@@ -45,16 +45,7 @@ export interface SequencePlan {
  */
 export type Positions = ReadonlyMap<string, number>;
 
-/** Keys whose last written head an instance remembers (the oldest forgotten first). */
-const REMEMBERED_HEADS = 10_000;
-
 export class KeySequencer {
-  /**
-   * Per queue and key, the head this instance last wrote: its status is read while the key is,
-   * one round trip instead of two when the key has not moved since (a trickle's every request).
-   */
-  private readonly lastHead = new Map<string, KeyHead>();
-
   constructor(private readonly deps: KeySequencerDeps) {}
 
   /** What becomes of each entry (of one shard, in log order), from its key as it is now. */
@@ -64,27 +55,14 @@ export class KeySequencer {
       const key = e.envelope.key ?? '';
       byKey.set(key, [...(byKey.get(key) ?? []), e]);
     }
-    const early = new Map(
-      [...byKey.keys()].flatMap((key) => {
-        const head = this.lastHead.get(headKey(queue, key));
-        if (!head) return [];
-        const status = headStatus(this.deps.ranges, queue, shard, head);
-        // Not awaited when the key moved meanwhile: its failure must not go unhandled.
-        status.catch(() => undefined);
-        return [[key, { head, status }] as const];
-      }),
-    );
     const states = await this.deps.keys.getMany(queue, [...byKey.keys()]);
     const heads = new Map(
-      await mapLimit([...states.values()], 16, async (state) => {
-        if (!state.head) return [state.key, undefined] as const;
-        const guess = early.get(state.key);
-        const status =
-          guess && sameHead(guess.head, state.head)
-            ? guess.status
-            : headStatus(this.deps.ranges, queue, shard, state.head);
-        return [state.key, await status] as const;
-      }),
+      await mapLimit(
+        [...states.values()],
+        16,
+        async (state) =>
+          [state.key, state.head && (await headStatus(this.deps.ranges, queue, shard, state.head))] as const,
+      ),
     );
     const keys: SequencePlan['keys'] = new Map();
     const stepOf = new Map<SequencedEntry, SequenceStep>();
@@ -141,7 +119,7 @@ export class KeySequencer {
     });
   }
 
-  private async sequence(
+  private sequence(
     queue: string,
     key: string,
     state: KeyState | undefined,
@@ -150,38 +128,18 @@ export class KeySequencer {
     positions: Positions,
   ): Promise<boolean> {
     const position = decision.head && positions.get(decision.head.sequence);
-    const head =
-      decision.head && position !== undefined
-        ? { message_id: decision.head.message_id, sequence: decision.head.sequence, position }
-        : undefined;
-    const written = await this.deps.keys.sequence(queue, key, {
+    return this.deps.keys.sequence(queue, key, {
       ...(state?.sequenced !== undefined ? { prev: state.sequenced } : {}),
       sequenced: last.sequence,
-      ...(head ? { head } : {}),
+      ...(decision.head && position !== undefined
+        ? { head: { message_id: decision.head.message_id, sequence: decision.head.sequence, position } }
+        : {}),
       ...(decision.delayed !== undefined ? { delayed: decision.delayed } : {}),
       ...(decision.busyWith !== undefined ? { busyWith: decision.busyWith } : {}),
       ...(state?.busy_with !== undefined ? { holder: state.busy_with } : {}),
       unpark: decision.unpark,
     });
-    this.remember(headKey(queue, key), written ? (head ?? state?.head) : undefined);
-    return written;
   }
-
-  private remember(at: string, head: KeyHead | undefined): void {
-    this.lastHead.delete(at);
-    if (!head) return;
-    this.lastHead.set(at, head);
-    if (this.lastHead.size > REMEMBERED_HEADS)
-      this.lastHead.delete(this.lastHead.keys().next().value as string);
-  }
-}
-
-function headKey(queue: string, key: string): string {
-  return `${queue}\u0000${key}`;
-}
-
-function sameHead(a: KeyHead, b: KeyHead): boolean {
-  return a.message_id === b.message_id && a.sequence === b.sequence && a.position === b.position;
 }
 
 /**
