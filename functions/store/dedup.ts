@@ -28,29 +28,7 @@ export class DedupStore {
 
   /** The ids among `ids` already accepted within their dedup window. */
   async findAccepted(queue: string, ids: readonly string[], now: number): Promise<Set<string>> {
-    const found = new Set<string>();
-    for (let i = 0; i < ids.length; i += BATCH_GET_LIMIT) {
-      const keys = ids.slice(i, i + BATCH_GET_LIMIT).map((id) => dedupKey(queue, id));
-      await retryUnprocessed(keys, async (pending) => {
-        const out = await this.doc.send(
-          new BatchGetCommand({
-            RequestItems: {
-              [this.table]: {
-                Keys: pending,
-                ConsistentRead: true,
-                ProjectionExpression: 'message_id, expires_at',
-              },
-            },
-          }),
-        );
-        for (const item of out.Responses?.[this.table] ?? []) {
-          if (typeof item.expires_at === 'number' && item.expires_at > now)
-            found.add(String(item.message_id));
-        }
-        return (out.UnprocessedKeys?.[this.table]?.Keys ?? []) as typeof pending;
-      });
-    }
-    return found;
+    return new Set((await this.records(queue, ids, true, now)).keys());
   }
 
   /** The dedup record of an id, while its window lasts. */
@@ -117,14 +95,25 @@ export class DedupStore {
   ): Promise<boolean[]> {
     const now = copies[0]?.record.acceptedAt ?? 0;
     // A batch may hold two copies of one id (a producer's retry): BatchGetItem refuses repeated keys.
-    const known = await this.records(queue, copies, false, now);
+    const known = await this.records(
+      queue,
+      copies.map((c) => c.messageId),
+      false,
+      now,
+    );
     // A copy whose producer is likely still writing its record (right after its append): claimed
     // now, the producer's own write would fail, a write unit each and a read. Looked at again
     // after a moment instead; what is still missing then is claimed.
     const marking = copies.filter((c) => !known.has(c.messageId) && (c.markedBy ?? 0) > now);
     if (marking.length) {
       await sleep(MARKING_WAIT_MS);
-      for (const [id, record] of await this.records(queue, marking, true, now)) known.set(id, record);
+      for (const [id, record] of await this.records(
+        queue,
+        marking.map((c) => c.messageId),
+        true,
+        now,
+      ))
+        known.set(id, record);
     }
     return mapLimit(copies, 16, async (c) => {
       const found = known.get(c.messageId);
@@ -133,15 +122,15 @@ export class DedupStore {
     });
   }
 
-  /** The unexpired records of the copies' ids, by id. */
+  /** The unexpired records of `ids`, by id (an id given twice is read once). */
   private async records(
     queue: string,
-    copies: readonly { messageId: string }[],
+    given: readonly string[],
     consistent: boolean,
     now: number,
   ): Promise<Map<string, DedupRecord>> {
     const known = new Map<string, DedupRecord>();
-    const ids = [...new Set(copies.map((c) => c.messageId))];
+    const ids = [...new Set(given)];
     for (let i = 0; i < ids.length; i += BATCH_GET_LIMIT) {
       const keys = ids.slice(i, i + BATCH_GET_LIMIT).map((id) => dedupKey(queue, id));
       await retryUnprocessed(keys, async (pending) => {
