@@ -100,6 +100,7 @@ export function buildServices(config: RuntimeConfig, clients: AwsClients) {
       holds,
       ranges,
       segments,
+      messages,
       failures: rangeFailures,
       shards,
       storage,

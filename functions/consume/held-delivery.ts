@@ -9,6 +9,7 @@ import { afterFailure, type FailureReason, type Outcome } from '../core/retry-po
 import type { ShardDirectory } from '../log/stream.js';
 import type { HeldMessage, KeyHolds } from '../store/key-holds.js';
 import type { KeyState, KeyStates } from '../store/key-states.js';
+import type { MessageStore, StateItem } from '../store/messages.js';
 import type { RangeStore } from '../store/ranges.js';
 import type { SegmentStore } from '../store/segments.js';
 import type { StorageMeter } from '../store/storage.js';
@@ -32,6 +33,7 @@ export interface HeldDeliveryDeps {
   holds: KeyHolds;
   ranges: RangeStore;
   segments: SegmentStore;
+  messages: MessageStore;
   failures: RangeFailures;
   shards: ShardDirectory;
   storage: StorageMeter;
@@ -120,8 +122,18 @@ export class HeldDelivery {
         await holds.unmark(queue, shard, state.key, state.holding);
       return undefined;
     }
-    const entry = await this.stillHeld(queue, held);
+    const [entry, item] = await Promise.all([
+      this.stillHeld(queue, held),
+      this.deps.messages.get(queue, held.envelope.message_id),
+    ]);
     if (!entry) return undefined;
+    if (failureLanded(item, held)) {
+      // Its failure landed (a retry or a dead letter is written) and stopped before the range's
+      // write: finished here, or the copy would be delivered again after its retry was acked.
+      await this.deps.ranges.heldFailed(queue, { shard: held.shard, start: entry.range }, entry.index);
+      await holds.remove(queue, state.key, held.sequence);
+      return undefined;
+    }
     const now = this.now();
     if (held.envelope.deliver_after && Date.parse(held.envelope.deliver_after) > now) return undefined;
     const envelope = await this.deps.segments.resolve(queue, held.envelope);
@@ -190,19 +202,45 @@ export class HeldDelivery {
 
   async ack(queue: string, d: Delivery): Promise<AckStatus> {
     const at = await this.entryOf(queue, d);
-    if (!at || !(await this.live(queue, at.key, d))) return 'stale_receipt';
+    if (!at) return 'stale_receipt';
     const { key, sequence } = at;
     const now = this.now();
-    const entry = d.entry as NonNullable<Delivery['entry']>;
-    await this.deps.ranges.ackHeld(queue, { shard: d.shard, start: entry.range }, entry.index, now);
-    // Acked where it was admitted: from here on, whoever finds its hold item removes it.
-    await this.deps.keys.endHeld(queue, key, d.messageId, d.generation, now, {
-      release: true,
+    // The lease ends first, on its condition: an ack and the sweep's failure of the lease once it
+    // ran out each end it only if it is still there, so one of them happens, never both. The
+    // key stays the message's, marked as acking, until the ack is written where it was admitted.
+    const ended = await this.deps.keys.endHeld(queue, key, d.messageId, d.generation, now, {
+      release: false,
       lease: 'live',
+      acking: true,
     });
-    await this.deps.holds.remove(queue, key, sequence);
+    if (!ended) return 'stale_receipt';
+    const entry = d.entry as NonNullable<Delivery['entry']>;
+    await this.finishAck(
+      queue,
+      key,
+      d.messageId,
+      d.generation,
+      { shard: d.shard, start: entry.range },
+      entry.index,
+      sequence,
+    );
     await this.deps.storage.release(queue, entry.bytes, 1);
     return 'acked';
+  }
+
+  /** An ack whose lease ended: acked where it was admitted, the key freed, the hold item gone. */
+  private async finishAck(
+    queue: string,
+    key: string,
+    messageId: string,
+    generation: number,
+    range: Pick<Range, 'shard' | 'start'>,
+    index: number,
+    sequence: string,
+  ): Promise<void> {
+    await this.deps.ranges.ackHeld(queue, range, index, this.now());
+    await this.deps.keys.finishAck(queue, key, messageId, generation);
+    await this.deps.holds.remove(queue, key, sequence);
   }
 
   /** The failed attempt of a live held delivery; undefined when the receipt is stale. */
@@ -353,6 +391,16 @@ export class HeldDelivery {
         return false;
       }
       const at = await this.deps.ranges.entryAt(queue, held.shard, held);
+      // An ack that ended the lease and stopped before it was written: finished, not failed.
+      if (
+        at &&
+        state.acking !== undefined &&
+        state.acking === state.lease_gen &&
+        state.busy_with === holder
+      ) {
+        await this.finishAck(queue, state.key, holder, state.acking, at.range, at.index, held.sequence);
+        return false;
+      }
       if (at && !toDeliver(at)) {
         // Handled before a crash, or put back by a late replay: the hold item goes, and the key
         // too if the message was acked (a failed one keeps it for its retry or parks it).
@@ -393,6 +441,16 @@ function shuffle<T>(items: T[]): T[] {
     [items[i], items[j]] = [items[j] as T, items[i] as T];
   }
   return items;
+}
+
+/**
+ * Whether a held message's failure landed: its item, of this life, left this entry for the delay
+ * store or the DLQ, or already moved on to a later entry (its retry).
+ */
+function failureLanded(item: StateItem | undefined, held: HeldMessage): boolean {
+  if (!item || item.produced_at !== Date.parse(held.envelope.produced_at)) return false;
+  if (item.entry !== held.envelope.entry) return item.entry > held.envelope.entry;
+  return item.state !== 'ranged' && item.shard === held.shard && item.seq === held.sequence;
 }
 
 /** A held entry whose message is still to deliver from its key's hold area. */

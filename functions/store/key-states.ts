@@ -37,6 +37,11 @@ export interface KeyState {
   lease_consumer?: string;
   /** Deliveries from the hold area so far: a held delivery's receipt generation. */
   lease_gen?: number;
+  /**
+   * The ack of held delivery `acking` ended its lease and is finishing (its range, the key's
+   * release, the hold item): the sweep finishes it if the ack stopped, rather than fail it.
+   */
+  acking?: number;
 }
 
 export interface KeyHead {
@@ -234,12 +239,22 @@ export class KeyStates {
     messageId: string,
     generation: number,
     now: number,
-    how: { release: boolean; lease: 'live' | 'expired' },
+    how: { release: boolean; lease: 'live' | 'expired'; acking?: boolean },
   ): Promise<boolean> {
     return this.update(queue, key, {
+      ...(how.acking ? { set: { acking: generation } } : {}),
       remove: [...LEASE_ATTRIBUTES, ...(how.release ? ['busy_with'] : [])],
       condition: how.lease === 'live' ? HELD_LIVE : HELD_EXPIRED,
       values: { ':m': messageId, ':g': generation, ':now': now },
+    });
+  }
+
+  /** Frees the key once the ack of held delivery `generation` (which ended its lease) is written. */
+  finishAck(queue: string, key: string, messageId: string, generation: number): Promise<boolean> {
+    return this.update(queue, key, {
+      remove: ['busy_with', 'acking'],
+      condition: '#busy_with = :m AND #acking = :g',
+      values: { ':m': messageId, ':g': generation },
     });
   }
 
