@@ -2,7 +2,7 @@ import { headStatus } from '../admission/key-sequencer.js';
 import type { AckStatus, NackRequest } from '../api/schemas.js';
 import { mapLimit } from '../core/async.js';
 import { type QueueConfig, streamName } from '../core/config.js';
-import type { Envelope } from '../core/envelope.js';
+import { type Envelope, payloadBytes } from '../core/envelope.js';
 import type { Range } from '../core/ranges.js';
 import type { Delivery } from '../core/receipt.js';
 import { afterFailure, type FailureReason, type Outcome } from '../core/retry-policy.js';
@@ -213,34 +213,38 @@ export class HeldDelivery {
       lease: 'live',
       acking: true,
     });
-    if (!ended) return 'stale_receipt';
     const entry = d.entry as NonNullable<Delivery['entry']>;
-    await this.finishAck(
-      queue,
-      key,
-      d.messageId,
-      d.generation,
-      { shard: d.shard, start: entry.range },
-      entry.index,
-      sequence,
-    );
-    await this.deps.storage.release(queue, entry.bytes, 1);
+    const range = { shard: d.shard, start: entry.range };
+    if (!ended) {
+      // This ack sent again after its answer was lost (a timeout that reached DynamoDB): the
+      // first one ended the lease, and may have finished.
+      const state = (await this.deps.keys.getMany(queue, [key])).get(key);
+      if (state?.busy_with !== d.messageId || state.acking !== d.generation) {
+        const fresh = await this.deps.ranges.get(queue, d.shard, entry.range);
+        return fresh?.acked.has(entry.index) ? 'acked' : 'stale_receipt';
+      }
+    }
+    const held = { key, sequence, bytes: entry.bytes };
+    await this.finishAck(queue, d.messageId, d.generation, held, range, entry.index);
     return 'acked';
   }
 
-  /** An ack whose lease ended: acked where it was admitted, the key freed, the hold item gone. */
+  /**
+   * An ack whose lease ended: acked where it was admitted, the key freed, the hold item gone.
+   * Whoever frees the key (the ack, or the sweep finishing it) releases its bytes: once.
+   */
   private async finishAck(
     queue: string,
-    key: string,
     messageId: string,
     generation: number,
+    held: { key: string; sequence: string; bytes: number },
     range: Pick<Range, 'shard' | 'start'>,
     index: number,
-    sequence: string,
   ): Promise<void> {
     await this.deps.ranges.ackHeld(queue, range, index, this.now());
-    await this.deps.keys.finishAck(queue, key, messageId, generation);
-    await this.deps.holds.remove(queue, key, sequence);
+    const freed = await this.deps.keys.finishAck(queue, held.key, messageId, generation);
+    await this.deps.holds.remove(queue, held.key, held.sequence);
+    if (freed) await this.deps.storage.release(queue, held.bytes, 1);
   }
 
   /** The failed attempt of a live held delivery; undefined when the receipt is stale. */
@@ -381,24 +385,26 @@ export class HeldDelivery {
       if (holder === undefined || (state.lease_expires_at ?? 0) > now) return false;
       const [held] = await this.deps.holds.first(queue, state.key, 1);
       const leftover = state.lease_expires_at !== undefined && state.lease_gen !== undefined;
+      // An ack that ended the lease and stopped before it was finished: finished, not failed.
+      const acking =
+        state.acking !== undefined && state.acking === state.lease_gen && state.busy_with === holder;
       if (held?.envelope.message_id !== holder) {
+        // Its hold item goes only once its ack is written where it was admitted (a sweep that
+        // read the key before the ack's first write removes it): the key is free again.
+        if (acking) await this.deps.keys.finishAck(queue, state.key, holder, state.acking as number);
         // A held message's lease whose message left the hold area (acked, then the release failed
         // or stopped): nothing of it is in flight, so the key is free again.
-        if (leftover && state.busy_with === holder) {
+        else if (leftover && state.busy_with === holder) {
           const release = { release: true, lease: 'expired' } as const;
           await this.deps.keys.endHeld(queue, state.key, holder, state.lease_gen as number, now, release);
         }
         return false;
       }
       const at = await this.deps.ranges.entryAt(queue, held.shard, held);
-      // An ack that ended the lease and stopped before it was written: finished, not failed.
-      if (
-        at &&
-        state.acking !== undefined &&
-        state.acking === state.lease_gen &&
-        state.busy_with === holder
-      ) {
-        await this.finishAck(queue, state.key, holder, state.acking, at.range, at.index, held.sequence);
+      if (at && acking) {
+        const bytes = payloadBytes(held.envelope);
+        const item = { key: state.key, sequence: held.sequence, bytes };
+        await this.finishAck(queue, holder, state.acking as number, item, at.range, at.index);
         return false;
       }
       if (at && !toDeliver(at)) {

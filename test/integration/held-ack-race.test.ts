@@ -71,6 +71,44 @@ describe("a held delivery's ack that stops after it ended the lease", () => {
   }, 30_000);
 });
 
+describe("a held delivery's ack whose answer was lost", () => {
+  it('answers acked when it is sent again, and leaves the key free', async () => {
+    const { q, services, d } = await heldDelivery('l');
+    // The key's write reaches DynamoDB and its answer is lost: the api answers 503.
+    const keys = Object.create(services.keys) as typeof services.keys;
+    keys.endHeld = async (...args: Parameters<typeof services.keys.endHeld>) => {
+      await services.keys.endHeld(...args);
+      throw Object.assign(new Error('injected: no answer in time'), { name: 'TimeoutError' });
+    };
+    await expect(new HeldDelivery({ ...heldDeps(services), keys }).ack('o', d)).rejects.toThrow('injected');
+    // The client sends it again (the api answered 503): acked, not stale.
+    expect(await services.held.ack('o', d)).toBe('acked');
+    expect(await services.held.ack('o', d)).toBe('acked');
+    await q.produce([{ message_id: 'l-3', key: 'l', payload: 3 }]);
+    const after = await q.receiveAll(1, 5000);
+    expect(after.map((m) => m.message_id)).toEqual(['l-3']);
+  }, 30_000);
+
+  it('is finished when a sweep that read the key before it removed the hold item', async () => {
+    const { q, services, d, config, shard } = await heldDelivery('r');
+    const before = await services.keys.getMany('o', ['r']);
+    // The ack ends the lease and writes the range; its key's release fails.
+    const keys = Object.create(services.keys) as typeof services.keys;
+    keys.finishAck = () => Promise.reject(new Error('injected: the release fails'));
+    await expect(new HeldDelivery({ ...heldDeps(services), keys }).ack('o', d)).rejects.toThrow('injected');
+    // A sweep that read the key before the ack, once the lease ran out, finds the entry acked
+    // and removes the hold item; the next sweep sees the key as the ack left it.
+    await new Promise((r) => setTimeout(r, 1200));
+    const stale = Object.create(services.keys) as typeof services.keys;
+    stale.getMany = async () => before;
+    expect(await new HeldDelivery({ ...heldDeps(services), keys: stale }).sweep('o', config, shard)).toBe(0);
+    expect(await services.held.sweep('o', config, shard)).toBe(0);
+    await q.produce([{ message_id: 'r-3', key: 'r', payload: 3 }]);
+    const after = await q.receiveAll(1, 5000);
+    expect(after.map((m) => m.message_id)).toEqual(['r-3']);
+  }, 30_000);
+});
+
 describe("a held delivery's failure that stops before its range write", () => {
   it('is not delivered again from the hold area once its retry was acked', async () => {
     const { q, services, d, config } = await heldDelivery('f');
