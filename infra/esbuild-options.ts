@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import type { BundlingOptions } from 'aws-cdk-lib/aws-lambda-nodejs';
 import type { BuildOptions } from 'esbuild';
 
@@ -27,6 +28,8 @@ const NOT_ESBUILD = new Set([
   'entrypoint',
   'command',
   'logLevel',
+  // Not esbuild's: run after the build by `runAfterBundling` below.
+  'commandHooks',
 ]);
 
 const MAPPED = new Set([
@@ -112,4 +115,14 @@ export function esbuildOptionsOf(bundling: BundlingOptions, entry: string, outdi
     ...(bundling.inject ? { inject: bundling.inject } : {}),
     ...(bundling.esbuildArgs ? esbuildArgsOptions(bundling.esbuildArgs) : {}),
   };
+}
+
+/**
+ * Runs the `afterBundling` commands of `bundling` for a bundle written to `outputDir`, as
+ * aws-cdk-lib's local bundling does (`bash -c`, from the project root): what they add beside the
+ * bundle (the S3 client's file, infra/leaseq-function.ts) is part of what deploys.
+ */
+export function runAfterBundling(bundling: BundlingOptions, projectRoot: string, outputDir: string): void {
+  for (const command of bundling.commandHooks?.afterBundling(projectRoot, outputDir) ?? [])
+    execFileSync('bash', ['-c', command], { cwd: projectRoot, stdio: ['ignore', 'inherit', 'inherit'] });
 }

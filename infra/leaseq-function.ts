@@ -1,3 +1,5 @@
+import { createRequire } from 'node:module';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Duration } from 'aws-cdk-lib';
 import * as iam from 'aws-cdk-lib/aws-iam';
@@ -41,12 +43,51 @@ export function tenantConfigDefine(json: string): Record<string, string> {
  * The module the SDK's default credential chain is replaced by in every bundle (its reason is
  * there), resolved from this file: the sources in the repository, their JavaScript in the package.
  */
+const SOURCE_EXTENSION = import.meta.url.endsWith('.ts') ? '.ts' : '.js';
 const LAMBDA_CREDENTIALS = fileURLToPath(
-  new URL(
-    `../functions/aws/lambda-credentials${import.meta.url.endsWith('.ts') ? '.ts' : '.js'}`,
-    import.meta.url,
-  ),
+  new URL(`../functions/aws/lambda-credentials${SOURCE_EXTENSION}`, import.meta.url),
 );
+
+/**
+ * The S3 client's module, which functions/aws/s3-objects.ts imports on first use as
+ * `./s3-client.js`: left out of each bundle (external) and built into a file of its own beside it,
+ * so an instance that never touches S3 does not parse the client at init (a quarter of a bundle).
+ */
+const S3_CLIENT_IMPORT = './s3-client.js';
+const S3_CLIENT_ENTRY = fileURLToPath(
+  new URL(`../functions/aws/s3-client${SOURCE_EXTENSION}`, import.meta.url),
+);
+
+/** POSIX shell quoting: NodejsFunction runs command hooks with `bash -c`. */
+function shellQuote(arg: string): string {
+  return `'${arg.replaceAll("'", "'\\''")}'`;
+}
+
+/**
+ * The command that builds the S3 client's file beside a bundle, with the bundle's own options
+ * (target, minify, source map, main fields, banner, the credentials alias), and marks the folder's
+ * `.js` files as ES modules. esbuild is the one NodejsFunction itself runs (a peer dependency).
+ */
+function s3ClientBuild(main: nodejs.BundlingOptions, outputDir: string): string {
+  const esbuild = createRequire(import.meta.url).resolve('esbuild/bin/esbuild');
+  const args = [
+    S3_CLIENT_ENTRY,
+    '--bundle',
+    '--platform=node',
+    `--format=${main.format}`,
+    `--target=${main.target}`,
+    ...(main.minify ? ['--minify'] : []),
+    ...(main.sourceMap ? ['--sourcemap'] : []),
+    ...(main.sourcesContent === false ? ['--sources-content=false'] : []),
+    ...(main.mainFields ? [`--main-fields=${main.mainFields.join(',')}`] : []),
+    ...(main.banner ? [`--banner:js=${main.banner}`] : []),
+    `--alias:${main.esbuildArgs?.['--alias']}`,
+    '--log-level=warning',
+    `--outfile=${join(outputDir, 's3-client.js')}`,
+  ];
+  const packageJson = join(outputDir, 'package.json');
+  return `${[esbuild, ...args].map(shellQuote).join(' ')} && printf '{"type":"module"}' > ${shellQuote(packageJson)}`;
+}
 
 /**
  * How every leaseq function is bundled (NodejsFunction's `bundling`), given esbuild's `define`.
@@ -54,7 +95,7 @@ const LAMBDA_CREDENTIALS = fileURLToPath(
  * (infra/esbuild-options.ts turns them into esbuild's), so what they measure is what deploys.
  */
 export function leaseqBundling(define: Record<string, string> = {}): nodejs.BundlingOptions {
-  return {
+  const main: nodejs.BundlingOptions = {
     ...(Object.keys(define).length > 0 ? { define } : {}),
     format: nodejs.OutputFormat.ESM,
     target: 'node22',
@@ -67,11 +108,20 @@ export function leaseqBundling(define: Record<string, string> = {}): nodejs.Bund
     // esbuild's ESM output has no `require`; CJS dependencies inside the bundle need one.
     banner: "import { createRequire } from 'module';const require = createRequire(import.meta.url);",
     // Bundle the SDK instead of using the runtime's copy, so the version we test is the one that
-    // runs; and its init is half of the unbundled SDK's (docs/architecture.md "Bundles").
-    externalModules: [],
+    // runs; and its init is half of the unbundled SDK's (docs/architecture.md "Bundles"). The S3
+    // client too, in a file of its own beside the bundle (above).
+    externalModules: [S3_CLIENT_IMPORT],
     esbuildArgs: { '--alias': `@aws-sdk/credential-provider-node=${LAMBDA_CREDENTIALS}` },
     // Synth must work on machines without Docker: esbuild from node_modules is enough.
     forceDockerBundling: false,
+  };
+  return {
+    ...main,
+    commandHooks: {
+      beforeBundling: () => [],
+      beforeInstall: () => [],
+      afterBundling: (_inputDir, outputDir) => [s3ClientBuild(main, outputDir)],
+    },
   };
 }
 

@@ -1,10 +1,10 @@
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { KinesisClient } from '@aws-sdk/client-kinesis';
-import { S3Client } from '@aws-sdk/client-s3';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { NodeHttpHandler } from '@smithy/node-http-handler';
 import type { FaultInjector } from './faults.js';
 import { RequestMeter } from './meter.js';
+import { S3Objects } from './s3-objects.js';
 
 /** Where the SDK clients point: AWS itself (no endpoints) or the local emulators. */
 export interface ClientOptions {
@@ -19,7 +19,8 @@ export interface AwsClients {
   dynamodb: DynamoDBClient;
   doc: DynamoDBDocumentClient;
   kinesis: KinesisClient;
-  s3: S3Client;
+  /** Loaded on first use (aws/s3-objects.ts). */
+  s3: S3Objects;
   meter: RequestMeter;
   destroy(): void;
 }
@@ -45,24 +46,28 @@ export function createClients(options: ClientOptions): AwsClients {
     requestHandler,
     ...(local ? { endpoint: local.kinesis } : {}),
   });
-  const s3 = new S3Client({
-    ...common,
-    requestHandler,
-    ...(local
-      ? {
-          endpoint: local.s3,
-          forcePathStyle: true,
-          // s3rver stores aws-chunked bodies verbatim unless checksums are only sent when required.
-          requestChecksumCalculation: 'WHEN_REQUIRED',
-          responseChecksumValidation: 'WHEN_REQUIRED',
-        }
-      : {}),
-  });
   const meter = new RequestMeter();
-  for (const client of [dynamodb, kinesis, s3]) {
+  const hook = (client: Parameters<RequestMeter['attach']>[0]) => {
     meter.attach(client);
     options.faults?.attach(client);
-  }
+  };
+  const s3 = new S3Objects(
+    {
+      ...common,
+      requestHandler,
+      ...(local
+        ? {
+            endpoint: local.s3,
+            forcePathStyle: true,
+            // s3rver stores aws-chunked bodies verbatim unless checksums are only sent when required.
+            requestChecksumCalculation: 'WHEN_REQUIRED',
+            responseChecksumValidation: 'WHEN_REQUIRED',
+          }
+        : {}),
+    },
+    hook,
+  );
+  for (const client of [dynamodb, kinesis]) hook(client);
   const doc = DynamoDBDocumentClient.from(dynamodb, {
     marshallOptions: { removeUndefinedValues: true },
   });

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { GetObjectCommand, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
+import type { S3Objects } from '../aws/s3-objects.js';
 import type { ClaimRef } from '../core/envelope.js';
 
 /**
@@ -9,16 +9,14 @@ import type { ClaimRef } from '../core/envelope.js';
  */
 export class ClaimStore {
   constructor(
-    private readonly s3: S3Client,
+    private readonly s3: S3Objects,
     private readonly bucket: string,
   ) {}
 
   async put(queue: string, messageId: string, body: Buffer): Promise<ClaimRef> {
     const sha256 = createHash('sha256').update(body).digest('hex');
     const key = `claims/${queue}/${messageId}/${sha256}`;
-    await this.s3.send(
-      new PutObjectCommand({ Bucket: this.bucket, Key: key, Body: body, ContentType: 'application/json' }),
-    );
+    await this.s3.put(this.bucket, key, body, 'application/json');
     return { key, bytes: body.byteLength, sha256 };
   }
 
@@ -28,8 +26,9 @@ export class ClaimStore {
   }
 
   async get(ref: ClaimRef): Promise<Buffer> {
-    const out = await this.s3.send(new GetObjectCommand({ Bucket: this.bucket, Key: ref.key }));
-    const body = Buffer.from((await out.Body?.transformToByteArray()) ?? []);
+    const bytes = await this.s3.get(this.bucket, ref.key);
+    if (!bytes) throw new Error(`claim ${ref.key} is gone`);
+    const body = Buffer.from(bytes);
     const sha256 = createHash('sha256').update(body).digest('hex');
     if (sha256 !== ref.sha256) throw new Error(`claim ${ref.key} does not match its hash`);
     return body;

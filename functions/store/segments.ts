@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import { GetObjectCommand, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import { type DynamoDBDocumentClient, GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
+import type { S3Objects } from '../aws/s3-objects.js';
 import type { Envelope } from '../core/envelope.js';
 import type { Range, SegmentRef } from '../core/ranges.js';
 import { segmentKey, segmentObjectKey, TTL_ATTRIBUTE } from './keys.js';
@@ -28,7 +28,7 @@ export class SegmentStore {
 
   constructor(
     private readonly doc: DynamoDBDocumentClient,
-    private readonly s3: S3Client,
+    private readonly s3: S3Objects,
     private readonly table: string,
     private readonly bucket: string,
   ) {}
@@ -54,14 +54,7 @@ export class SegmentStore {
         }),
       );
     } else {
-      await this.s3.send(
-        new PutObjectCommand({
-          Bucket: this.bucket,
-          Key: segmentObjectKey(queue, shard, id),
-          Body: body,
-          ContentType: 'application/json',
-        }),
-      );
+      await this.s3.put(this.bucket, segmentObjectKey(queue, shard, id), body, 'application/json');
     }
     this.remember(cacheKey(queue, shard, id), [...entries], bytes);
     return { id, store };
@@ -92,14 +85,8 @@ export class SegmentStore {
       );
       body = typeof out.Item?.d === 'string' ? out.Item.d : undefined;
     } else {
-      try {
-        const out = await this.s3.send(
-          new GetObjectCommand({ Bucket: this.bucket, Key: segmentObjectKey(queue, shard, ref.id) }),
-        );
-        body = await out.Body?.transformToString('utf8');
-      } catch (err) {
-        if ((err as Error).name !== 'NoSuchKey') throw err;
-      }
+      const bytes = await this.s3.get(this.bucket, segmentObjectKey(queue, shard, ref.id));
+      body = bytes && Buffer.from(bytes).toString('utf8');
     }
     if (body === undefined) return undefined;
     const entries = JSON.parse(body) as SegmentEntry[];

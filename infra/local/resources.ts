@@ -91,10 +91,11 @@ export async function createTable(clients: AwsClients, table: string): Promise<v
 }
 
 async function ensureBucket(clients: AwsClients, bucket: string): Promise<void> {
+  const s3 = await clients.s3.client();
   try {
-    await clients.s3.send(new HeadBucketCommand({ Bucket: bucket }));
+    await s3.send(new HeadBucketCommand({ Bucket: bucket }));
   } catch {
-    await clients.s3.send(new CreateBucketCommand({ Bucket: bucket }));
+    await s3.send(new CreateBucketCommand({ Bucket: bucket }));
   }
 }
 

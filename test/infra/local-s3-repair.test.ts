@@ -8,6 +8,7 @@ import {
   GetObjectCommand,
   HeadBucketCommand,
   PutObjectCommand,
+  type S3Client,
 } from '@aws-sdk/client-s3';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createClients } from '../../functions/aws/clients.js';
@@ -26,7 +27,7 @@ const dir = mkdtempSync(join(tmpdir(), 'leaseq-s3-repair-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 /** s3rver on `dir` for the length of `use`, with the runtime's S3 client settings. */
-async function withS3<T>(use: (s3: ReturnType<typeof createClients>['s3']) => Promise<T>): Promise<T> {
+async function withS3<T>(use: (s3: S3Client) => Promise<T>): Promise<T> {
   const server = new S3rver({ address: '127.0.0.1', port: 0, directory: dir, silent: true });
   const endpoint = `http://127.0.0.1:${(await server.run()).port}`;
   const clients = createClients({
@@ -35,14 +36,14 @@ async function withS3<T>(use: (s3: ReturnType<typeof createClients>['s3']) => Pr
     maxAttempts: 1,
   });
   try {
-    return await use(clients.s3);
+    return await use(await clients.s3.client());
   } finally {
     clients.destroy();
     await server.close();
   }
 }
 
-const headBucket = (s3: ReturnType<typeof createClients>['s3']) =>
+const headBucket = (s3: S3Client) =>
   s3.send(new HeadBucketCommand({ Bucket: BUCKET })).then(
     () => 'ok',
     (err: { $metadata?: { httpStatusCode?: number } }) => `failed ${err.$metadata?.httpStatusCode}`,

@@ -92,7 +92,7 @@ describe('produce', () => {
     const claim = record?.envelope.claim;
     expect(claim?.key).toMatch(/^claims\/jobs\/big-1\//);
     expect(claim?.bytes).toBe(Buffer.byteLength(JSON.stringify(big)));
-    const object = await t.runtime.clients.s3.send(
+    const object = await (await t.runtime.clients.s3.client()).send(
       new GetObjectCommand({ Bucket: t.runtime.config.bucketName, Key: claim?.key }),
     );
     expect(JSON.parse(await (object.Body?.transformToString() ?? Promise.resolve('')))).toEqual(big);

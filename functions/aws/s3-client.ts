@@ -1,0 +1,39 @@
+import { GetObjectCommand, PutObjectCommand, S3Client, type S3ClientConfig } from '@aws-sdk/client-s3';
+
+/**
+ * The S3 client and the two calls leaseq makes with it. Loaded on first use (aws/s3-objects.ts):
+ * the Lambda bundles keep it in a file of its own (infra/leaseq-function.ts), so a function
+ * instance that never puts or gets an object does not parse the client at init.
+ */
+
+export function createS3Client(config: S3ClientConfig): S3Client {
+  return new S3Client(config);
+}
+
+export async function putObject(
+  client: S3Client,
+  input: { bucket: string; key: string; body: string | Uint8Array; contentType: string },
+): Promise<void> {
+  await client.send(
+    new PutObjectCommand({
+      Bucket: input.bucket,
+      Key: input.key,
+      Body: input.body,
+      ContentType: input.contentType,
+    }),
+  );
+}
+
+/** The object's bytes; undefined when there is no such key. */
+export async function getObject(
+  client: S3Client,
+  input: { bucket: string; key: string },
+): Promise<Uint8Array | undefined> {
+  try {
+    const out = await client.send(new GetObjectCommand({ Bucket: input.bucket, Key: input.key }));
+    return (await out.Body?.transformToByteArray()) ?? new Uint8Array();
+  } catch (err) {
+    if ((err as Error).name === 'NoSuchKey') return undefined;
+    throw err;
+  }
+}
