@@ -49,14 +49,16 @@ const LAMBDA_CREDENTIALS = fileURLToPath(
 );
 
 /**
- * The S3 client's module, which functions/aws/s3-objects.ts imports on first use as
- * `./s3-client.js`: left out of each bundle (external) and built into a file of its own beside it,
- * so an instance that never touches S3 does not parse the client at init (a quarter of a bundle).
+ * Modules leaseq imports on first use, each as `./<name>.js` from a module beside it: left out of
+ * every bundle (external) and built into files of their own beside it, so an instance that never
+ * needs them does not parse them at init. The S3 client (aws/s3-objects.ts: a quarter of a bundle,
+ * used only by claim-checked payloads and segments over 8 KB) and Ajv (core/payload-check.ts:
+ * only for queues with a payload schema).
  */
-const S3_CLIENT_IMPORT = './s3-client.js';
-const S3_CLIENT_ENTRY = fileURLToPath(
-  new URL(`../functions/aws/s3-client${SOURCE_EXTENSION}`, import.meta.url),
-);
+const LAZY_MODULES = ['aws/s3-client', 'core/payload-validator'].map((path) => ({
+  import: `./${path.split('/')[1]}.js`,
+  entry: fileURLToPath(new URL(`../functions/${path}${SOURCE_EXTENSION}`, import.meta.url)),
+}));
 
 /** POSIX shell quoting: NodejsFunction runs command hooks with `bash -c`. */
 function shellQuote(arg: string): string {
@@ -64,14 +66,14 @@ function shellQuote(arg: string): string {
 }
 
 /**
- * The command that builds the S3 client's file beside a bundle, with the bundle's own options
+ * The command that builds the lazily loaded modules beside a bundle, with the bundle's own options
  * (target, minify, source map, main fields, banner, the credentials alias), and marks the folder's
  * `.js` files as ES modules. esbuild is the one NodejsFunction itself runs (a peer dependency).
  */
-function s3ClientBuild(main: nodejs.BundlingOptions, outputDir: string): string {
+function lazyModulesBuild(main: nodejs.BundlingOptions, outputDir: string): string {
   const esbuild = createRequire(import.meta.url).resolve('esbuild/bin/esbuild');
   const args = [
-    S3_CLIENT_ENTRY,
+    ...LAZY_MODULES.map((m) => m.entry),
     '--bundle',
     '--platform=node',
     `--format=${main.format}`,
@@ -83,7 +85,8 @@ function s3ClientBuild(main: nodejs.BundlingOptions, outputDir: string): string 
     ...(main.banner ? [`--banner:js=${main.banner}`] : []),
     `--alias:${main.esbuildArgs?.['--alias']}`,
     '--log-level=warning',
-    `--outfile=${join(outputDir, 's3-client.js')}`,
+    '--entry-names=[name]',
+    `--outdir=${outputDir}`,
   ];
   const packageJson = join(outputDir, 'package.json');
   return `${[esbuild, ...args].map(shellQuote).join(' ')} && printf '{"type":"module"}' > ${shellQuote(packageJson)}`;
@@ -110,7 +113,7 @@ export function leaseqBundling(define: Record<string, string> = {}): nodejs.Bund
     // Bundle the SDK instead of using the runtime's copy, so the version we test is the one that
     // runs; and its init is half of the unbundled SDK's (docs/architecture.md "Bundles"). The S3
     // client too, in a file of its own beside the bundle (above).
-    externalModules: [S3_CLIENT_IMPORT],
+    externalModules: LAZY_MODULES.map((m) => m.import),
     esbuildArgs: { '--alias': `@aws-sdk/credential-provider-node=${LAMBDA_CREDENTIALS}` },
     // Synth must work on machines without Docker: esbuild from node_modules is enough.
     forceDockerBundling: false,
@@ -120,7 +123,7 @@ export function leaseqBundling(define: Record<string, string> = {}): nodejs.Bund
     commandHooks: {
       beforeBundling: () => [],
       beforeInstall: () => [],
-      afterBundling: (_inputDir, outputDir) => [s3ClientBuild(main, outputDir)],
+      afterBundling: (_inputDir, outputDir) => [lazyModulesBuild(main, outputDir)],
     },
   };
 }

@@ -6,7 +6,7 @@ import { type QueueConfig, storageQuotaBytes, streamName } from '../core/config.
 import { type ClaimRef, type Envelope, encodeEnvelope, payloadBytes } from '../core/envelope.js';
 import { InvalidRequestError, QuotaExceededError } from '../core/errors.js';
 import { newMessageId } from '../core/ids.js';
-import { payloadProblem } from '../core/payload-schema.js';
+import { payloadProblem } from '../core/payload-check.js';
 import { StorageRoom } from '../core/storage-room.js';
 import type { StreamLog } from '../log/stream.js';
 import type { Counters } from '../store/counters.js';
@@ -70,7 +70,7 @@ export class Producer {
     const unique: Prepared[] = [];
     const repeats: Prepared[] = [];
     for (const p of prepared) {
-      const problem = config.schema && payloadProblem(config.schema, p.message.payload);
+      const problem = config.schema && (await payloadProblem(config.schema, p.message.payload));
       if (problem) {
         results[p.index] = failed(p.messageId, 'SCHEMA_VALIDATION_FAILED', problem, false);
         continue;

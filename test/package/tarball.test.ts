@@ -214,12 +214,13 @@ const template = assembly.getStackByName('TeamStack').template;
 const functions = Object.values(template.Resources).filter((r) => r.Type === 'AWS::Lambda::Function');
 const assets = readdirSync('cdk.out').filter((d) => d.startsWith('asset.'));
 const bundles = assets.map((d) => statSync(join('cdk.out', d, 'index.mjs')).size);
-// The S3 client's file, loaded on first use, beside each bundle (infra/leaseq-function.ts).
+// The files loaded on first use, beside each bundle (infra/leaseq-function.ts).
 const s3Clients = assets.map((d) => statSync(join('cdk.out', d, 's3-client.js')).size);
+const validators = assets.map((d) => statSync(join('cdk.out', d, 'payload-validator.js')).size);
 console.log(JSON.stringify({
   client: typeof LeaseqClient, worker: typeof Worker, consumer: typeof leaseqConsumer,
   retryAfter: new RetryAfterError(5) instanceof Error, queues: [...orders.queues.keys()],
-  functions: functions.length, bundles, s3Clients,
+  functions: functions.length, bundles, s3Clients, validators,
 }));
 `,
       );
@@ -237,7 +238,7 @@ console.log(JSON.stringify({
       });
       expect(out.bundles).toHaveLength(4);
       for (const size of out.bundles) expect(size).toBeGreaterThan(10_000);
-      for (const size of out.s3Clients) expect(size).toBeGreaterThan(10_000);
+      for (const size of [...out.s3Clients, ...out.validators]) expect(size).toBeGreaterThan(10_000);
     }, 120_000);
 
     it('type-checks a project using each entry with tsc', async () => {
