@@ -19,10 +19,11 @@ import type { RangeFailures } from './range-failures.js';
  * An ordered pull queue's held messages (admission put them in their key's hold area:
  * admission/key-sequencer.ts), delivered in log order once their key is free: its head done, no
  * message holding it, not parked. The key's own item holds the lease (`busy_with` and the lease
- * attributes), so one conditional write both takes the key and leases the message. An ack marks
- * the entry acked where it was admitted (trace reads it there), then frees the key, then removes
- * the hold item; a crash in between is finished by the next receiver or the sweep, which look at
- * that entry before they deliver. The entry's range is also what tells a hold item that an
+ * attributes), so one conditional write both takes the key and leases the message. An ack ends
+ * that lease on its condition (so the sweep cannot also fail it) and marks the key `acking`, then
+ * marks the entry acked where it was admitted (trace reads it there), then frees the key, then
+ * removes the hold item; a crash in between is finished by the sweep, and the next receiver looks
+ * at the entry (and the message's item, for a failure that landed) before it delivers. The entry's range is also what tells a hold item that an
  * admitter replaying the run late put back (its message long handled) from a message to deliver:
  * the range's `held` set names what is still to deliver, as the run's first admitter decided.
  */
