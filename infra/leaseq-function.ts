@@ -60,6 +60,24 @@ const LAZY_MODULES = ['aws/s3-client', 'core/payload-validator'].map((path) => (
   entry: fileURLToPath(new URL(`../functions/${path}${SOURCE_EXTENSION}`, import.meta.url)),
 }));
 
+/**
+ * The bundle's options the lazily loaded files are built with; `define` (the tenant file, the
+ * console) and `externalModules` are the bundle's own, and the rest is not esbuild's.
+ */
+const LAZY_BUILD_OPTIONS = new Set([
+  'format',
+  'target',
+  'minify',
+  'sourceMap',
+  'sourcesContent',
+  'mainFields',
+  'banner',
+  'esbuildArgs',
+  'define',
+  'externalModules',
+  'forceDockerBundling',
+]);
+
 /** POSIX shell quoting: NodejsFunction runs command hooks with `bash -c`. */
 function shellQuote(arg: string): string {
   return `'${arg.replaceAll("'", "'\\''")}'`;
@@ -71,6 +89,12 @@ function shellQuote(arg: string): string {
  * `.js` files as ES modules. esbuild is the one NodejsFunction itself runs (a peer dependency).
  */
 function lazyModulesBuild(main: nodejs.BundlingOptions, outputDir: string): string {
+  // As infra/esbuild-options.ts does for the report: an option of the bundle not carried over
+  // here is refused, so the files beside a bundle cannot quietly be built differently from it.
+  for (const key of Object.keys(main))
+    if (!LAZY_BUILD_OPTIONS.has(key)) throw new Error(`bundling.${key}: carry it over in lazyModulesBuild`);
+  for (const flag of Object.keys(main.esbuildArgs ?? {}))
+    if (flag !== '--alias') throw new Error(`esbuildArgs ${flag}: carry it over in lazyModulesBuild`);
   const esbuild = createRequire(import.meta.url).resolve('esbuild/bin/esbuild');
   const args = [
     ...LAZY_MODULES.map((m) => m.entry),

@@ -5,6 +5,7 @@ import { NodeHttpHandler } from '@smithy/node-http-handler';
 import type { FaultInjector } from './faults.js';
 import { RequestMeter } from './meter.js';
 import { S3Objects } from './s3-objects.js';
+import type { SdkClient } from './sdk-client.js';
 
 /** Where the SDK clients point: AWS itself (no endpoints) or the local emulators. */
 export interface ClientOptions {
@@ -47,7 +48,7 @@ export function createClients(options: ClientOptions): AwsClients {
     ...(local ? { endpoint: local.kinesis } : {}),
   });
   const meter = new RequestMeter();
-  const hook = (client: Parameters<RequestMeter['attach']>[0]) => {
+  const hook = (client: SdkClient) => {
     meter.attach(client);
     options.faults?.attach(client);
   };

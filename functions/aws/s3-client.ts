@@ -1,14 +1,12 @@
-import { GetObjectCommand, PutObjectCommand, S3Client, type S3ClientConfig } from '@aws-sdk/client-s3';
+import { GetObjectCommand, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
+
+export { S3Client } from '@aws-sdk/client-s3';
 
 /**
  * The S3 client and the two calls leaseq makes with it. Loaded on first use (aws/s3-objects.ts):
  * the Lambda bundles keep it in a file of its own (infra/leaseq-function.ts), so a function
  * instance that never puts or gets an object does not parse the client at init.
  */
-
-export function createS3Client(config: S3ClientConfig): S3Client {
-  return new S3Client(config);
-}
 
 export async function putObject(
   client: S3Client,

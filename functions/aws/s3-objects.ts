@@ -17,7 +17,7 @@ export class S3Objects {
 
   private load() {
     this.loaded ??= import('./s3-client.js').then((module) => {
-      const client = module.createS3Client(this.config);
+      const client = new module.S3Client(this.config);
       this.onClient(client);
       this.created = client;
       return { client, module };

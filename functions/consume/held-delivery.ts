@@ -388,11 +388,11 @@ export class HeldDelivery {
       const leftover = state.lease_expires_at !== undefined && state.lease_gen !== undefined;
       // An ack that ended the lease and stopped before it was finished: finished, not failed.
       const acking =
-        state.acking !== undefined && state.acking === state.lease_gen && state.busy_with === holder;
+        state.acking === state.lease_gen && state.busy_with === holder ? state.acking : undefined;
       if (held?.envelope.message_id !== holder) {
         // Its hold item goes only once its ack is written where it was admitted (a sweep that
         // read the key before the ack's first write removes it): the key is free again.
-        if (acking) await this.deps.keys.finishAck(queue, state.key, holder, state.acking as number);
+        if (acking !== undefined) await this.deps.keys.finishAck(queue, state.key, holder, acking);
         // A held message's lease whose message left the hold area (acked, then the release failed
         // or stopped): nothing of it is in flight, so the key is free again.
         else if (leftover && state.busy_with === holder) {
@@ -402,10 +402,10 @@ export class HeldDelivery {
         return false;
       }
       const at = await this.deps.ranges.entryAt(queue, held.shard, held);
-      if (at && acking) {
+      if (at && acking !== undefined) {
         const bytes = payloadBytes(held.envelope);
         const item = { key: state.key, sequence: held.sequence, bytes };
-        await this.finishAck(queue, holder, state.acking as number, item, at.range, at.index);
+        await this.finishAck(queue, holder, acking, item, at.range, at.index);
         return false;
       }
       if (at && !toDeliver(at)) {
