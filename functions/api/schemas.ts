@@ -22,7 +22,7 @@ export const produceMessageSchema = z.strictObject({
   payload: z.unknown().refine((v) => v !== undefined, 'payload is required (any JSON value)'),
   headers: headersSchema.optional(),
   /** Typed attributes (what SQS clients send as MessageAttributes), returned with each delivery. */
-  attributes: attributesSchema.optional(),
+  attributes: z.optional(attributesSchema),
   delay_seconds: z.number().int().min(0).max(MAX_DELAY_SECONDS).default(0),
   /** W3C trace context; the request's `traceparent` header stands for messages without one. */
   traceparent: traceparentSchema.optional(),
@@ -120,13 +120,13 @@ export type AckStatus = 'acked' | 'stale_receipt' | 'invalid_receipt';
  * `?consumer=` on the operations routes: the state of one of the queue's Lambda consumers
  * instead of the queue's own. Other query parameters stay ignored where they always were.
  */
-export const consumerQuerySchema = z.object({ consumer: consumerNameSchema.optional() });
+export const consumerQuerySchema = z.object({ consumer: z.optional(consumerNameSchema) });
 
 export const dlqListQuerySchema = z.strictObject({
   limit: z.coerce.number().int().min(1).max(100).default(50),
   cursor: z.string().max(2048).optional(),
   /** Read by operationsRoute; listed so that this strict schema lets it through. */
-  consumer: consumerNameSchema.optional(),
+  consumer: z.optional(consumerNameSchema),
 });
 
 export const redriveRequestSchema = z.strictObject({
@@ -173,7 +173,7 @@ export const auditQuerySchema = z.strictObject({
 export const createKeySchema = z.strictObject({
   name: z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/, 'names are 1-64 of [A-Za-z0-9_.-]'),
   scopes: z.array(z.string().regex(SCOPE, SCOPE_MESSAGE)).min(1).max(100),
-  rate_limits: rateLimitsSchema.optional(),
+  rate_limits: z.optional(rateLimitsSchema),
   /** Also make SQS credentials for the key (answered once, as the key is). */
   sqs_credentials: z.boolean().default(false),
 });

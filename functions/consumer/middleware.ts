@@ -3,10 +3,11 @@ import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
 import { Metrics } from '@aws-lambda-powertools/metrics';
 import middy from '@middy/core';
 import type { Context, KinesisStreamBatchResponse, KinesisStreamEvent } from 'aws-lambda';
-import * as z from 'zod';
+import * as z from 'zod/mini';
 import { type AwsClients, createClients } from '../aws/clients.js';
 import { QUEUE_NAME } from '../core/config.js';
 import { ENV, type RuntimeConfig, runtimeConfigFromEnv } from '../core/runtime-config.js';
+import { intIn } from '../core/zod-mini.js';
 import { flushMetrics, metricsOptions, SERVICE } from '../observability/metrics.js';
 import { buildServices } from '../services.js';
 import { RangePushConsumer } from './range-push-consumer.js';
@@ -50,10 +51,10 @@ export interface Definition {
 }
 
 const optionsSchema = z.object({
-  queue: z.string().regex(QUEUE_NAME),
-  consumer: z.string().min(1).optional(),
-  concurrency: z.number().int().min(1).max(100).default(8),
-  timeoutMarginMs: z.number().int().min(0).default(5000),
+  queue: z.string().check(z.regex(QUEUE_NAME)),
+  consumer: z.optional(z.string().check(z.minLength(1))),
+  concurrency: z._default(intIn(1, 100), 8),
+  timeoutMarginMs: z._default(intIn(0), 5000),
 });
 
 export function leaseqConsumer<T = unknown>(

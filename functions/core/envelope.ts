@@ -1,4 +1,5 @@
-import * as z from 'zod';
+import * as z from 'zod/mini';
+import { intIn } from './zod-mini.js';
 
 /**
  * The message envelope: what a Kinesis record of a queue holds. Defined once; the producer
@@ -10,7 +11,7 @@ export const MESSAGE_ID = /^[A-Za-z0-9_.:-]{1,128}$/;
 export const claimRefSchema = z.object({
   /** S3 object key of the payload; the bucket is the tenant's. */
   key: z.string(),
-  bytes: z.number().int().nonnegative(),
+  bytes: intIn(0),
   sha256: z.string(),
 });
 
@@ -21,91 +22,96 @@ export const claimRefSchema = z.object({
 export const attributeSchema = z.strictObject({
   data_type: z
     .string()
-    .max(256)
-    .regex(
-      /^(String|Number|Binary)(\.[A-Za-z0-9_.-]+)?$/,
-      'data_type is String, Number or Binary, with an optional .suffix',
+    .check(
+      z.maxLength(256),
+      z.regex(
+        /^(String|Number|Binary)(\.[A-Za-z0-9_.-]+)?$/,
+        'data_type is String, Number or Binary, with an optional .suffix',
+      ),
     ),
-  string_value: z.string().max(262_144).optional(),
-  binary_value: z.base64().max(349_526).optional(),
+  string_value: z.optional(z.string().check(z.maxLength(262_144))),
+  binary_value: z.optional(z.base64().check(z.maxLength(349_526))),
 });
 
 export const ATTRIBUTE_NAME = /^(?!aws\.|amazon\.)(?!\.)(?!.*\.\.)[A-Za-z0-9_.-]{1,256}(?<!\.)$/i;
 
 export const attributesSchema = z
-  .record(z.string().regex(ATTRIBUTE_NAME, 'an attribute name is 1-256 of [A-Za-z0-9_.-]'), attributeSchema)
-  .refine((a) => Object.keys(a).length <= 10, 'at most 10 attributes');
+  .record(
+    z.string().check(z.regex(ATTRIBUTE_NAME, 'an attribute name is 1-256 of [A-Za-z0-9_.-]')),
+    attributeSchema,
+  )
+  .check(z.refine((a) => Object.keys(a).length <= 10, 'at most 10 attributes'));
 
 export type MessageAttributes = z.infer<typeof attributesSchema>;
 
 export const envelopeSchema = z.object({
   v: z.literal(1),
-  message_id: z.string().regex(MESSAGE_ID),
+  message_id: z.string().check(z.regex(MESSAGE_ID)),
   /**
    * The server assigned the id (a ULID): no producer will send it again, so no dedup record is
    * kept for it and the lease layer admits its entry without looking for one.
    */
-  server_id: z.literal(true).optional(),
+  server_id: z.optional(z.literal(true)),
   queue: z.string(),
-  key: z.string().optional(),
-  headers: z.record(z.string(), z.string()).optional(),
-  attributes: attributesSchema.optional(),
+  key: z.optional(z.string()),
+  headers: z.optional(z.record(z.string(), z.string())),
+  attributes: z.optional(attributesSchema),
   /** When the producer's request first accepted the message. */
   produced_at: z.iso.datetime(),
   /** When this copy was appended to the stream (a retry appends a new copy). */
   enqueued_at: z.iso.datetime(),
-  attempt: z.number().int().min(1),
+  attempt: intIn(1),
   /**
    * How many times this message has entered the log: 1 from the producer, +1 each time the
    * sweep puts it back (a retry or a delay). Admission admits each entry once.
    */
-  entry: z.number().int().min(1).default(1),
+  entry: z._default(intIn(1), 1),
   /** Not deliverable before this time (delay_seconds on produce, or a retry tier). */
-  deliver_after: z.iso.datetime().optional(),
+  deliver_after: z.optional(z.iso.datetime()),
   /**
    * Re-appended for one consumer only: a Lambda consumer's retry (the sweep puts it back into
    * the queue's stream, which every consumer of the queue reads). Other consumers pass it over.
    */
-  for: z.string().optional(),
+  for: z.optional(z.string()),
   /**
    * Not a message: a nudge for the Lambda consumer `for` of an ordered queue to deliver the held
    * messages of `key` (appended by the sweep, or a skip, when nothing else would come for the key).
    */
-  wake: z.literal(true).optional(),
+  wake: z.optional(z.literal(true)),
   /**
    * A replay's copy of the message (POST /queues/{q}/replay): the replay's id. Admission takes one
    * copy per replay (core/replay-policy.ts admissionId); deliveries show it as `replay_id`.
    */
-  replay: z.string().optional(),
+  replay: z.optional(z.string()),
   /** The version of the queue's payload schema the payload was checked against (config `schema_ref`). */
-  schema_ref: z.string().optional(),
+  schema_ref: z.optional(z.string()),
   /** The producer's W3C trace context, handed to every delivery. */
-  traceparent: z.string().optional(),
-  payload: z.unknown().optional(),
-  claim: claimRefSchema.optional(),
+  traceparent: z.optional(z.string()),
+  payload: z.optional(z.unknown()),
+  claim: z.optional(claimRefSchema),
   /**
    * Lease layer: a retry's entry carries no payload of its own; it is the payload of this entry of
    * a segment (the message's first entry's), which outlives the retry.
    */
-  ref: z
-    .object({
+  ref: z.optional(
+    z.object({
       shard: z.string(),
       id: z.string(),
       store: z.enum(['ddb', 's3']),
-      index: z.number().int().min(0),
-    })
-    .optional(),
+      index: intIn(0),
+    }),
+  ),
   /**
    * A retry entry of a nacked entry that waited in its range (core/ranges.ts waitsInRange): where
    * that entry is. Its admission finishes that entry, once (a second copy is passed over).
    */
-  from: z
-    .object({
+  from: z.optional(
+    z.object({
       shard: z.string(),
       range: z.string(),
-      index: z.number().int().min(0),
-    })
-    .optional(),
+      index: intIn(0),
+    }),
+  ),
 });
 
 export type Envelope = z.infer<typeof envelopeSchema>;

@@ -1,5 +1,6 @@
-import * as z from 'zod';
+import * as z from 'zod/mini';
 import { parseTenantConfig, type TenantConfig } from './config.js';
+import './zod-mini.js';
 
 /**
  * What a function instance needs to run: the tenant, the names of its resources and where
@@ -64,24 +65,25 @@ function bundledTenantConfig(): string | undefined {
 
 const endpointsSchema = z.strictObject({ dynamodb: z.url(), kinesis: z.url(), s3: z.url() });
 
+const jsonText = z.pipe(
+  z.string(),
+  z.transform((text, ctx) => {
+    try {
+      return JSON.parse(text) as unknown;
+    } catch {
+      ctx.issues.push({ code: 'custom', message: 'not JSON', input: text });
+      return z.NEVER;
+    }
+  }),
+);
+
 const envSchema = z.object({
-  [ENV.tenantConfig]: z.string().min(2).optional(),
-  [ENV.table]: z.string().min(3),
-  [ENV.bucket]: z.string().min(3),
-  [ENV.region]: z.string().min(1),
-  [ENV.localEndpoints]: z
-    .string()
-    .transform((text, ctx) => {
-      try {
-        return JSON.parse(text) as unknown;
-      } catch {
-        ctx.addIssue({ code: 'custom', message: 'not JSON' });
-        return z.NEVER;
-      }
-    })
-    .pipe(endpointsSchema)
-    .optional(),
-  [ENV.secretsKeyId]: z.string().min(1).max(2048).optional(),
+  [ENV.tenantConfig]: z.optional(z.string().check(z.minLength(2))),
+  [ENV.table]: z.string().check(z.minLength(3)),
+  [ENV.bucket]: z.string().check(z.minLength(3)),
+  [ENV.region]: z.string().check(z.minLength(1)),
+  [ENV.localEndpoints]: z.optional(z.pipe(jsonText, endpointsSchema)),
+  [ENV.secretsKeyId]: z.optional(z.string().check(z.minLength(1), z.maxLength(2048))),
 });
 
 export function runtimeConfigFromEnv(

@@ -1,4 +1,4 @@
-import type { z } from 'zod';
+import type * as z from 'zod/mini';
 import type { ErrorIssue } from './errors.js';
 
 /** zod issues as API.md reports them: one per problem, each with its JSON path. */
@@ -10,7 +10,7 @@ export function formatPath(path: readonly PropertyKey[]): string {
   );
 }
 
-export function issuesOf(error: z.ZodError, rootLabel: string): ErrorIssue[] {
+export function issuesOf(error: z.core.$ZodError, rootLabel: string): ErrorIssue[] {
   return error.issues.flatMap((i) =>
     // One issue per unknown key, at the key's own path.
     i.code === 'unrecognized_keys'

@@ -1,10 +1,11 @@
-import * as z from 'zod';
+import * as z from 'zod/mini';
 import type { ClaimStore } from '../claims/claims.js';
 import type { KeyOrder } from '../consume/key-order.js';
 import { mapLimit } from '../core/async.js';
 import { commitStall, sameMarks } from '../core/commit-stall.js';
 import { namespaceParts, type QueueConfig, storageQuotaBytes, streamName } from '../core/config.js';
 import { drainView } from '../core/drain.js';
+import '../core/zod-mini.js';
 import { InvalidRequestError, MessageNotFoundError, NotFoundError } from '../core/errors.js';
 import { entryStatus, isFinished, type Range } from '../core/ranges.js';
 import { deadLetterExpiry, retentionTtls } from '../core/retention.js';

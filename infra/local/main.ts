@@ -81,7 +81,7 @@ async function main(): Promise<void> {
 }
 
 main().catch((err: unknown) => {
-  if (err instanceof ConfigError || err instanceof z.ZodError) {
+  if (err instanceof ConfigError || err instanceof z.core.$ZodError) {
     process.stderr.write(`leaseq: ${err.message}\n`);
   } else {
     process.stderr.write(`leaseq: failed to start: ${(err as Error).stack ?? String(err)}\n`);
