@@ -1,5 +1,5 @@
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from 'aws-lambda';
-import type { z } from 'zod';
+import type * as z from 'zod/mini';
 import { isTransientAwsError } from '../aws/transient.js';
 import { MESSAGE_ID } from '../core/envelope.js';
 import {
@@ -65,7 +65,7 @@ export function header(event: APIGatewayProxyEventV2, name: string): string | un
 }
 
 /** Reads and validates a JSON body: 415 for another media type, 413 over 5 MB, 400 otherwise. */
-export function parseBody<S extends z.ZodType>(event: APIGatewayProxyEventV2, schema: S): z.infer<S> {
+export function parseBody<S extends z.ZodMiniType>(event: APIGatewayProxyEventV2, schema: S): z.infer<S> {
   const contentType = header(event, 'content-type');
   if (!contentType || !/^application\/json\b/i.test(contentType.trim()))
     throw new UnsupportedMediaTypeError();
@@ -92,7 +92,7 @@ export function parseBody<S extends z.ZodType>(event: APIGatewayProxyEventV2, sc
   return validate(schema, value);
 }
 
-export function validate<S extends z.ZodType>(schema: S, value: unknown): z.infer<S> {
+export function validate<S extends z.ZodMiniType>(schema: S, value: unknown): z.infer<S> {
   const result = schema.safeParse(value);
   if (result.success) return result.data;
   const issues = issuesOf(result.error, '(body)');

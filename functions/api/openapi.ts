@@ -1,4 +1,4 @@
-import * as z from 'zod';
+import * as z from 'zod/mini';
 import { ERROR_CODES } from '../core/errors.js';
 import type { Route } from './route.js';
 import * as s from './schemas.js';
@@ -14,10 +14,10 @@ interface RouteDoc {
   summary: string;
   /** The scope a key needs (`admin:*` for tenant routes, `any` for any key; none for public ones). */
   scope?: 'produce' | 'consume' | 'admin' | 'admin:*' | 'any';
-  body?: z.ZodType;
+  body?: z.ZodMiniType;
   /** A body that may be left out. */
   optionalBody?: boolean;
-  query?: z.ZodObject;
+  query?: z.ZodMiniObject;
   /** Takes `?consumer=` (a Lambda consumer's state instead of the queue's). */
   consumer?: boolean;
   /** The status of success and what it answers. */
@@ -222,7 +222,7 @@ function scopeText(scope: NonNullable<RouteDoc['scope']>): string {
 }
 
 /** JSON Schema of what a route reads (its input, with defaults optional). */
-function schemaOf(schema: z.ZodType): Record<string, unknown> {
+function schemaOf(schema: z.ZodMiniType): Record<string, unknown> {
   const { $schema: _dialect, ...rest } = z.toJSONSchema(schema, {
     io: 'input',
     unrepresentable: 'any',

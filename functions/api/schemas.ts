@@ -1,7 +1,8 @@
-import * as z from 'zod';
+import * as z from 'zod/mini';
 import { SCOPE, SCOPE_MESSAGE } from '../core/auth.js';
 import { consumerNameSchema, rateLimitsSchema } from '../core/config.js';
 import { attributesSchema, MESSAGE_ID, type MessageAttributes, TRACEPARENT } from '../core/envelope.js';
+import { intIn } from '../core/zod-mini.js';
 
 /** Request bodies of the HTTP API (API.md), validated at the edge. Types come from here. */
 
@@ -9,27 +10,29 @@ export const MAX_BODY_BYTES = 5 * 1024 * 1024;
 export const MAX_DELAY_SECONDS = 900;
 
 const headersSchema = z
-  .record(z.string().min(1).max(128), z.string().max(1024))
-  .refine((h) => Object.keys(h).length <= 32, 'at most 32 headers');
+  .record(z.string().check(z.minLength(1), z.maxLength(128)), z.string().check(z.maxLength(1024)))
+  .check(z.refine((h) => Object.keys(h).length <= 32, 'at most 32 headers'));
 
 export const traceparentSchema = z
   .string()
-  .regex(TRACEPARENT, 'traceparent is a W3C trace context: 00-<32 hex>-<16 hex>-<2 hex>');
+  .check(z.regex(TRACEPARENT, 'traceparent is a W3C trace context: 00-<32 hex>-<16 hex>-<2 hex>'));
 
 export const produceMessageSchema = z.strictObject({
-  message_id: z.string().regex(MESSAGE_ID, 'message_id is 1-128 of [A-Za-z0-9_.:-]').optional(),
-  key: z.string().min(1).max(256).optional(),
-  payload: z.unknown().refine((v) => v !== undefined, 'payload is required (any JSON value)'),
-  headers: headersSchema.optional(),
+  message_id: z.optional(z.string().check(z.regex(MESSAGE_ID, 'message_id is 1-128 of [A-Za-z0-9_.:-]'))),
+  key: z.optional(z.string().check(z.minLength(1), z.maxLength(256))),
+  payload: z.unknown().check(z.refine((v) => v !== undefined, 'payload is required (any JSON value)')),
+  headers: z.optional(headersSchema),
   /** Typed attributes (what SQS clients send as MessageAttributes), returned with each delivery. */
   attributes: z.optional(attributesSchema),
-  delay_seconds: z.number().int().min(0).max(MAX_DELAY_SECONDS).default(0),
+  delay_seconds: z._default(intIn(0, MAX_DELAY_SECONDS), 0),
   /** W3C trace context; the request's `traceparent` header stands for messages without one. */
-  traceparent: traceparentSchema.optional(),
+  traceparent: z.optional(traceparentSchema),
 });
 
 export const produceRequestSchema = z.strictObject({
-  messages: z.array(produceMessageSchema).min(1, 'send 1-500 messages').max(500, 'send 1-500 messages'),
+  messages: z
+    .array(produceMessageSchema)
+    .check(z.minLength(1, 'send 1-500 messages'), z.maxLength(500, 'send 1-500 messages')),
 });
 
 export type ProduceMessage = z.infer<typeof produceMessageSchema>;
@@ -43,55 +46,49 @@ export interface ProduceResult {
   error?: { code: string; message: string; retryable: boolean };
 }
 
+const pollIdSchema = z.string().check(z.regex(/^[A-Za-z0-9_-]{8,64}$/, 'poll_id is 8-64 of [A-Za-z0-9_-]'));
+const receiptSchema = z.string().check(z.minLength(1), z.maxLength(1024));
+
 export const receiveRequestSchema = z.strictObject({
-  max_messages: z.number().int().min(1).max(100).default(10),
-  wait_seconds: z.number().int().min(0).max(20).default(0),
+  max_messages: z._default(intIn(1, 100), 10),
+  wait_seconds: z._default(intIn(0, 20), 0),
   /** Bounded by the queue's max_lease_seconds where the queue is known. */
-  lease_seconds: z.number().int().min(1).optional(),
-  consumer_id: z.string().min(1).max(128).optional(),
+  lease_seconds: z.optional(intIn(1)),
+  consumer_id: z.optional(z.string().check(z.minLength(1), z.maxLength(128))),
   /**
    * Names this long poll, so its caller can call it off (POST /queues/{q}/receive/cancel): a
    * worker that stops does not wait out its poll, and what the poll leases after is given back.
    */
-  poll_id: z
-    .string()
-    .regex(/^[A-Za-z0-9_-]{8,64}$/, 'poll_id is 8-64 of [A-Za-z0-9_-]')
-    .optional(),
+  poll_id: z.optional(pollIdSchema),
 });
 
-export const cancelReceiveSchema = z.strictObject({
-  poll_id: z.string().regex(/^[A-Za-z0-9_-]{8,64}$/, 'poll_id is 8-64 of [A-Za-z0-9_-]'),
-});
+export const cancelReceiveSchema = z.strictObject({ poll_id: pollIdSchema });
 
 export const ackRequestSchema = z.strictObject({
   receipts: z
-    .array(z.string().min(1).max(1024))
-    .min(1, 'send 1-100 receipts')
-    .max(100, 'send 1-100 receipts'),
+    .array(receiptSchema)
+    .check(z.minLength(1, 'send 1-100 receipts'), z.maxLength(100, 'send 1-100 receipts')),
 });
 
 export const nackRequestSchema = z
   .strictObject({
-    receipt: z.string().min(1).max(1024),
-    retry_after_seconds: z
-      .number()
-      .int()
-      .min(0)
-      .max(12 * 3600)
-      .optional(),
-    error: z.string().max(4096).optional(),
-    retryable: z.boolean().default(true),
+    receipt: receiptSchema,
+    retry_after_seconds: z.optional(intIn(0, 12 * 3600)),
+    error: z.optional(z.string().check(z.maxLength(4096))),
+    retryable: z._default(z.boolean(), true),
     /** Give the message back without a failed attempt (a worker that stops before it is done). */
-    release: z.boolean().default(false),
+    release: z._default(z.boolean(), false),
   })
-  .refine((n) => !(n.release && !n.retryable), {
-    path: ['release'],
-    message: 'a released message is retried: release and retryable false exclude each other',
-  });
+  .check(
+    z.refine((n) => !(n.release && !n.retryable), {
+      path: ['release'],
+      message: 'a released message is retried: release and retryable false exclude each other',
+    }),
+  );
 
 export const extendRequestSchema = z.strictObject({
-  receipt: z.string().min(1).max(1024),
-  lease_seconds: z.number().int().min(1),
+  receipt: receiptSchema,
+  lease_seconds: intIn(1),
 });
 
 export type ReceiveRequest = z.infer<typeof receiveRequestSchema>;
@@ -123,59 +120,64 @@ export type AckStatus = 'acked' | 'stale_receipt' | 'invalid_receipt';
 export const consumerQuerySchema = z.object({ consumer: z.optional(consumerNameSchema) });
 
 export const dlqListQuerySchema = z.strictObject({
-  limit: z.coerce.number().int().min(1).max(100).default(50),
-  cursor: z.string().max(2048).optional(),
+  limit: z._default(z.coerce.number().check(z.int(), z.minimum(1), z.maximum(100)), 50),
+  cursor: z.optional(z.string().check(z.maxLength(2048))),
   /** Read by operationsRoute; listed so that this strict schema lets it through. */
   consumer: z.optional(consumerNameSchema),
 });
 
+const ratePerSecSchema = z._default(z.number().check(z.positive(), z.maximum(1000)), 10);
+const messageIdsSchema = z.array(z.string().check(z.regex(MESSAGE_ID))).check(z.maxLength(1000));
+
 export const redriveRequestSchema = z.strictObject({
-  rate_per_sec: z.number().positive().max(1000).default(10),
-  filter: z
-    .strictObject({
-      message_ids: z.array(z.string().regex(MESSAGE_ID)).max(1000).optional(),
-      error_contains: z.string().min(1).max(1024).optional(),
-      dead_after: z.iso.datetime({ offset: true }).optional(),
-      dead_before: z.iso.datetime({ offset: true }).optional(),
-    })
-    .default({}),
+  rate_per_sec: ratePerSecSchema,
+  filter: z._default(
+    z.strictObject({
+      message_ids: z.optional(messageIdsSchema),
+      error_contains: z.optional(z.string().check(z.minLength(1), z.maxLength(1024))),
+      dead_after: z.optional(z.iso.datetime({ offset: true })),
+      dead_before: z.optional(z.iso.datetime({ offset: true })),
+    }),
+    {},
+  ),
 });
 
 export const replayRequestSchema = z.strictObject({
   /** The window of times the log took the messages (ISO 8601); `to` defaults to now. */
   from: z.iso.datetime({ offset: true }),
-  to: z.iso.datetime({ offset: true }).optional(),
-  rate_per_sec: z.number().positive().max(1000).default(10),
-  filter: z
-    .strictObject({
-      message_ids: z.array(z.string().regex(MESSAGE_ID)).max(1000).optional(),
-      keys: z.array(z.string().min(1).max(256)).max(1000).optional(),
-    })
-    .default({}),
+  to: z.optional(z.iso.datetime({ offset: true })),
+  rate_per_sec: ratePerSecSchema,
+  filter: z._default(
+    z.strictObject({
+      message_ids: z.optional(messageIdsSchema),
+      keys: z.optional(z.array(z.string().check(z.minLength(1), z.maxLength(256))).check(z.maxLength(1000))),
+    }),
+    {},
+  ),
 });
 
 export const skipRequestSchema = z.strictObject({
-  reason: z.string().min(1, 'say why the key is skipped').max(1024),
+  reason: z.string().check(z.minLength(1, 'say why the key is skipped'), z.maxLength(1024)),
 });
 
 export const pauseRequestSchema = z.strictObject({
-  reason: z.string().min(1, 'say why deliveries are paused').max(1024),
+  reason: z.string().check(z.minLength(1, 'say why deliveries are paused'), z.maxLength(1024)),
 });
 
 export const resumeRequestSchema = z.strictObject({
-  reason: z.string().min(1).max(1024).optional(),
+  reason: z.optional(z.string().check(z.minLength(1), z.maxLength(1024))),
 });
 
 export const auditQuerySchema = z.strictObject({
-  limit: z.coerce.number().int().min(1).max(500).default(100),
+  limit: z._default(z.coerce.number().check(z.int(), z.minimum(1), z.maximum(500)), 100),
 });
 
 export const createKeySchema = z.strictObject({
-  name: z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/, 'names are 1-64 of [A-Za-z0-9_.-]'),
-  scopes: z.array(z.string().regex(SCOPE, SCOPE_MESSAGE)).min(1).max(100),
+  name: z.string().check(z.regex(/^[A-Za-z0-9_.-]{1,64}$/, 'names are 1-64 of [A-Za-z0-9_.-]')),
+  scopes: z.array(z.string().check(z.regex(SCOPE, SCOPE_MESSAGE))).check(z.minLength(1), z.maxLength(100)),
   rate_limits: z.optional(rateLimitsSchema),
   /** Also make SQS credentials for the key (answered once, as the key is). */
-  sqs_credentials: z.boolean().default(false),
+  sqs_credentials: z._default(z.boolean(), false),
 });
 
 /** POST /keys/{name}/sqs-credentials takes no options yet; a body, when sent, is an empty object. */

@@ -1,4 +1,5 @@
-import * as z from 'zod';
+import * as z from 'zod/mini';
+import '../core/zod-mini.js';
 
 /**
  * The browser console's built files (console/, built by infra/console-assets.ts). On AWS the api
@@ -6,9 +7,9 @@ import * as z from 'zod';
  * the function reads no file and runs no build; the local runtime builds them itself.
  */
 export const consoleAssetsSchema = z.strictObject({
-  html: z.string().min(1),
-  js: z.string().min(1),
-  css: z.string().min(1),
+  html: z.string().check(z.minLength(1)),
+  js: z.string().check(z.minLength(1)),
+  css: z.string().check(z.minLength(1)),
 });
 
 export type ConsoleAssets = z.infer<typeof consoleAssetsSchema>;

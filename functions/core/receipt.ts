@@ -1,5 +1,6 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
-import * as z from 'zod';
+import * as z from 'zod/mini';
+import { intIn } from './zod-mini.js';
 
 /**
  * Receipts: opaque, bound to one delivery (one lease generation) and signed, so a client
@@ -15,16 +16,16 @@ const claimsSchema = z.object({
   /** shard of the delivery (where its window counter lives) */
   s: z.string(),
   /** lease generation */
-  g: z.number().int().min(1),
+  g: intIn(1),
   /** delivered at (ms): the max total lease is measured from here */
-  d: z.number().int(),
+  d: z.number().check(z.int()),
   /** lease layer: the range (sequence number of its first entry) and the entry's index in it */
-  r: z.string().optional(),
-  i: z.number().int().min(0).optional(),
+  r: z.optional(z.string()),
+  i: z.optional(intIn(0)),
   /** lease layer: the payload's bytes, which the ack frees from the storage quota */
-  b: z.number().int().min(0).optional(),
+  b: z.optional(intIn(0)),
   /** delivered from its key's hold area (an ordered pull queue): the key holds the lease */
-  h: z.literal(1).optional(),
+  h: z.optional(z.literal(1)),
 });
 
 export type ReceiptClaims = z.infer<typeof claimsSchema>;

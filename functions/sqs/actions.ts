@@ -1,5 +1,5 @@
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
-import type { z } from 'zod';
+import type * as z from 'zod/mini';
 import {
   ackReceipts,
   extendLease,
@@ -307,7 +307,7 @@ function attempt<T>(f: () => T): T | SqsError {
 }
 
 /** An input as its action's schema reads it: a missing member is MissingParameter, another problem InvalidParameterValue. */
-function parse<S extends z.ZodType>(schema: S, input: unknown): z.infer<S> {
+function parse<S extends z.ZodMiniType>(schema: S, input: unknown): z.infer<S> {
   const result = schema.safeParse(input ?? {});
   if (result.success) return result.data;
   const issue = result.error.issues[0];
