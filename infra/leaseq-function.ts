@@ -52,10 +52,10 @@ const LAMBDA_CREDENTIALS = fileURLToPath(
  * Modules leaseq imports on first use, each as `./<name>.js` from a module beside it: left out of
  * every bundle (external) and built into files of their own beside it, so an instance that never
  * needs them does not parse them at init. The S3 client (aws/s3-objects.ts: a quarter of a bundle,
- * used only by claim-checked payloads and segments over 8 KB) and Ajv (core/payload-check.ts:
- * only for queues with a payload schema).
+ * used only by claim-checked payloads and segments over 8 KB), the KMS client (aws/kms.ts: only
+ * the api's SQS credentials) and Ajv (core/payload-check.ts: only for queues with a payload schema).
  */
-const LAZY_MODULES = ['aws/s3-client', 'core/payload-validator'].map((path) => ({
+const LAZY_MODULES = ['aws/s3-client', 'aws/kms-client', 'core/payload-validator'].map((path) => ({
   import: `./${path.split('/')[1]}.js`,
   entry: fileURLToPath(new URL(`../functions/${path}${SOURCE_EXTENSION}`, import.meta.url)),
 }));

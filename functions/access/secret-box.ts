@@ -1,5 +1,6 @@
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
-import { DecryptCommand, EncryptCommand, KMSClient } from '@aws-sdk/client-kms';
+import { lazyKms } from '../aws/kms.js';
+import type { KmsCalls } from '../aws/kms-client.js';
 import type { RuntimeConfig } from '../core/runtime-config.js';
 
 /**
@@ -76,9 +77,6 @@ export class LocalSecretBox implements SecretBox {
   }
 }
 
-/** The part of a KMS client the box uses, so a test can stand a KMS emulator behind a real client. */
-export type KmsSender = Pick<KMSClient, 'send'>;
-
 /**
  * KMS Encrypt/Decrypt with the stack's key. The encryption context names the tenant and the
  * purpose: KMS refuses to decrypt without the same context, and CloudTrail records it with each
@@ -88,7 +86,7 @@ export class KmsSecretBox implements SecretBox {
   private readonly context: Record<string, string>;
 
   constructor(
-    private readonly kms: KmsSender,
+    private readonly kms: KmsCalls,
     private readonly keyId: string,
     tenant: string,
   ) {
@@ -96,13 +94,11 @@ export class KmsSecretBox implements SecretBox {
   }
 
   async seal(plain: string): Promise<string> {
-    const out = await this.kms.send(
-      new EncryptCommand({
-        KeyId: this.keyId,
-        Plaintext: Buffer.from(plain, 'utf8'),
-        EncryptionContext: this.context,
-      }),
-    );
+    const out = await this.kms.encrypt({
+      KeyId: this.keyId,
+      Plaintext: Buffer.from(plain, 'utf8'),
+      EncryptionContext: this.context,
+    });
     if (!out.CiphertextBlob) throw new Error('KMS Encrypt answered no ciphertext');
     return `${KMS_PREFIX}${Buffer.from(out.CiphertextBlob).toString('base64')}`;
   }
@@ -110,14 +106,12 @@ export class KmsSecretBox implements SecretBox {
   async open(sealed: string): Promise<string> {
     if (!sealed.startsWith(KMS_PREFIX)) throw new SealedSecretError('not a value sealed by KMS');
     try {
-      const out = await this.kms.send(
-        new DecryptCommand({
-          // Named, so a ciphertext of another key is refused rather than decrypted with it.
-          KeyId: this.keyId,
-          CiphertextBlob: Buffer.from(sealed.slice(KMS_PREFIX.length), 'base64'),
-          EncryptionContext: this.context,
-        }),
-      );
+      const out = await this.kms.decrypt({
+        // Named, so a ciphertext of another key is refused rather than decrypted with it.
+        KeyId: this.keyId,
+        CiphertextBlob: Buffer.from(sealed.slice(KMS_PREFIX.length), 'base64'),
+        EncryptionContext: this.context,
+      });
       if (!out.Plaintext) throw new Error('KMS Decrypt answered no plaintext');
       return Buffer.from(out.Plaintext).toString('utf8');
     } catch (err) {
@@ -132,7 +126,7 @@ export class KmsSecretBox implements SecretBox {
 /** The box a function instance seals with, from its config; undefined when it has none. */
 export function secretBoxFor(
   config: Pick<RuntimeConfig, 'secrets' | 'region' | 'tenant'>,
-  kms: () => KmsSender = () => new KMSClient({ region: config.region, maxAttempts: 4 }),
+  kms: () => KmsCalls = () => lazyKms({ region: config.region, maxAttempts: 4 }),
 ): SecretBox | undefined {
   const secrets = config.secrets;
   if (!secrets) return undefined;

@@ -217,10 +217,11 @@ const bundles = assets.map((d) => statSync(join('cdk.out', d, 'index.mjs')).size
 // The files loaded on first use, beside each bundle (infra/leaseq-function.ts).
 const s3Clients = assets.map((d) => statSync(join('cdk.out', d, 's3-client.js')).size);
 const validators = assets.map((d) => statSync(join('cdk.out', d, 'payload-validator.js')).size);
+const kmsClients = assets.map((d) => statSync(join('cdk.out', d, 'kms-client.js')).size);
 console.log(JSON.stringify({
   client: typeof LeaseqClient, worker: typeof Worker, consumer: typeof leaseqConsumer,
   retryAfter: new RetryAfterError(5) instanceof Error, queues: [...orders.queues.keys()],
-  functions: functions.length, bundles, s3Clients, validators,
+  functions: functions.length, bundles, s3Clients, validators, kmsClients,
 }));
 `,
       );
@@ -238,7 +239,8 @@ console.log(JSON.stringify({
       });
       expect(out.bundles).toHaveLength(4);
       for (const size of out.bundles) expect(size).toBeGreaterThan(10_000);
-      for (const size of [...out.s3Clients, ...out.validators]) expect(size).toBeGreaterThan(10_000);
+      for (const size of [...out.s3Clients, ...out.validators, ...out.kmsClients])
+        expect(size).toBeGreaterThan(10_000);
     }, 120_000);
 
     it('type-checks a project using each entry with tsc', async () => {

@@ -8,6 +8,7 @@ import {
   SealedSecretError,
   secretBoxFor,
 } from '../../functions/access/secret-box.js';
+import { kmsCalls } from '../../functions/aws/kms-client.js';
 import { parseTenantConfig } from '../../functions/core/config.js';
 import { ENV, runtimeConfigFromEnv } from '../../functions/core/runtime-config.js';
 
@@ -115,7 +116,7 @@ function kmsEmulator() {
       },
     },
   });
-  return { kms, calls };
+  return { kms: kmsCalls(kms), calls };
 }
 
 describe('KmsSecretBox', () => {
