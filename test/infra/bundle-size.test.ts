@@ -16,18 +16,18 @@ import { leaseqBundling } from '../../infra/leaseq-function.js';
  * belong to benchmarks.
  *
  * Issue 14's goal is ≤ 300 KB per function. The AWS SDK, bundled on purpose (pinned; see
- * docs/architecture.md "Bundle size and init"), is ~240 KB of each bundle by itself (the S3
- * client in a file of its own beside it, loaded on first use), and zod ~95 KB, so the
+ * docs/architecture.md "Bundle size and init"), is ~240 KB of each bundle by itself (the S3 and
+ * KMS clients in files of their own beside it, loaded on first use), and zod/mini ~35 KB, so the
  * test holds each bundle under a ceiling a little above its size today: what made them grow
- * again (zod's 40 locales, a client the function does not use) fails here, by name.
+ * again (classic zod, zod's 40 locales, a client the function does not use) fails here, by name.
  */
 
 /** Minified bytes each bundle must stay under: its size when set, plus room for ordinary growth. */
 const CEILING: Record<string, number> = {
-  api: 640 * KB,
-  dispatch: 480 * KB,
-  sweep: 500 * KB,
-  consumer: 510 * KB,
+  api: 560 * KB,
+  dispatch: 420 * KB,
+  sweep: 440 * KB,
+  consumer: 450 * KB,
 };
 
 const built = new Map<string, BuiltBundle>();
