@@ -17,7 +17,7 @@ interface RouteDoc {
   body?: z.ZodMiniType;
   /** A body that may be left out. */
   optionalBody?: boolean;
-  query?: z.ZodMiniObject;
+  query?: z.ZodMiniType;
   /** Takes `?consumer=` (a Lambda consumer's state instead of the queue's). */
   consumer?: boolean;
   /** The status of success and what it answers. */
