@@ -119,14 +119,16 @@ function runBundled(fixture: string, env: Record<string, string> = {}): unknown 
   }
 }
 
+/** The role credentials Lambda puts in a function's environment. */
+const ROLE_ENV = {
+  AWS_ACCESS_KEY_ID: 'ASIAROLE',
+  AWS_SECRET_ACCESS_KEY: 'role-secret',
+  AWS_SESSION_TOKEN: 'role-token',
+};
+
 describe('the credentials of a bundled function', () => {
   it('are the role credentials Lambda puts in its environment (the S3 client through its own file)', () => {
-    const env = {
-      AWS_ACCESS_KEY_ID: 'ASIAROLE',
-      AWS_SECRET_ACCESS_KEY: 'role-secret',
-      AWS_SESSION_TOKEN: 'role-token',
-    };
-    expect(runBundled('test/fixtures/credentials-probe.ts', env)).toEqual(
+    expect(runBundled('test/fixtures/credentials-probe.ts', ROLE_ENV)).toEqual(
       Array(3).fill('ASIAROLE/role-secret/role-token'),
     );
   });
@@ -134,12 +136,7 @@ describe('the credentials of a bundled function', () => {
 
 describe('the KMS calls of a bundled function', () => {
   it('load the client from its own file and sign with the role credentials', () => {
-    const env = {
-      AWS_ACCESS_KEY_ID: 'ASIAROLE',
-      AWS_SECRET_ACCESS_KEY: 'role-secret',
-      AWS_SESSION_TOKEN: 'role-token',
-    };
-    expect(runBundled('test/fixtures/kms-probe.ts', env)).toEqual({
+    expect(runBundled('test/fixtures/kms-probe.ts', ROLE_ENV)).toEqual({
       calls: ['TrentService.Encrypt ASIAROLE role-token'],
       ciphertext: 'sealed:plain',
     });
