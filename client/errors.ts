@@ -154,9 +154,10 @@ export class LeaseqNetworkError extends Error {
 }
 
 /**
- * Thrown by a worker's handler for a message that no retry can fix (it cannot be parsed,
- * it refers to something deleted): the worker nacks it with `retryable: false`, so it goes
- * to the DLQ at once instead of using up its attempts.
+ * Thrown by a handler (a Worker's, or a Lambda consumer's: `leaseq/consumer` exports this class
+ * too) for a message that no retry can fix (it cannot be parsed, it refers to something deleted):
+ * it goes to the DLQ at once instead of using up its attempts (a Worker nacks it with
+ * `retryable: false`).
  */
 export class NonRetryableError extends Error {
   constructor(message: string, options?: { cause?: unknown }) {
@@ -166,9 +167,10 @@ export class NonRetryableError extends Error {
 }
 
 /**
- * Thrown by a handler that knows when to try again (a rate limit's Retry-After, a dependency down
- * for a known while): the worker nacks it with `retry_after_seconds`, so its retry comes after
- * `seconds` instead of the queue's backoff tier. The attempt counts as failed.
+ * Thrown by a handler (a Worker's or a Lambda consumer's) that knows when to try again (a rate
+ * limit's Retry-After, a dependency down for a known while): its retry comes after `seconds`
+ * instead of the queue's backoff tier (a Worker nacks it with `retry_after_seconds`). The attempt
+ * counts as failed.
  */
 export class RetryAfterError extends Error {
   constructor(
