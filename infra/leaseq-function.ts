@@ -53,12 +53,15 @@ const LAMBDA_CREDENTIALS = fileURLToPath(
  * every bundle (external) and built into files of their own beside it, so an instance that never
  * needs them does not parse them at init. The S3 client (aws/s3-objects.ts: a quarter of a bundle,
  * used only by claim-checked payloads and segments over 8 KB), the KMS client (aws/kms.ts: only
- * the api's SQS credentials) and Ajv (core/payload-check.ts: only for queues with a payload schema).
+ * the api's SQS credentials), Ajv (core/payload-check.ts: only for queues with a payload schema)
+ * and the OpenAPI generator (api/app.ts: only `GET /openapi.json`).
  */
-const LAZY_MODULES = ['aws/s3-client', 'aws/kms-client', 'core/payload-validator'].map((path) => ({
-  import: `./${path.split('/')[1]}.js`,
-  entry: fileURLToPath(new URL(`../functions/${path}${SOURCE_EXTENSION}`, import.meta.url)),
-}));
+const LAZY_MODULES = ['aws/s3-client', 'aws/kms-client', 'core/payload-validator', 'api/openapi'].map(
+  (path) => ({
+    import: `./${path.split('/')[1]}.js`,
+    entry: fileURLToPath(new URL(`../functions/${path}${SOURCE_EXTENSION}`, import.meta.url)),
+  }),
+);
 
 /**
  * The bundle's options the lazily loaded files are built with; `define` (the tenant file, the

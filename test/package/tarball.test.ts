@@ -218,10 +218,11 @@ const bundles = assets.map((d) => statSync(join('cdk.out', d, 'index.mjs')).size
 const s3Clients = assets.map((d) => statSync(join('cdk.out', d, 's3-client.js')).size);
 const validators = assets.map((d) => statSync(join('cdk.out', d, 'payload-validator.js')).size);
 const kmsClients = assets.map((d) => statSync(join('cdk.out', d, 'kms-client.js')).size);
+const openApis = assets.map((d) => statSync(join('cdk.out', d, 'openapi.js')).size);
 console.log(JSON.stringify({
   client: typeof LeaseqClient, worker: typeof Worker, consumer: typeof leaseqConsumer,
   retryAfter: new RetryAfterError(5) instanceof Error, queues: [...orders.queues.keys()],
-  functions: functions.length, bundles, s3Clients, validators, kmsClients,
+  functions: functions.length, bundles, s3Clients, validators, kmsClients, openApis,
 }));
 `,
       );
@@ -239,7 +240,7 @@ console.log(JSON.stringify({
       });
       expect(out.bundles).toHaveLength(4);
       for (const size of out.bundles) expect(size).toBeGreaterThan(10_000);
-      for (const size of [...out.s3Clients, ...out.validators, ...out.kmsClients])
+      for (const size of [...out.s3Clients, ...out.validators, ...out.kmsClients, ...out.openApis])
         expect(size).toBeGreaterThan(10_000);
     }, 120_000);
 
