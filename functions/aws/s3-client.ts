@@ -22,14 +22,15 @@ export async function putObject(
   );
 }
 
-/** The object's bytes; undefined when there is no such key. */
+/** The object's bytes (a view of what the SDK read, not a copy); undefined when there is no such key. */
 export async function getObject(
   client: S3Client,
   input: { bucket: string; key: string },
-): Promise<Uint8Array | undefined> {
+): Promise<Buffer | undefined> {
   try {
     const out = await client.send(new GetObjectCommand({ Bucket: input.bucket, Key: input.key }));
-    return (await out.Body?.transformToByteArray()) ?? new Uint8Array();
+    const bytes = (await out.Body?.transformToByteArray()) ?? new Uint8Array();
+    return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   } catch (err) {
     if ((err as Error).name === 'NoSuchKey') return undefined;
     throw err;

@@ -36,7 +36,7 @@ export class S3Objects {
   }
 
   /** The object's bytes; undefined when there is no such key. */
-  async get(bucket: string, key: string): Promise<Uint8Array | undefined> {
+  async get(bucket: string, key: string): Promise<Buffer | undefined> {
     const { client, module } = await this.load();
     return module.getObject(client, { bucket, key });
   }

@@ -26,9 +26,8 @@ export class ClaimStore {
   }
 
   async get(ref: ClaimRef): Promise<Buffer> {
-    const bytes = await this.s3.get(this.bucket, ref.key);
-    if (!bytes) throw new Error(`claim ${ref.key} is gone`);
-    const body = Buffer.from(bytes);
+    const body = await this.s3.get(this.bucket, ref.key);
+    if (!body) throw new Error(`claim ${ref.key} is gone`);
     const sha256 = createHash('sha256').update(body).digest('hex');
     if (sha256 !== ref.sha256) throw new Error(`claim ${ref.key} does not match its hash`);
     return body;

@@ -85,8 +85,7 @@ export class SegmentStore {
       );
       body = typeof out.Item?.d === 'string' ? out.Item.d : undefined;
     } else {
-      const bytes = await this.s3.get(this.bucket, segmentObjectKey(queue, shard, ref.id));
-      body = bytes && Buffer.from(bytes).toString('utf8');
+      body = (await this.s3.get(this.bucket, segmentObjectKey(queue, shard, ref.id)))?.toString('utf8');
     }
     if (body === undefined) return undefined;
     const entries = JSON.parse(body) as SegmentEntry[];
