@@ -74,7 +74,7 @@ export function buildServices(config: RuntimeConfig, clients: AwsClients) {
     messages,
     dedup,
     sequencer: new KeySequencer({ keys, holds, ranges }),
-    admitted: (queue, entries) => processAdmissions.notify(`${table}/${queue}`, entries),
+    admitted: (queue, entries, ranges) => processAdmissions.notify(`${table}/${queue}`, entries, ranges),
   });
   return {
     tenant,

@@ -1,12 +1,19 @@
+import type { Range } from '../core/ranges.js';
+
+/** Wakes one waiter, handing it what the admission wrote. */
+type Wake = (ranges: readonly Range[]) => void;
+
 /**
  * Wakes long polls waiting in this process when admission writes ranges of their queue, so a
- * receiver sees new work within milliseconds instead of at its next re-read. It helps where
+ * receiver sees new work within milliseconds instead of at its next re-read, and hands it the
+ * ranges as written: it leases from them without reading them back (a round trip less; a lease
+ * write is conditional, so ranges taken meanwhile only lose that write). It helps where
  * admission and receivers share a process: the local runtime. A Lambda instance serves one
  * request at a time, so on AWS nothing waits here and receivers re-read (consume/consumer.ts).
  */
 export class AdmittedSignal {
   /** Per queue, each waiter and how many messages it asks for, oldest first. */
-  private readonly waiting = new Map<string, Map<() => void, number>>();
+  private readonly waiting = new Map<string, Map<Wake, number>>();
   /** Per queue, admissions notified so far: what a look that ran during one has missed. */
   private readonly admissions = new Map<string, number>();
 
@@ -19,7 +26,7 @@ export class AdmittedSignal {
    * `entries` new ones: wakes the oldest waiters until what they ask for covers them, not a
    * stampede: every extra receiver woken for the same entries races for them and loses a write.
    */
-  notify(queue: string, entries: number): void {
+  notify(queue: string, entries: number, ranges: readonly Range[] = []): void {
     this.admissions.set(queue, this.seen(queue) + 1);
     const waiters = this.waiting.get(queue);
     if (!waiters) return;
@@ -27,26 +34,27 @@ export class AdmittedSignal {
     for (const [wake, wants] of [...waiters]) {
       if (left <= 0) break;
       left -= wants;
-      wake();
+      wake(ranges);
     }
   }
 
   /**
-   * Resolves on an admission meant for this waiter (it asks for `wants` messages) or after `ms`;
-   * at once if one came since `since` (`seen` before its look).
+   * Resolves on an admission meant for this waiter (it asks for `wants` messages) with the ranges
+   * it wrote, or after `ms` with none; at once, with none, if one came since `since` (`seen`
+   * before its look).
    */
-  wait(queue: string, since: number, wants: number, ms: number): Promise<void> {
+  wait(queue: string, since: number, wants: number, ms: number): Promise<readonly Range[]> {
     return new Promise((resolve) => {
-      if (this.seen(queue) > since) return resolve();
-      const waiters = this.waiting.get(queue) ?? new Map<() => void, number>();
+      if (this.seen(queue) > since) return resolve([]);
+      const waiters = this.waiting.get(queue) ?? new Map<Wake, number>();
       this.waiting.set(queue, waiters);
-      const done = () => {
+      const done: Wake = (ranges) => {
         clearTimeout(timer);
         waiters.delete(done);
         if (!waiters.size) this.waiting.delete(queue);
-        resolve();
+        resolve(ranges);
       };
-      const timer = setTimeout(done, ms);
+      const timer = setTimeout(() => done([]), ms);
       waiters.set(done, Math.max(1, wants));
     });
   }

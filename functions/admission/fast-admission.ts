@@ -40,6 +40,8 @@ export function takesFastAdmission(config: QueueConfig): boolean {
 interface Slot {
   running?: Promise<void>;
   queued?: Promise<void>;
+  /** An ordered queue's keys appended since the last pass began: the next one reads them early. */
+  keys: Set<string>;
 }
 
 export class FastAdmission {
@@ -53,29 +55,47 @@ export class FastAdmission {
     return this.deps.now?.() ?? Date.now();
   }
 
-  /** Admits the shards `landed` on; never throws (dispatch admits whatever this did not). */
-  async afterAppend(queue: string, config: QueueConfig, landed: readonly { shard: string }[]): Promise<void> {
+  /**
+   * Admits the shards `landed` on (with an ordered queue's keys); never throws (dispatch admits
+   * whatever this did not).
+   */
+  async afterAppend(
+    queue: string,
+    config: QueueConfig,
+    landed: readonly { shard: string; key?: string | undefined }[],
+  ): Promise<void> {
     if (!takesFastAdmission(config)) return;
-    const perShard = new Map<string, number>();
-    for (const l of landed) perShard.set(l.shard, (perShard.get(l.shard) ?? 0) + 1);
+    const perShard = new Map<string, { n: number; keys: string[] }>();
+    for (const { shard, key } of landed) {
+      const at = perShard.get(shard) ?? { n: 0, keys: [] };
+      at.n++;
+      if (key !== undefined) at.keys.push(key);
+      perShard.set(shard, at);
+    }
     const now = this.now();
     await Promise.all(
-      [...perShard].map(([shard, n]) => {
+      [...perShard].map(([shard, { n, keys }]) => {
         const slot = `${queue}/${shard}`;
         const rate = this.rates.get(slot) ?? new RecentRate();
         this.rates.set(slot, rate);
         const lastSecond = rate.add(n, now);
         if (config.fast_admission === 'quiet' && lastSecond > RANGE_ENTRIES) return undefined;
         if ((this.throttledUntil.get(slot) ?? 0) > now) return undefined;
-        return this.schedule(slot, () => this.pass(queue, config, shard, slot));
+        const s = this.slot(slot);
+        if (config.ordered) for (const key of keys) s.keys.add(key);
+        return this.schedule(s, () => this.pass(queue, config, shard, slot, s));
       }),
     );
   }
 
+  private slot(name: string): Slot {
+    const s = this.slots.get(name) ?? { keys: new Set<string>() };
+    this.slots.set(name, s);
+    return s;
+  }
+
   /** One pass at a time per shard; whoever arrives during one waits for the single pass after it. */
-  private schedule(slot: string, pass: () => Promise<void>): Promise<void> {
-    const s = this.slots.get(slot) ?? {};
-    this.slots.set(slot, s);
+  private schedule(s: Slot, pass: () => Promise<void>): Promise<void> {
     if (!s.running) {
       s.running = pass().finally(() => {
         s.running = undefined;
@@ -84,20 +104,28 @@ export class FastAdmission {
     }
     s.queued ??= s.running.then(() => {
       s.queued = undefined;
-      return this.schedule(slot, pass);
+      return this.schedule(s, pass);
     });
     return s.queued;
   }
 
-  private async pass(queue: string, config: QueueConfig, shard: string, slot: string): Promise<void> {
+  private async pass(
+    queue: string,
+    config: QueueConfig,
+    shard: string,
+    slot: string,
+    s: Slot,
+  ): Promise<void> {
     const stream = streamName(this.deps.tenant, queue);
+    const keys = [...s.keys];
+    s.keys.clear();
     try {
       await this.deps.admission.catchUp(
         queue,
         config,
         shard,
         async (after) => toLogRecords(await this.deps.reader.after(stream, shard, after, PAGE)),
-        { waitForRoom: false, guess: this.deps.reader.resumesAfter(stream, shard) },
+        { waitForRoom: false, guess: this.deps.reader.resumesAfter(stream, shard), keys },
       );
     } catch (err) {
       if ((err as { name?: string }).name === 'ProvisionedThroughputExceededException')

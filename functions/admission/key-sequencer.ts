@@ -1,6 +1,12 @@
 import { mapLimit } from '../core/async.js';
 import type { Envelope } from '../core/envelope.js';
-import { type KeyDecision, type SequencerKeyView, type SequenceStep, sequenceKey } from '../core/ordering.js';
+import {
+  type KeyDecision,
+  keyOpen,
+  type SequencerKeyView,
+  type SequenceStep,
+  sequenceKey,
+} from '../core/ordering.js';
 import { compareSequence, type EntryStatus, entryStatus } from '../core/ranges.js';
 import type { KeyHolds } from '../store/key-holds.js';
 import { holdingToken, type KeyHead, type KeyState, type KeyStates } from '../store/key-states.js';
@@ -34,7 +40,10 @@ export interface SequencedEntry {
 export interface SequencePlan {
   /** One step per entry, in the order given. */
   steps: SequenceStep[];
-  keys: Map<string, { state: KeyState | undefined; decision: KeyDecision; entries: SequencedEntry[] }>;
+  keys: Map<
+    string,
+    { state: KeyState | undefined; opened: boolean; decision: KeyDecision; entries: SequencedEntry[] }
+  >;
 }
 
 /**
@@ -45,31 +54,53 @@ export interface SequencePlan {
  */
 export type Positions = ReadonlyMap<string, number>;
 
+/** Keys as read before a plan: each one's state and where its head is, read in that order. */
+export type KeyViews = ReadonlyMap<string, { state: KeyState | undefined; status: EntryStatus | undefined }>;
+
 export class KeySequencer {
   constructor(private readonly deps: KeySequencerDeps) {}
 
-  /** What becomes of each entry (of one shard, in log order), from its key as it is now. */
-  async plan(queue: string, shard: string, entries: readonly SequencedEntry[]): Promise<SequencePlan> {
+  /**
+   * Reads `keys` of one shard as a plan needs them: each state, then where its head is. Produce's
+   * fast path reads the keys it appended while it reads the log (admission/range-admission.ts).
+   */
+  async views(queue: string, shard: string, keys: readonly string[]): Promise<KeyViews> {
+    const states = await this.deps.keys.getMany(queue, keys);
+    return new Map(
+      await mapLimit(keys, 16, async (key) => {
+        const state = states.get(key);
+        const status = state?.head && (await headStatus(this.deps.ranges, queue, shard, state.head));
+        return [key, { state, status }] as const;
+      }),
+    );
+  }
+
+  /**
+   * What becomes of each entry (of one shard, in log order), from its key as it is now, or as
+   * `early` read it (a key it did not read is read now). A key read early is as safe as one read
+   * now: its decisions land only on the `sequenced` read (`sequence` below), and the state was
+   * read before its head's status, as here.
+   */
+  async plan(
+    queue: string,
+    shard: string,
+    entries: readonly SequencedEntry[],
+    early: KeyViews = new Map(),
+  ): Promise<SequencePlan> {
     const byKey = new Map<string, SequencedEntry[]>();
     for (const e of entries) {
       const key = e.envelope.key ?? '';
       byKey.set(key, [...(byKey.get(key) ?? []), e]);
     }
-    const states = await this.deps.keys.getMany(queue, [...byKey.keys()]);
-    const heads = new Map(
-      await mapLimit(
-        [...states.values()],
-        16,
-        async (state) =>
-          [state.key, state.head && (await headStatus(this.deps.ranges, queue, shard, state.head))] as const,
-      ),
-    );
+    const unread = [...byKey.keys()].filter((key) => !early.has(key));
+    const late = unread.length ? await this.views(queue, shard, unread) : new Map();
     const keys: SequencePlan['keys'] = new Map();
     const stepOf = new Map<SequencedEntry, SequenceStep>();
     for (const [key, list] of byKey) {
-      const state = states.get(key);
+      const { state, status } = early.get(key) ?? late.get(key) ?? { state: undefined, status: undefined };
+      const seen = view(state, status);
       const decision = sequenceKey(
-        view(state, heads.get(key)),
+        seen,
         list.map((e) => ({
           message_id: e.envelope.message_id,
           sequence: e.sequence,
@@ -78,7 +109,7 @@ export class KeySequencer {
         })),
       );
       for (const [i, e] of list.entries()) stepOf.set(e, decision.steps[i] as SequenceStep);
-      keys.set(key, { state, decision, entries: list });
+      keys.set(key, { state, opened: keyOpen(seen), decision, entries: list });
     }
     return { steps: entries.map((e) => stepOf.get(e) as SequenceStep), keys };
   }
@@ -91,12 +122,12 @@ export class KeySequencer {
     positions: Positions,
     ttl: number,
   ): Promise<void> {
-    await mapLimit([...plan.keys], 16, async ([key, { state, decision, entries }]) => {
+    await mapLimit([...plan.keys], 16, async ([key, { state, opened, decision, entries }]) => {
       const last = entries.at(-1) as SequencedEntry;
       // Replayed only (an earlier try wrote the key), or decided now: the key first, so a key that
       // changed meanwhile fails the batch before anything was held on its decisions.
       const replayed = state?.sequenced !== undefined && compareSequence(last.sequence, state.sequenced) <= 0;
-      if (!replayed && !(await this.sequence(queue, key, state, decision, last, positions)))
+      if (!replayed && !(await this.sequence(queue, key, state, opened, decision, last, positions)))
         // A receiver took the key meanwhile (or, never expected, another admission of the shard
         // moved `sequenced`): the batch is offered again and decided from the key as it is then.
         throw new Error(`key ${key} of ${queue} changed while its records were sequenced`);
@@ -123,6 +154,7 @@ export class KeySequencer {
     queue: string,
     key: string,
     state: KeyState | undefined,
+    opened: boolean,
     decision: KeyDecision,
     last: SequencedEntry,
     positions: Positions,
@@ -138,6 +170,7 @@ export class KeySequencer {
       ...(decision.busyWith !== undefined ? { busyWith: decision.busyWith } : {}),
       ...(state?.busy_with !== undefined ? { holder: state.busy_with } : {}),
       unpark: decision.unpark,
+      opened,
     });
   }
 }

@@ -18,7 +18,7 @@ import type { DedupStore } from '../store/dedup.js';
 import type { MessageStore } from '../store/messages.js';
 import type { RangeStore } from '../store/ranges.js';
 import type { SegmentEntry, SegmentStore } from '../store/segments.js';
-import type { KeySequencer, Positions } from './key-sequencer.js';
+import type { KeySequencer, KeyViews, Positions } from './key-sequencer.js';
 
 /**
  * Admission into the lease layer: a shard's new log entries become one immutable segment and a
@@ -45,8 +45,8 @@ export interface RangeAdmissionDeps {
   dedup: DedupStore;
   /** Ordered pull queues: where each key's messages go. */
   sequencer: KeySequencer;
-  /** Tells waiting long polls of this process that a queue has new ranges. */
-  admitted?: (queue: string, entries: number) => void;
+  /** Tells waiting long polls of this process that a queue has new ranges, and hands them over. */
+  admitted?: (queue: string, entries: number, ranges: readonly Range[]) => void;
   /** How long a batch waits for a full window to free room before it gives up. */
   windowWaitMs?: number;
   now?: () => number;
@@ -64,6 +64,11 @@ export interface CatchUpOptions extends AdmitOptions {
    * read again from the range's end only when that guess was past it.
    */
   guess?: string;
+  /**
+   * An ordered queue's keys the caller knows are in the run (produce's): read while the log is,
+   * one round trip less when they are all the run holds.
+   */
+  keys?: readonly string[];
 }
 
 interface Layout {
@@ -117,7 +122,12 @@ export class RangeAdmission {
     read: (after: string | undefined) => Promise<LogRecord[]>,
     options: CatchUpOptions = {},
   ): Promise<number> {
-    const { guess } = options;
+    const { guess, keys = [] } = options;
+    // A key that could not be read early is read with the others the run holds.
+    const views =
+      keys.length && orderedHere(queue, config)
+        ? this.deps.sequencer.views(queue, shard, [...new Set(keys)]).catch(() => undefined)
+        : undefined;
     const [head, early] = await Promise.all([
       this.deps.ranges.head(queue, shard),
       guess === undefined ? undefined : read(guess),
@@ -125,7 +135,7 @@ export class RangeAdmission {
     // Read from at or before the range's end: gapless after it (admitAfter drops what it covers).
     const gapless = early && guess !== undefined && head && compareSequence(guess, head.last) <= 0;
     const records = gapless ? early : await read(head?.last);
-    if (records.length) await this.admitAfter(queue, config, shard, head, records, options);
+    if (records.length) await this.admitAfter(queue, config, shard, head, records, options, views);
     return records.length;
   }
 
@@ -136,6 +146,7 @@ export class RangeAdmission {
     head: Range | undefined,
     offered: readonly LogRecord[],
     options: AdmitOptions,
+    views?: Promise<KeyViews | undefined>,
   ): Promise<number> {
     // A record belongs to the queue; its state here to the namespace.
     const records = offered.map((r) => ({ ...r, envelope: { ...r.envelope, queue } }));
@@ -161,8 +172,8 @@ export class RangeAdmission {
     // consumer's alone.
     const stopOnLoss = !isNamespace(queue) && config.consumers.length === 0;
     // An ordered queue's own messages: each key's go to their place (key-sequencer.ts).
-    if (config.ordered && !isNamespace(queue)) {
-      const written = await this.admitOrdered(queue, config, shard, head, batch, due, now, stopOnLoss);
+    if (orderedHere(queue, config)) {
+      const written = await this.admitOrdered(queue, config, shard, head, batch, due, now, stopOnLoss, views);
       return written ? skipped + cut : this.doneAfterLostRace(queue, shard, records);
     }
     if (!batch.length) return skipped + cut;
@@ -309,6 +320,7 @@ export class RangeAdmission {
     due: (r: LogRecord) => boolean,
     now: number,
     stopOnLoss: boolean,
+    views?: Promise<KeyViews | undefined>,
   ): Promise<boolean> {
     const { bodyTtl, deadTtl } = retentionTtls(config, now);
     if (!batch.length) return true;
@@ -317,6 +329,7 @@ export class RangeAdmission {
       queue,
       shard,
       kept.map((r) => ({ ...r, due: due(r) })),
+      await views,
     );
     // Every record of the run enters the ranges (an entry's place is then the same whoever admits
     // it); only a key's head is delivered from there, the rest enter finished.
@@ -378,6 +391,7 @@ export class RangeAdmission {
     held: ReadonlySet<string> = new Set(),
   ): Promise<boolean> {
     let written = 0;
+    const fresh: Range[] = [];
     for (const { offset, count, base, slice } of layout.ranges) {
       const created = await this.deps.ranges.create(
         queue,
@@ -395,11 +409,13 @@ export class RangeAdmission {
         indexesIn(slice, held),
       );
       const start = (slice[0] as SegmentEntry).sequence;
-      const ours = created || (await this.deps.ranges.get(queue, shard, start))?.segment.id === segment.id;
+      const ours =
+        created !== undefined || (await this.deps.ranges.get(queue, shard, start))?.segment.id === segment.id;
       if (!ours && stopOnLoss) break;
       if (ours) written += count;
+      if (created) fresh.push(created);
     }
-    if (written) this.deps.admitted?.(queue, written);
+    if (written) this.deps.admitted?.(queue, written, fresh);
     return !stopOnLoss || written === layout.entries.length;
   }
 
@@ -465,6 +481,11 @@ export class RangeAdmission {
 export function admissionEnvelope(data: Uint8Array): Envelope | undefined {
   const envelope = decodeEnvelope(data);
   return envelope.for === undefined ? envelope : undefined;
+}
+
+/** An ordered queue's own records: sequenced by key (a Lambda consumer's namespace keeps its own order). */
+function orderedHere(queue: string, config: QueueConfig): boolean {
+  return config.ordered && !isNamespace(queue);
 }
 
 /** The indexes in `slice` of the entries whose sequence numbers are in `sequences`. */

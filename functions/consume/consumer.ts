@@ -10,6 +10,7 @@ import { sleep } from '../core/async.js';
 import type { QueueConfig } from '../core/config.js';
 import { InvalidRequestError, StaleReceiptError } from '../core/errors.js';
 import { leaseExpiry, maxLeaseExpiry } from '../core/lease.js';
+import type { Range } from '../core/ranges.js';
 import type { Delivery, ReceiptSigner } from '../core/receipt.js';
 import type { Counters } from '../store/counters.js';
 import type { PollCancels } from '../store/poll-cancels.js';
@@ -71,13 +72,15 @@ export class Consumer {
     }
     const deadline = this.now() + req.wait_seconds * 1000;
     const first = this.deps.admissions?.announcesAll ? ANNOUNCED_FIRST_MS : POLL_FIRST_MS;
+    /** What the admission that woke this poll wrote: leased from as written, not read back. */
+    let handed: readonly Range[] = [];
     for (let pause = first; ; pause = Math.min(POLL_MAX_MS, pause * 2)) {
       // Paused: the long poll waits it out, looking again as often as a pause is read.
       const seen = this.deps.admissions?.seen(queue) ?? 0;
       const { paused, purgedBefore } = await this.deps.controls.look(queue);
       const delivered = paused
         ? []
-        : await this.deps.ranges.receive(queue, config, req.max_messages, leaseSeconds, consumerId);
+        : await this.deps.ranges.receive(queue, config, req.max_messages, leaseSeconds, consumerId, handed);
       const kept =
         purgedBefore === undefined
           ? delivered
@@ -88,9 +91,10 @@ export class Consumer {
       // Jittered, so receivers waiting together do not all look (and race) at the same moment;
       // woken sooner by an admission in this process.
       const wait = Math.min((paused ? PAUSE_CHECK_MS : pause) * (0.5 + Math.random() / 2), left);
-      await (this.deps.admissions && !paused
-        ? this.deps.admissions.wait(queue, seen, req.max_messages, wait)
-        : sleep(wait));
+      handed =
+        this.deps.admissions && !paused
+          ? await this.deps.admissions.wait(queue, seen, req.max_messages, wait)
+          : await sleep(wait).then(() => []);
     }
   }
 

@@ -88,10 +88,12 @@ export class RangeConsumer {
     want: number,
     leaseSeconds: number,
     consumerId: string,
+    /** Ranges an admission in this process just wrote (admitted-signal.ts): looked at first. */
+    handed: readonly Range[] = [],
   ): Promise<DeliveredMessage[]> {
     // An ordered queue's keys with held messages are read meanwhile: one round trip less a look.
     const [leased, keys] = await Promise.all([
-      this.leaseSome(queue, config, want, leaseSeconds, consumerId),
+      this.leaseSome(queue, config, want, leaseSeconds, consumerId, handed),
       config.ordered ? this.deps.held.marked(queue) : [],
     ]);
     const now = this.now();
@@ -112,17 +114,36 @@ export class RangeConsumer {
     return [...fromRanges, ...fromHolds];
   }
 
-  /** One look over the shards: leases up to `want` free entries. */
+  /**
+   * One look over the shards: leases up to `want` free entries. From `handed` ranges first, as
+   * written, without reading them: the ones they held that went to others only cost a lost write,
+   * and the look over the shards follows when nothing of them was won.
+   */
   private async leaseSome(
     queue: string,
     config: QueueConfig,
     want: number,
     leaseSeconds: number,
     consumerId: string,
+    handed: readonly Range[],
   ): Promise<Leased[]> {
+    if (handed.length) {
+      const won = await this.leaseFrom(queue, config, pickEntries(handed, want), leaseSeconds, consumerId);
+      if (won.length) return won;
+    }
     const shards = await this.deps.shards.shards(streamName(this.deps.tenant, queue));
     const perShard = await Promise.all(shards.map((shard) => this.readFrom(queue, shard)));
-    const picks = pickEntries(perShard.flat(), want);
+    return this.leaseFrom(queue, config, pickEntries(perShard.flat(), want), leaseSeconds, consumerId);
+  }
+
+  /** Leases what `picks` name that is still free: one conditional write per range. */
+  private async leaseFrom(
+    queue: string,
+    config: QueueConfig,
+    picks: Pick[],
+    leaseSeconds: number,
+    consumerId: string,
+  ): Promise<Leased[]> {
     const [first, ...rest] = await this.withinBytes(queue, picks);
     if (!first) return [];
     const leaseOne = async ({ pick, entries }: { pick: Pick; entries: Map<number, SegmentEntry> }) => {

@@ -133,7 +133,11 @@ export class Producer {
       this.markLanded(queue, config, named, now).then(async (marks) => {
         await Promise.all([
           this.count(queue, landed.length - named.length + marks.filter((m) => m !== false).length),
-          this.deps.fastAdmission?.afterAppend(queue, config, landed),
+          this.deps.fastAdmission?.afterAppend(
+            queue,
+            config,
+            landed.map((l) => ({ shard: l.shard, key: l.p.message.key })),
+          ),
         ]);
         return new Map(named.map((l, i) => [l, marks[i]]));
       }),

@@ -74,6 +74,12 @@ export interface SequencedKey {
   /** `busy_with` as read: a change of it lands only if nobody took the key meanwhile. */
   holder?: string;
   unpark: boolean;
+  /**
+   * Decided on the key being free as read: lands only if nobody took or parked it since. Its head
+   * fails by marking the key before its range, and the key is read before its head's status, so a
+   * failure between the two reads shows a done head on a key read free.
+   */
+  opened?: boolean;
 }
 
 export class KeyStates {
@@ -176,13 +182,14 @@ export class KeyStates {
       remove,
       condition: [
         w.prev === undefined ? 'attribute_not_exists(#sequenced)' : '#sequenced = :prev',
-        ...(w.busyWith === undefined
+        ...(w.busyWith === undefined && !w.opened
           ? []
           : [w.holder === undefined ? 'attribute_not_exists(#busy_with)' : '#busy_with = :holder']),
+        ...(w.opened ? ['attribute_not_exists(#parked_at)'] : []),
       ].join(' AND '),
       values: {
         ...(w.prev === undefined ? {} : { ':prev': w.prev }),
-        ...(w.busyWith !== undefined && w.holder !== undefined ? { ':holder': w.holder } : {}),
+        ...((w.busyWith !== undefined || w.opened) && w.holder !== undefined ? { ':holder': w.holder } : {}),
       },
     });
   }

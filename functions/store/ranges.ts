@@ -47,7 +47,8 @@ export class RangeStore {
   ) {}
 
   /**
-   * Writes a new range once; false when a range already starts there (a retried admission).
+   * Writes a new range once and answers it as written; undefined when a range already starts
+   * there (a retried admission).
    * `finished` entries are finished from the start (held, delayed, passed over); the `held` of them
    * went to their key's hold area, to be delivered from there.
    */
@@ -57,7 +58,7 @@ export class RangeStore {
     ttl: number,
     finished: readonly number[] = [],
     held: readonly number[] = [],
-  ): Promise<boolean> {
+  ): Promise<Range | undefined> {
     const input: PutCommandInput = {
       TableName: this.table,
       Item: {
@@ -79,7 +80,8 @@ export class RangeStore {
       },
       ConditionExpression: 'attribute_not_exists(pk)',
     };
-    return this.conditional(new PutCommand(input)).then((r) => r !== undefined);
+    const written = await this.conditional(new PutCommand(input));
+    return written === undefined ? undefined : toRange(range.shard, input.Item as Item);
   }
 
   /** The last range of a shard (read consistently: admission decides from it what is new). */

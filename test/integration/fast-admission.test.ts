@@ -2,11 +2,14 @@ import type { KinesisClient } from '@aws-sdk/client-kinesis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { KeySequencer } from '../../functions/admission/key-sequencer.js';
 import { type LogRecord, RangeAdmission } from '../../functions/admission/range-admission.js';
+import { RangeConsumer } from '../../functions/consume/range-consumer.js';
 import { streamName } from '../../functions/core/config.js';
 import { compareSequence, type Range } from '../../functions/core/ranges.js';
+import { ReceiptSigner } from '../../functions/core/receipt.js';
 import { ShardReader } from '../../functions/log/shard-reader.js';
 import { buildServices } from '../../functions/services.js';
 import { RangeStore } from '../../functions/store/ranges.js';
+import { loadReceiptSecret } from '../../functions/store/secret.js';
 import { queueApi, type Received } from '../helpers/queue-api.js';
 import { DYNAMODB, startTestRuntime, type TestRuntime } from '../helpers/runtime.js';
 
@@ -44,6 +47,7 @@ beforeAll(async () => {
           'sorted-manual': { shards: 1, ordered: true, fast_admission: 'off' },
           reader: { shards: 1, fast_admission: 'off' },
           guessed: { shards: 1, fast_admission: 'off' },
+          handed: { shards: 1, fast_admission: 'off' },
         },
       },
       'test-admin-key-0123456789',
@@ -324,6 +328,60 @@ describe("the fast path's log reads", () => {
   });
 });
 
+describe('a long poll woken by an admission in its process', () => {
+  it('leases from the ranges the admission wrote without reading them, and looks when they were taken', async () => {
+    const config = slow.runtime.config.tenant.queues.handed;
+    if (!config) throw new Error('no queue handed');
+    const services = buildServices(slow.runtime.config, slow.runtime.clients);
+    let handed: readonly Range[] = [];
+    const admission = new RangeAdmission({
+      ...services,
+      sequencer: new KeySequencer(services),
+      admitted: (_queue, _entries, ranges) => {
+        handed = ranges;
+      },
+    });
+    let looks = 0;
+    class CountedLooks extends RangeStore {
+      override from(...args: Parameters<RangeStore['from']>) {
+        looks++;
+        return super.from(...args);
+      }
+    }
+    const signer = new ReceiptSigner(
+      await loadReceiptSecret(slow.runtime.clients.doc, slow.runtime.config.tableName),
+    );
+    const consumer = new RangeConsumer({
+      ...services,
+      ranges: new CountedLooks(slow.runtime.clients.doc, slow.runtime.config.tableName),
+      failures: services.rangeFailures,
+      signer: async () => signer,
+    });
+    const q = queueApi(slow, 'handed');
+    const admitNext = async (n: number) => {
+      await q.produce([{ payload: { n } }]);
+      const records = await slow.records('handed');
+      const shard = records[0]?.shardId as string;
+      const log = records.map((r) => ({ sequence: r.sequenceNumber, envelope: r.envelope }));
+      await admission.admit('handed', config, shard, log);
+      return handed;
+    };
+    const first = await admitNext(0);
+    expect(first.map((r) => r.count)).toEqual([1]);
+    const got = await consumer.receive('handed', config, 1, 30, 'worker-1', first);
+    expect(got.map((m) => m.payload)).toEqual([{ n: 0 }]);
+    expect(looks).toBe(0);
+    // Taken by another receiver before this one writes: its write loses, and it looks.
+    const second = await admitNext(1);
+    expect((await consumer.receive('handed', config, 1, 30, 'worker-2')).map((m) => m.payload)).toEqual([
+      { n: 1 },
+    ]);
+    looks = 0;
+    expect(await consumer.receive('handed', config, 1, 30, 'worker-1', second)).toEqual([]);
+    expect(looks).toBe(1);
+  });
+});
+
 describe('a range put whose answer was lost', () => {
   it("is taken for the caller's own when the range names its segment, and admission goes on", async () => {
     const q = queueApi(slow, 'lossy');
@@ -335,9 +393,9 @@ describe('a range put whose answer was lost', () => {
     const services = buildServices(slow.runtime.config, slow.runtime.clients);
     // Every put lands, and its caller hears that its condition failed (a timeout, then the retry).
     class LostAnswers extends RangeStore {
-      override async create(...args: Parameters<RangeStore['create']>): Promise<boolean> {
+      override async create(...args: Parameters<RangeStore['create']>) {
         await super.create(...args);
-        return false;
+        return undefined;
       }
     }
     const admission = new RangeAdmission({

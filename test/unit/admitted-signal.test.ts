@@ -1,8 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { AdmittedSignal } from '../../functions/admission/admitted-signal.js';
+import type { Range } from '../../functions/core/ranges.js';
 
 /** Which of `waiters` (in the order they started waiting) have woken by the next tick. */
-async function woken(waits: Promise<void>[]): Promise<boolean[]> {
+async function woken(waits: Promise<unknown>[]): Promise<boolean[]> {
   const flags = waits.map(() => false);
   waits.forEach((w, i) => void w.then(() => (flags[i] = true)));
   await new Promise((r) => setImmediate(r));
@@ -19,6 +20,19 @@ describe('AdmittedSignal', () => {
     expect(await woken(waits)).toEqual([true, true, true, false]);
     signal.notify('q', 100);
     expect(await woken(waits)).toEqual([true, true, true, true]);
+  });
+
+  it('hands the woken waiters the ranges the admission wrote, and none to one that timed out', async () => {
+    const signal = new AdmittedSignal();
+    const range = { start: '7' } as Range;
+    const [woken1, woken2, asleep] = [10, 10, 10].map((wants) => signal.wait('q', 0, wants, 60_000));
+    const timed = signal.wait('q', 0, 1, 5);
+    expect(await timed).toEqual([]);
+    signal.notify('q', 20, [range]);
+    expect(await woken1).toEqual([range]);
+    expect(await woken2).toEqual([range]);
+    signal.notify('q', 1);
+    expect(await asleep).toEqual([]);
   });
 
   it('does not wait when an admission came during the look that preceded the wait', async () => {
