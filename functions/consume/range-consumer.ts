@@ -128,21 +128,32 @@ export class RangeConsumer {
     handed: readonly Range[],
   ): Promise<Leased[]> {
     if (handed.length) {
-      const won = await this.leaseFrom(queue, config, pickEntries(handed, want), leaseSeconds, consumerId);
+      const won = await this.leaseFrom(
+        queue,
+        config,
+        pickEntries(handed, want),
+        leaseSeconds,
+        consumerId,
+        true,
+      );
       if (won.length) return won;
     }
     const shards = await this.deps.shards.shards(streamName(this.deps.tenant, queue));
     const perShard = await Promise.all(shards.map((shard) => this.readFrom(queue, shard)));
-    return this.leaseFrom(queue, config, pickEntries(perShard.flat(), want), leaseSeconds, consumerId);
+    return this.leaseFrom(queue, config, pickEntries(perShard.flat(), want), leaseSeconds, consumerId, false);
   }
 
-  /** Leases what `picks` name that is still free: one conditional write per range. */
+  /**
+   * Leases what `picks` name that is still free: one conditional write per range. `justWritten`:
+   * the ranges are as their admission wrote them a moment ago, which no read would improve on.
+   */
   private async leaseFrom(
     queue: string,
     config: QueueConfig,
     picks: Pick[],
     leaseSeconds: number,
     consumerId: string,
+    justWritten: boolean,
   ): Promise<Leased[]> {
     const [first, ...rest] = await this.withinBytes(queue, picks);
     if (!first) return [];
@@ -151,7 +162,7 @@ export class RangeConsumer {
       const lease = { deliveredAt: now, expiresAt: leaseExpiry(config, now, now, leaseSeconds), consumerId };
       // Contended: a consistent read first finds most of what was taken since the look for a read
       // unit, where the write would fail for a write unit (and of a partition's scarcer budget).
-      const contended = (this.contendedUntil.get(queue) ?? 0) > now;
+      const contended = !justWritten && (this.contendedUntil.get(queue) ?? 0) > now;
       const picked = contended ? await this.stillFree(queue, pick, now) : pick.indexes;
       let taken = picked.length
         ? await this.deps.ranges.leaseFree(queue, pick.range, picked, lease)

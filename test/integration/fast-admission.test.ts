@@ -342,10 +342,15 @@ describe('a long poll woken by an admission in its process', () => {
       },
     });
     let looks = 0;
+    let reads = 0;
     class CountedLooks extends RangeStore {
       override from(...args: Parameters<RangeStore['from']>) {
         looks++;
         return super.from(...args);
+      }
+      override get(...args: Parameters<RangeStore['get']>) {
+        reads++;
+        return super.get(...args);
       }
     }
     const signer = new ReceiptSigner(
@@ -379,6 +384,14 @@ describe('a long poll woken by an admission in its process', () => {
     looks = 0;
     expect(await consumer.receive('handed', config, 1, 30, 'worker-1', second)).toEqual([]);
     expect(looks).toBe(1);
+    // That lost write makes the instance read a range before it writes a lease (contended), but
+    // not a range just handed to it: nothing is fresher.
+    const third = await admitNext(2);
+    reads = 0;
+    looks = 0;
+    const got3 = await consumer.receive('handed', config, 1, 30, 'worker-1', third);
+    expect(got3.map((m) => m.payload)).toEqual([{ n: 2 }]);
+    expect({ reads, looks }).toEqual({ reads: 0, looks: 0 });
   });
 });
 
