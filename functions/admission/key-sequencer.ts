@@ -54,22 +54,41 @@ export interface SequencePlan {
  */
 export type Positions = ReadonlyMap<string, number>;
 
-/** Keys as read before a plan: each one's state and where its head is, read in that order. */
-export type KeyViews = ReadonlyMap<string, { state: KeyState | undefined; status: EntryStatus | undefined }>;
+/** Where a key's head is: its entry's status, or `finished` (acked or failed) below the commit point. */
+export type HeadStatus = EntryStatus | 'finished';
+
+/** Keys as read before a plan: each one's state and where its head is. */
+export type KeyViews = ReadonlyMap<string, { state: KeyState | undefined; status: HeadStatus | undefined }>;
 
 export class KeySequencer {
   constructor(private readonly deps: KeySequencerDeps) {}
 
   /**
-   * Reads `keys` of one shard as a plan needs them: each state, then where its head is. Produce's
-   * fast path reads the keys it appended while it reads the log (admission/range-admission.ts).
+   * Reads `keys` of one shard as a plan needs them: each state, and where its head is. A head
+   * below the shard's commit point (its hint, read beside the states) is finished, which is all a
+   * plan needs of it unless it still holds its key (then only an ack releases the key): its range
+   * is read only otherwise. Produce's fast path reads the keys it appended while it reads the log
+   * (admission/range-admission.ts).
    */
   async views(queue: string, shard: string, keys: readonly string[]): Promise<KeyViews> {
-    const states = await this.deps.keys.getMany(queue, keys);
+    const [states, commit] = await Promise.all([
+      this.deps.keys.getMany(queue, keys),
+      this.deps.ranges.commitHint(queue, shard),
+    ]);
     return new Map(
       await mapLimit(keys, 16, async (key) => {
         const state = states.get(key);
-        const status = state?.head && (await headStatus(this.deps.ranges, queue, shard, state.head));
+        const head = state?.head;
+        const finished =
+          head &&
+          state.busy_with !== head.message_id &&
+          commit !== undefined &&
+          compareSequence(commit, head.sequence) > 0;
+        const status: HeadStatus | undefined = !head
+          ? undefined
+          : finished
+            ? 'finished'
+            : await headStatus(this.deps.ranges, queue, shard, head);
         return [key, { state, status }] as const;
       }),
     );
@@ -192,7 +211,7 @@ export async function headStatus(
   return commit !== undefined && compareSequence(commit, head.sequence) > 0 ? 'acked' : undefined;
 }
 
-function view(state: KeyState | undefined, status: EntryStatus | undefined): SequencerKeyView {
+function view(state: KeyState | undefined, status: HeadStatus | undefined): SequencerKeyView {
   const head = state?.head;
   return {
     ...(state?.busy_with !== undefined ? { busy_with: state.busy_with } : {}),
@@ -202,7 +221,7 @@ function view(state: KeyState | undefined, status: EntryStatus | undefined): Seq
     ...(state?.sequenced !== undefined ? { sequenced: state.sequenced } : {}),
     ...(state?.delayed !== undefined ? { delayed: state.delayed } : {}),
     ...(head ? { head: { message_id: head.message_id, sequence: head.sequence } } : {}),
-    headDone: head === undefined || status === 'acked' || status === 'failed',
+    headDone: head === undefined || status === 'acked' || status === 'failed' || status === 'finished',
     headAcked: status === 'acked',
   };
 }
