@@ -81,6 +81,9 @@ export class RangeConsumer {
   /**
    * One look: up to `want` messages leased and answered. On an ordered queue every free entry is
    * its key's head (admission/key-sequencer.ts); held messages of free keys fill what is left.
+   * Ranges an admission in this process just wrote (`handed`, admitted-signal.ts) are leased
+   * from first, as written, without reading them or the hold areas: what of them went to others
+   * only cost a lost write, and the look follows when nothing of them was won.
    */
   async receive(
     queue: string,
@@ -88,12 +91,15 @@ export class RangeConsumer {
     want: number,
     leaseSeconds: number,
     consumerId: string,
-    /** Ranges an admission in this process just wrote (admitted-signal.ts): looked at first. */
     handed: readonly Range[] = [],
   ): Promise<DeliveredMessage[]> {
+    const fresh = handed.length
+      ? await this.leaseFrom(queue, config, pickEntries(handed, want), leaseSeconds, consumerId, true)
+      : [];
+    if (fresh.length) return this.deliver(queue, fresh);
     // An ordered queue's keys with held messages are read meanwhile: one round trip less a look.
     const [leased, keys] = await Promise.all([
-      this.leaseSome(queue, config, want, leaseSeconds, consumerId, handed),
+      this.leaseSome(queue, config, want, leaseSeconds, consumerId),
       config.ordered ? this.deps.held.marked(queue) : [],
     ]);
     const now = this.now();
@@ -114,30 +120,14 @@ export class RangeConsumer {
     return [...fromRanges, ...fromHolds];
   }
 
-  /**
-   * One look over the shards: leases up to `want` free entries. From `handed` ranges first, as
-   * written, without reading them: the ones they held that went to others only cost a lost write,
-   * and the look over the shards follows when nothing of them was won.
-   */
+  /** One look over the shards: leases up to `want` free entries. */
   private async leaseSome(
     queue: string,
     config: QueueConfig,
     want: number,
     leaseSeconds: number,
     consumerId: string,
-    handed: readonly Range[],
   ): Promise<Leased[]> {
-    if (handed.length) {
-      const won = await this.leaseFrom(
-        queue,
-        config,
-        pickEntries(handed, want),
-        leaseSeconds,
-        consumerId,
-        true,
-      );
-      if (won.length) return won;
-    }
     const shards = await this.deps.shards.shards(streamName(this.deps.tenant, queue));
     const perShard = await Promise.all(shards.map((shard) => this.readFrom(queue, shard)));
     return this.leaseFrom(queue, config, pickEntries(perShard.flat(), want), leaseSeconds, consumerId, false);

@@ -48,6 +48,7 @@ beforeAll(async () => {
           reader: { shards: 1, fast_admission: 'off' },
           guessed: { shards: 1, fast_admission: 'off' },
           handed: { shards: 1, fast_admission: 'off' },
+          'handed-sorted': { shards: 1, ordered: true, fast_admission: 'off' },
         },
       },
       'test-admin-key-0123456789',
@@ -392,6 +393,46 @@ describe('a long poll woken by an admission in its process', () => {
     const got3 = await consumer.receive('handed', config, 1, 30, 'worker-1', third);
     expect(got3.map((m) => m.payload)).toEqual([{ n: 2 }]);
     expect({ reads, looks }).toEqual({ reads: 0, looks: 0 });
+  });
+
+  it("on an ordered queue leases a key's new head from the handed range without reading the hold areas", async () => {
+    const config = slow.runtime.config.tenant.queues['handed-sorted'];
+    if (!config) throw new Error('no queue handed-sorted');
+    const services = buildServices(slow.runtime.config, slow.runtime.clients);
+    let handed: readonly Range[] = [];
+    const admission = new RangeAdmission({
+      ...services,
+      sequencer: new KeySequencer(services),
+      admitted: (_queue, _entries, ranges) => {
+        handed = ranges;
+      },
+    });
+    let holdLooks = 0;
+    const held = Object.assign(Object.create(services.held), {
+      marked: (queue: string) => {
+        holdLooks++;
+        return services.held.marked(queue);
+      },
+    }) as typeof services.held;
+    const signer = new ReceiptSigner(
+      await loadReceiptSecret(slow.runtime.clients.doc, slow.runtime.config.tableName),
+    );
+    const consumer = new RangeConsumer({
+      ...services,
+      held,
+      failures: services.rangeFailures,
+      signer: async () => signer,
+    });
+    await queueApi(slow, 'handed-sorted').produce([{ key: 'acct', payload: { n: 0 } }]);
+    const records = await slow.records('handed-sorted');
+    const log = records.map((r) => ({ sequence: r.sequenceNumber, envelope: r.envelope }));
+    await admission.admit('handed-sorted', config, records[0]?.shardId as string, log);
+    const got = await consumer.receive('handed-sorted', config, 10, 30, 'worker-1', handed);
+    expect(got.map((m) => m.payload)).toEqual([{ n: 0 }]);
+    expect(holdLooks).toBe(0);
+    // A look of its own reads them: held messages of free keys fill what the ranges do not.
+    expect(await consumer.receive('handed-sorted', config, 10, 30, 'worker-1')).toEqual([]);
+    expect(holdLooks).toBe(1);
   });
 });
 
