@@ -10,6 +10,7 @@ import { ShardReader } from '../../functions/log/shard-reader.js';
 import { buildServices } from '../../functions/services.js';
 import { RangeStore } from '../../functions/store/ranges.js';
 import { loadReceiptSecret } from '../../functions/store/secret.js';
+import { countedRanges } from '../helpers/counted-ranges.js';
 import { queueApi, type Received } from '../helpers/queue-api.js';
 import { DYNAMODB, startTestRuntime, type TestRuntime } from '../helpers/runtime.js';
 
@@ -330,9 +331,10 @@ describe("the fast path's log reads", () => {
 });
 
 describe('a long poll woken by an admission in its process', () => {
-  it('leases from the ranges the admission wrote without reading them, and looks when they were taken', async () => {
-    const config = slow.runtime.config.tenant.queues.handed;
-    if (!config) throw new Error('no queue handed');
+  /** An admission of `queue` that keeps the ranges it hands to woken receivers, and a receipt signer. */
+  async function handingOver(queue: string) {
+    const config = slow.runtime.config.tenant.queues[queue];
+    if (!config) throw new Error(`no queue ${queue}`);
     const services = buildServices(slow.runtime.config, slow.runtime.clients);
     let handed: readonly Range[] = [];
     const admission = new RangeAdmission({
@@ -342,71 +344,53 @@ describe('a long poll woken by an admission in its process', () => {
         handed = ranges;
       },
     });
-    let looks = 0;
-    let reads = 0;
-    class CountedLooks extends RangeStore {
-      override from(...args: Parameters<RangeStore['from']>) {
-        looks++;
-        return super.from(...args);
-      }
-      override get(...args: Parameters<RangeStore['get']>) {
-        reads++;
-        return super.get(...args);
-      }
-    }
     const signer = new ReceiptSigner(
       await loadReceiptSecret(slow.runtime.clients.doc, slow.runtime.config.tableName),
     );
-    const consumer = new RangeConsumer({
-      ...services,
-      ranges: new CountedLooks(slow.runtime.clients.doc, slow.runtime.config.tableName),
-      failures: services.rangeFailures,
-      signer: async () => signer,
-    });
-    const q = queueApi(slow, 'handed');
-    const admitNext = async (n: number) => {
-      await q.produce([{ payload: { n } }]);
-      const records = await slow.records('handed');
-      const shard = records[0]?.shardId as string;
+    /** Produces `messages`, admits the queue's log, and answers what the admission handed over. */
+    const admitNext = async (messages: { payload: unknown; key?: string }[]) => {
+      await queueApi(slow, queue).produce(messages);
+      const records = await slow.records(queue);
       const log = records.map((r) => ({ sequence: r.sequenceNumber, envelope: r.envelope }));
-      await admission.admit('handed', config, shard, log);
+      await admission.admit(queue, config, records[0]?.shardId as string, log);
       return handed;
     };
-    const first = await admitNext(0);
+    return { config, services, signer: async () => signer, admitNext };
+  }
+
+  it('leases from the ranges the admission wrote without reading them, and looks when they were taken', async () => {
+    const { config, services, signer, admitNext } = await handingOver('handed');
+    const ranges = countedRanges(slow.runtime.clients.doc, slow.runtime.config.tableName);
+    const consumer = new RangeConsumer({
+      ...services,
+      ranges: ranges.store,
+      failures: services.rangeFailures,
+      signer,
+    });
+    const first = await admitNext([{ payload: { n: 0 } }]);
     expect(first.map((r) => r.count)).toEqual([1]);
     const got = await consumer.receive('handed', config, 1, 30, 'worker-1', first);
     expect(got.map((m) => m.payload)).toEqual([{ n: 0 }]);
-    expect(looks).toBe(0);
+    expect(ranges.calls('from')).toBe(0);
     // Taken by another receiver before this one writes: its write loses, and it looks.
-    const second = await admitNext(1);
+    const second = await admitNext([{ payload: { n: 1 } }]);
     expect((await consumer.receive('handed', config, 1, 30, 'worker-2')).map((m) => m.payload)).toEqual([
       { n: 1 },
     ]);
-    looks = 0;
+    ranges.reset();
     expect(await consumer.receive('handed', config, 1, 30, 'worker-1', second)).toEqual([]);
-    expect(looks).toBe(1);
+    expect(ranges.calls('from')).toBe(1);
     // That lost write makes the instance read a range before it writes a lease (contended), but
     // not a range just handed to it: nothing is fresher.
-    const third = await admitNext(2);
-    reads = 0;
-    looks = 0;
+    const third = await admitNext([{ payload: { n: 2 } }]);
+    ranges.reset();
     const got3 = await consumer.receive('handed', config, 1, 30, 'worker-1', third);
     expect(got3.map((m) => m.payload)).toEqual([{ n: 2 }]);
-    expect({ reads, looks }).toEqual({ reads: 0, looks: 0 });
+    expect({ reads: ranges.calls('get'), looks: ranges.calls('from') }).toEqual({ reads: 0, looks: 0 });
   });
 
   it("on an ordered queue leases a key's new head from the handed range without reading the hold areas", async () => {
-    const config = slow.runtime.config.tenant.queues['handed-sorted'];
-    if (!config) throw new Error('no queue handed-sorted');
-    const services = buildServices(slow.runtime.config, slow.runtime.clients);
-    let handed: readonly Range[] = [];
-    const admission = new RangeAdmission({
-      ...services,
-      sequencer: new KeySequencer(services),
-      admitted: (_queue, _entries, ranges) => {
-        handed = ranges;
-      },
-    });
+    const { config, services, signer, admitNext } = await handingOver('handed-sorted');
     let holdLooks = 0;
     const held = Object.assign(Object.create(services.held), {
       marked: (queue: string) => {
@@ -414,19 +398,8 @@ describe('a long poll woken by an admission in its process', () => {
         return services.held.marked(queue);
       },
     }) as typeof services.held;
-    const signer = new ReceiptSigner(
-      await loadReceiptSecret(slow.runtime.clients.doc, slow.runtime.config.tableName),
-    );
-    const consumer = new RangeConsumer({
-      ...services,
-      held,
-      failures: services.rangeFailures,
-      signer: async () => signer,
-    });
-    await queueApi(slow, 'handed-sorted').produce([{ key: 'acct', payload: { n: 0 } }]);
-    const records = await slow.records('handed-sorted');
-    const log = records.map((r) => ({ sequence: r.sequenceNumber, envelope: r.envelope }));
-    await admission.admit('handed-sorted', config, records[0]?.shardId as string, log);
+    const consumer = new RangeConsumer({ ...services, held, failures: services.rangeFailures, signer });
+    const handed = await admitNext([{ key: 'acct', payload: { n: 0 } }]);
     const got = await consumer.receive('handed-sorted', config, 10, 30, 'worker-1', handed);
     expect(got.map((m) => m.payload)).toEqual([{ n: 0 }]);
     expect(holdLooks).toBe(0);

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { KeySequencer, type KeyViews } from '../../functions/admission/key-sequencer.js';
 import type { Envelope } from '../../functions/core/envelope.js';
 import { buildServices, type Services } from '../../functions/services.js';
-import { RangeStore } from '../../functions/store/ranges.js';
+import { countedRanges } from '../helpers/counted-ranges.js';
 import { startTestRuntime, type TestRuntime } from '../helpers/runtime.js';
 
 /** An ordered queue's key decisions against the real store: what a plan reads, and what its write refuses. */
@@ -61,30 +61,21 @@ describe('KeySequencer', () => {
   });
 
   it('takes a head below the commit point as finished without reading its range, unless it holds its key', async () => {
-    let rangeReads = 0;
-    class CountedReads extends RangeStore {
-      override containing(...args: Parameters<RangeStore['containing']>) {
-        rangeReads++;
-        return super.containing(...args);
-      }
-    }
-    const counted = new KeySequencer({
-      ...services,
-      ranges: new CountedReads(t.runtime.clients.doc, t.runtime.config.tableName),
-    });
+    const ranges = countedRanges(t.runtime.clients.doc, t.runtime.config.tableName);
+    const counted = new KeySequencer({ ...services, ranges: ranges.store });
     const shard = 'shardId-000000000009';
     await keyWithHead('old');
     await keyWithHead('held-by-head');
     expect(await services.keys.claim(Q, 'held-by-head', 'h-held-by-head')).toBe(true);
     // Before the commit point moves past the heads (sequence 100), each head's range is read.
     expect((await counted.views(Q, shard, ['old'])).get('old')?.status).toBeUndefined();
-    expect(rangeReads).toBe(1);
+    expect(ranges.calls('entryAt')).toBe(1);
     await services.ranges.advanceCommitHint(Q, shard, '200');
-    rangeReads = 0;
+    ranges.reset();
     const views = await counted.views(Q, shard, ['old', 'held-by-head']);
     expect(views.get('old')?.status).toBe('finished');
     // Its head holds it: whether that head was acked (which releases the key) takes its range.
-    expect(rangeReads).toBe(1);
+    expect(ranges.calls('entryAt')).toBe(1);
     const plan = await counted.plan(
       Q,
       shard,
