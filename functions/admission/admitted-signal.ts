@@ -1,13 +1,14 @@
-import type { Range } from '../core/ranges.js';
+import { type Pick, type Range, shareEntries } from '../core/ranges.js';
 
-/** Wakes one waiter, handing it what the admission wrote. */
-type Wake = (ranges: readonly Range[]) => void;
+/** Wakes one waiter, handing it its share of what the admission wrote. */
+type Wake = (share: readonly Pick[]) => void;
 
 /**
  * Wakes long polls waiting in this process when admission writes ranges of their queue, so a
- * receiver sees new work within milliseconds instead of at its next re-read, and hands it the
- * ranges as written: it leases from them without reading them back (a round trip less; a lease
- * write is conditional, so ranges taken meanwhile only lose that write). It helps where
+ * receiver sees new work within milliseconds instead of at its next re-read, and hands each one
+ * woken its own share of the new entries, as written: it leases them without reading them back (a
+ * round trip less; a lease write is conditional, so entries taken meanwhile only lose that write),
+ * and receivers woken together do not write for the same entries. It helps where
  * admission and receivers share a process: the local runtime. A Lambda instance serves one
  * request at a time, so on AWS nothing waits here and receivers re-read (consume/consumer.ts).
  */
@@ -31,28 +32,34 @@ export class AdmittedSignal {
     const waiters = this.waiting.get(queue);
     if (!waiters) return;
     let left = Math.max(1, entries);
-    for (const [wake, wants] of [...waiters]) {
+    const woken: [Wake, number][] = [];
+    for (const [wake, wants] of waiters) {
       if (left <= 0) break;
       left -= wants;
-      wake(ranges);
+      woken.push([wake, wants]);
     }
+    const shares = shareEntries(
+      ranges,
+      woken.map(([, wants]) => wants),
+    );
+    for (const [i, [wake]] of woken.entries()) wake(shares[i] ?? []);
   }
 
   /**
-   * Resolves on an admission meant for this waiter (it asks for `wants` messages) with the ranges
-   * it wrote, or after `ms` with none; at once, with none, if one came since `since` (`seen`
-   * before its look).
+   * Resolves on an admission meant for this waiter (it asks for `wants` messages) with its share
+   * of the entries written, or after `ms` with none; at once, with none, if one came since `since`
+   * (`seen` before its look).
    */
-  wait(queue: string, since: number, wants: number, ms: number): Promise<readonly Range[]> {
+  wait(queue: string, since: number, wants: number, ms: number): Promise<readonly Pick[]> {
     return new Promise((resolve) => {
       if (this.seen(queue) > since) return resolve([]);
       const waiters = this.waiting.get(queue) ?? new Map<Wake, number>();
       this.waiting.set(queue, waiters);
-      const done: Wake = (ranges) => {
+      const done: Wake = (share) => {
         clearTimeout(timer);
         waiters.delete(done);
         if (!waiters.size) this.waiting.delete(queue);
-        resolve(ranges);
+        resolve(share);
       };
       const timer = setTimeout(() => done([]), ms);
       waiters.set(done, Math.max(1, wants));

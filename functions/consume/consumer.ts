@@ -10,7 +10,7 @@ import { sleep } from '../core/async.js';
 import type { QueueConfig } from '../core/config.js';
 import { InvalidRequestError, StaleReceiptError } from '../core/errors.js';
 import { leaseExpiry, maxLeaseExpiry } from '../core/lease.js';
-import type { Range } from '../core/ranges.js';
+import type { Pick as EntryPick } from '../core/ranges.js';
 import type { Delivery, ReceiptSigner } from '../core/receipt.js';
 import type { Counters } from '../store/counters.js';
 import type { PollCancels } from '../store/poll-cancels.js';
@@ -72,8 +72,8 @@ export class Consumer {
     }
     const deadline = this.now() + req.wait_seconds * 1000;
     const first = this.deps.admissions?.announcesAll ? ANNOUNCED_FIRST_MS : POLL_FIRST_MS;
-    /** What the admission that woke this poll wrote: leased from as written, not read back. */
-    let handed: readonly Range[] = [];
+    /** This poll's share of what the admission that woke it wrote: leased as written, not read back. */
+    let handed: readonly EntryPick[] = [];
     for (let pause = first; ; pause = Math.min(POLL_MAX_MS, pause * 2)) {
       // Paused: the long poll waits it out, looking again as often as a pause is read.
       const seen = this.deps.admissions?.seen(queue) ?? 0;

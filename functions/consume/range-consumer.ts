@@ -81,9 +81,9 @@ export class RangeConsumer {
   /**
    * One look: up to `want` messages leased and answered. On an ordered queue every free entry is
    * its key's head (admission/key-sequencer.ts); held messages of free keys fill what is left.
-   * Ranges an admission in this process just wrote (`handed`, admitted-signal.ts) are leased
-   * from first, as written, without reading them or the hold areas: what of them went to others
-   * only cost a lost write, and the look follows when nothing of them was won.
+   * Entries of ranges an admission in this process just wrote (`handed`, this receiver's share:
+   * admitted-signal.ts) are leased first, as written, without reading them or the hold areas: what
+   * of them went to others only cost a lost write, and the look follows when nothing was won.
    */
   async receive(
     queue: string,
@@ -91,10 +91,10 @@ export class RangeConsumer {
     want: number,
     leaseSeconds: number,
     consumerId: string,
-    handed: readonly Range[] = [],
+    handed: readonly Pick[] = [],
   ): Promise<DeliveredMessage[]> {
     const fresh = handed.length
-      ? await this.leaseFrom(queue, config, pickEntries(handed, want), leaseSeconds, consumerId, true)
+      ? await this.leaseFrom(queue, config, handed, leaseSeconds, consumerId, true)
       : [];
     if (fresh.length) return this.deliver(queue, fresh);
     // An ordered queue's keys with held messages are read meanwhile: one round trip less a look.
@@ -140,7 +140,7 @@ export class RangeConsumer {
   private async leaseFrom(
     queue: string,
     config: QueueConfig,
-    picks: Pick[],
+    picks: readonly Pick[],
     leaseSeconds: number,
     consumerId: string,
     justWritten: boolean,
@@ -203,7 +203,7 @@ export class RangeConsumer {
    */
   private async withinBytes(
     queue: string,
-    picks: Pick[],
+    picks: readonly Pick[],
   ): Promise<{ pick: Pick; entries: Map<number, SegmentEntry> }[]> {
     const segments = await mapLimit(picks, 8, (p) =>
       this.deps.segments.get(queue, p.range.shard, p.range.segment),

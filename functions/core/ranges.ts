@@ -281,6 +281,25 @@ export function pickEntries(
   return picks;
 }
 
+/**
+ * The free entries of `ranges` shared out in order to receivers woken together, `wants[i]` to the
+ * i-th (fewer when they run out): disjoint picks, so none of them writes for another's entries.
+ */
+export function shareEntries(ranges: readonly Range[], wants: readonly number[]): Pick[][] {
+  const free = ranges.flatMap((range) => freeEntries(range).map((index) => ({ range, index })));
+  let at = 0;
+  return wants.map((want) => {
+    const share: Pick[] = [];
+    for (const { range, index } of free.slice(at, at + Math.max(0, want))) {
+      const last = share.at(-1);
+      if (last?.range === range) last.indexes.push(index);
+      else share.push({ range, indexes: [index] });
+    }
+    at += Math.max(0, want);
+    return share;
+  });
+}
+
 /** The lowest range that still has a free entry, or past the last one read when none has. */
 export function leaseFrontier(ranges: readonly Range[]): string | undefined {
   return (ranges.find((r) => freeEntries(r).length > 0) ?? ranges.at(-1))?.start;

@@ -4,7 +4,7 @@ import { KeySequencer } from '../../functions/admission/key-sequencer.js';
 import { type LogRecord, RangeAdmission } from '../../functions/admission/range-admission.js';
 import { RangeConsumer } from '../../functions/consume/range-consumer.js';
 import { streamName } from '../../functions/core/config.js';
-import { compareSequence, type Range } from '../../functions/core/ranges.js';
+import { compareSequence, type Range, shareEntries } from '../../functions/core/ranges.js';
 import { ReceiptSigner } from '../../functions/core/receipt.js';
 import { ShardReader } from '../../functions/log/shard-reader.js';
 import { buildServices } from '../../functions/services.js';
@@ -347,13 +347,13 @@ describe('a long poll woken by an admission in its process', () => {
     const signer = new ReceiptSigner(
       await loadReceiptSecret(slow.runtime.clients.doc, slow.runtime.config.tableName),
     );
-    /** Produces `messages`, admits the queue's log, and answers what the admission handed over. */
-    const admitNext = async (messages: { payload: unknown; key?: string }[]) => {
+    /** Produces `messages`, admits the queue's log, and answers a woken receiver's share of it. */
+    const admitNext = async (messages: { payload: unknown; key?: string }[], want = 10) => {
       await queueApi(slow, queue).produce(messages);
       const records = await slow.records(queue);
       const log = records.map((r) => ({ sequence: r.sequenceNumber, envelope: r.envelope }));
       await admission.admit(queue, config, records[0]?.shardId as string, log);
-      return handed;
+      return shareEntries(handed, [want])[0] ?? [];
     };
     return { config, services, signer: async () => signer, admitNext };
   }
@@ -368,7 +368,7 @@ describe('a long poll woken by an admission in its process', () => {
       signer,
     });
     const first = await admitNext([{ payload: { n: 0 } }]);
-    expect(first.map((r) => r.count)).toEqual([1]);
+    expect(first.map((p) => p.indexes)).toEqual([[0]]);
     const got = await consumer.receive('handed', config, 1, 30, 'worker-1', first);
     expect(got.map((m) => m.payload)).toEqual([{ n: 0 }]);
     expect(ranges.calls('from')).toBe(0);

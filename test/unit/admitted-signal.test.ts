@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { AdmittedSignal } from '../../functions/admission/admitted-signal.js';
-import type { Range } from '../../functions/core/ranges.js';
+import type { Pick, Range } from '../../functions/core/ranges.js';
 
 /** Which of `waiters` (in the order they started waiting) have woken by the next tick. */
 async function woken(waits: Promise<unknown>[]): Promise<boolean[]> {
@@ -22,15 +22,31 @@ describe('AdmittedSignal', () => {
     expect(await woken(waits)).toEqual([true, true, true, true]);
   });
 
-  it('hands the woken waiters the ranges the admission wrote, and none to one that timed out', async () => {
+  it('hands each waiter woken its own share of the entries written, and none to one that timed out', async () => {
     const signal = new AdmittedSignal();
-    const range = { start: '7' } as Range;
-    const [woken1, woken2, asleep] = [10, 10, 10].map((wants) => signal.wait('q', 0, wants, 60_000));
+    const range = {
+      shard: 'shardId-000000000000',
+      start: '7',
+      last: '26',
+      count: 20,
+      base: 0,
+      enqueuedAt: 0,
+      segment: { id: '7', offset: 0, store: 'ddb' },
+      leases: new Map(),
+      acked: new Set<number>(),
+      failed: new Set<number>(),
+      held: new Set<number>(),
+      retrying: new Map(),
+      passedOn: new Map(),
+    } satisfies Range;
+    const [first, second, asleep] = [10, 10, 10].map((wants) => signal.wait('q', 0, wants, 60_000));
     const timed = signal.wait('q', 0, 1, 5);
     expect(await timed).toEqual([]);
     signal.notify('q', 20, [range]);
-    expect(await woken1).toEqual([range]);
-    expect(await woken2).toEqual([range]);
+    const indexes = async (share: Promise<readonly Pick[]> | undefined) =>
+      (await share)?.flatMap((p) => p.indexes);
+    expect(await indexes(first)).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
+    expect(await indexes(second)).toEqual([10, 11, 12, 13, 14, 15, 16, 17, 18, 19]);
     signal.notify('q', 1);
     expect(await asleep).toEqual([]);
   });

@@ -15,6 +15,7 @@ import {
   type Range,
   rangeSizes,
   readPassOnMark,
+  shareEntries,
   stuckEntries,
   stuckRetries,
   waitsInRange,
@@ -165,6 +166,27 @@ describe('picking entries to lease', () => {
     ]);
     expect(pickEntries([a, b, c], 100, () => 0.99).flatMap((p) => p.indexes)).toHaveLength(11);
     expect(pickEntries([], 5)).toEqual([]);
+  });
+
+  it('shares the free entries of new ranges out in order to receivers woken together, none twice', () => {
+    const a = range('1', { failed: new Set([1]) });
+    const b = range('6', { count: 3 });
+    const shares = shareEntries([a, b], [3, 3, 10]).map((share) =>
+      share.map((p) => [p.range.start, p.indexes]),
+    );
+    expect(shares).toEqual([
+      [['1', [0, 2, 3]]],
+      [
+        ['1', [4]],
+        ['6', [0, 1]],
+      ],
+      [['6', [2]]],
+    ]);
+    expect(shareEntries([b], [2, 5, 1]).map((share) => share.flatMap((p) => p.indexes))).toEqual([
+      [0, 1],
+      [2],
+      [],
+    ]);
   });
 
   it('starts anywhere in a range, so two receivers of one range take different entries unless they drew the same', () => {
