@@ -97,8 +97,8 @@ export class KeySequencer {
   /**
    * What becomes of each entry (of one shard, in log order), from its key as it is now, or as
    * `early` read it (a key it did not read is read now). A key read early is as safe as one read
-   * now: its decisions land only on the `sequenced` read (`sequence` below), and the state was
-   * read before its head's status, as here.
+   * now: its write lands only on the `sequenced` it read and, when it was read free, only on a key
+   * still free and unparked (`SequencedKey.opened`).
    */
   async plan(
     queue: string,

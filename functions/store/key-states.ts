@@ -75,9 +75,9 @@ export interface SequencedKey {
   holder?: string;
   unpark: boolean;
   /**
-   * Decided on the key being free as read: lands only if nobody took or parked it since. Its head
-   * fails by marking the key before its range, and the key is read before its head's status, so a
-   * failure between the two reads shows a done head on a key read free.
+   * Decided on the key being free as read: lands only if nobody took or parked it since. A head
+   * fails by marking its key before its range, and the key is not read after its head's status,
+   * so a failure between the two reads shows a done head on a key read free.
    */
   opened?: boolean;
 }
