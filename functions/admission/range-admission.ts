@@ -1,5 +1,5 @@
 import { mapLimit, sleep } from '../core/async.js';
-import { isNamespace, namespaceParts, type QueueConfig } from '../core/config.js';
+import { isNamespace, keyOrdered, namespaceParts, type QueueConfig } from '../core/config.js';
 import { decodeEnvelope, type Envelope } from '../core/envelope.js';
 import {
   admittedTotal,
@@ -125,7 +125,7 @@ export class RangeAdmission {
     const { guess, keys = [] } = options;
     // A key that could not be read early is read with the others the run holds.
     const views =
-      keys.length && orderedHere(queue, config)
+      keys.length && keyOrdered(queue, config)
         ? this.deps.sequencer.views(queue, shard, [...new Set(keys)]).catch(() => undefined)
         : undefined;
     const [head, early] = await Promise.all([
@@ -172,7 +172,7 @@ export class RangeAdmission {
     // consumer's alone.
     const stopOnLoss = !isNamespace(queue) && config.consumers.length === 0;
     // An ordered queue's own messages: each key's go to their place (key-sequencer.ts).
-    if (orderedHere(queue, config)) {
+    if (keyOrdered(queue, config)) {
       const written = await this.admitOrdered(queue, config, shard, head, batch, due, now, stopOnLoss, views);
       return written ? skipped + cut : this.doneAfterLostRace(queue, shard, records);
     }
@@ -481,11 +481,6 @@ export class RangeAdmission {
 export function admissionEnvelope(data: Uint8Array): Envelope | undefined {
   const envelope = decodeEnvelope(data);
   return envelope.for === undefined ? envelope : undefined;
-}
-
-/** An ordered queue's own records: sequenced by key (a Lambda consumer's namespace keeps its own order). */
-function orderedHere(queue: string, config: QueueConfig): boolean {
-  return config.ordered && !isNamespace(queue);
 }
 
 /** The indexes in `slice` of the entries whose sequence numbers are in `sequences`. */

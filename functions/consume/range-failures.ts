@@ -1,4 +1,4 @@
-import { isNamespace, type QueueConfig } from '../core/config.js';
+import { isNamespace, keyOrdered, type QueueConfig } from '../core/config.js';
 import { type Envelope, payloadBytes } from '../core/envelope.js';
 import { entryStatus, type Lease, payloadSource, type Range, waitsInRange } from '../core/ranges.js';
 import { retentionTtls } from '../core/retention.js';
@@ -66,7 +66,7 @@ export class RangeFailures {
     now: number,
   ): Promise<Outcome | undefined> {
     const outcome = this.outcomeOf(config, e, f, now);
-    const key = config.ordered && !isNamespace(e.queue) ? e.envelope.key : undefined;
+    const key = keyOrdered(e.queue, config) ? e.envelope.key : undefined;
     if (
       outcome.kind === 'retry' &&
       f.lease === 'live' &&
@@ -258,7 +258,7 @@ export class RangeFailures {
     const { messages, ranges } = this.deps;
     // An ordered queue's head: its key names it first, so the key stays closed once the entry is
     // finished in its range (the moved lease's ack releases it: RangeConsumer.ack).
-    const key = config.ordered && !isNamespace(e.queue) ? e.envelope.key : undefined;
+    const key = keyOrdered(e.queue, config) ? e.envelope.key : undefined;
     if (key !== undefined && !(await this.deps.keys.claim(e.queue, key, e.envelope.message_id))) return false;
     const at = { shard: e.range.shard, seq: e.sequence };
     const item = await messages.evictLease(at, e.envelope, e.lease, sourceOf(e));

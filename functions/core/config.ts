@@ -229,6 +229,14 @@ export function isNamespace(name: string): boolean {
   return name.includes('~');
 }
 
+/**
+ * Whether `name`'s messages are a key's heads and held messages (an ordered pull queue's own
+ * state); a Lambda consumer's namespace of an ordered queue keeps its order by its own keys.
+ */
+export function keyOrdered(name: string, config: QueueConfig): boolean {
+  return config.ordered && !isNamespace(name);
+}
+
 /** The queue whose stream feeds a state namespace, and the consumer it belongs to (if any). */
 export function namespaceParts(name: string): { queue: string; consumer?: string } {
   const at = name.indexOf('~');
