@@ -17,6 +17,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sleep } from '../../functions/core/async.js';
 import { queueApi } from '../helpers/queue-api.js';
 import { startTestRuntime, type TestRuntime } from '../helpers/runtime.js';
+import { tampered } from '../helpers/tampered.js';
 
 /**
  * The SQS-compatible endpoint with the real `@aws-sdk/client-sqs` (its signing, its MD5 checks,
@@ -430,7 +431,7 @@ describe('authentication and scopes', () => {
     const creds = await credentialsFor('signer', ['consume:jobs']);
     const unknown = client({ ...creds, access_key_id: 'LQIAUNKNOWNKEY000000' });
     expect(await failure(unknown.send(new ListQueuesCommand({})))).toBe('InvalidClientTokenId');
-    const wrong = client({ ...creds, secret_access_key: `${creds.secret_access_key.slice(0, -1)}x` });
+    const wrong = client({ ...creds, secret_access_key: tampered(creds.secret_access_key) });
     expect(await failure(wrong.send(new ListQueuesCommand({})))).toBe('SignatureDoesNotMatch');
     const scoped = client(creds);
     expect(
