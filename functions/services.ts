@@ -1,7 +1,7 @@
 import { secretBoxFor } from './access/secret-box.js';
 import { SqsAuthenticator } from './access/sigv4-verifier.js';
 import { SqsCredentialIssuer } from './access/sqs-credentials.js';
-import { processAdmissions } from './admission/admitted-signal.js';
+import { type LeaseTerms, processAdmissions } from './admission/admitted-signal.js';
 import { FastAdmission } from './admission/fast-admission.js';
 import { KeySequencer } from './admission/key-sequencer.js';
 import { RangeAdmission } from './admission/range-admission.js';
@@ -74,7 +74,10 @@ export function buildServices(config: RuntimeConfig, clients: AwsClients) {
     messages,
     dedup,
     sequencer: new KeySequencer({ keys, holds, ranges }),
-    admitted: (queue, entries, ranges) => processAdmissions.notify(`${table}/${queue}`, entries, ranges),
+    waiters: {
+      reserve: (queue, offers, now) => processAdmissions.reserve(`${table}/${queue}`, offers, now),
+      notify: (queue, entries, ranges) => processAdmissions.notify(`${table}/${queue}`, entries, ranges),
+    },
   });
   return {
     tenant,
@@ -119,8 +122,8 @@ export function buildServices(config: RuntimeConfig, clients: AwsClients) {
     admissions: {
       announcesAll: config.admissionsInProcess === true,
       seen: (queue: string) => processAdmissions.seen(`${table}/${queue}`),
-      wait: (queue: string, since: number, wants: number, ms: number) =>
-        processAdmissions.wait(`${table}/${queue}`, since, wants, ms),
+      wait: (queue: string, since: number, terms: LeaseTerms, ms: number) =>
+        processAdmissions.wait(`${table}/${queue}`, since, terms, ms),
     },
     dedup,
     storage,

@@ -1,10 +1,11 @@
 import { mapLimit, sleep } from '../core/async.js';
 import { isNamespace, keyOrdered, namespaceParts, type QueueConfig } from '../core/config.js';
-import { decodeEnvelope, type Envelope } from '../core/envelope.js';
+import { decodeEnvelope, type Envelope, payloadBytes } from '../core/envelope.js';
 import {
   admittedTotal,
   compareSequence,
   isFinished,
+  type Offer,
   passOnMark,
   RANGE_ENTRIES,
   type Range,
@@ -18,6 +19,7 @@ import type { DedupStore } from '../store/dedup.js';
 import type { MessageStore } from '../store/messages.js';
 import type { RangeStore } from '../store/ranges.js';
 import type { SegmentEntry, SegmentStore } from '../store/segments.js';
+import type { Reservation } from './admitted-signal.js';
 import type { KeySequencer, KeyViews, Positions } from './key-sequencer.js';
 
 /**
@@ -45,11 +47,17 @@ export interface RangeAdmissionDeps {
   dedup: DedupStore;
   /** Ordered pull queues: where each key's messages go. */
   sequencer: KeySequencer;
-  /** Tells waiting long polls of this process that a queue has new ranges, and hands them over. */
-  admitted?: (queue: string, entries: number, ranges: readonly Range[]) => void;
+  /** Long polls of this process waiting for new ranges: leased entries as they are created, or woken. */
+  waiters?: AdmissionWaiters;
   /** How long a batch waits for a full window to free room before it gives up. */
   windowWaitMs?: number;
   now?: () => number;
+}
+
+/** An AdmittedSignal (admitted-signal.ts) for this table's queues. */
+export interface AdmissionWaiters {
+  reserve(queue: string, offers: readonly Offer[], now: number): Reservation | undefined;
+  notify(queue: string, entries: number, ranges: readonly Range[]): void;
 }
 
 export interface AdmitOptions {
@@ -392,31 +400,59 @@ export class RangeAdmission {
   ): Promise<boolean> {
     let written = 0;
     const fresh: Range[] = [];
-    for (const { offset, count, base, slice } of layout.ranges) {
-      const created = await this.deps.ranges.create(
-        queue,
-        {
-          shard,
-          start: (slice[0] as SegmentEntry).sequence,
-          last: (slice.at(-1) as SegmentEntry).sequence,
-          count,
-          base,
-          enqueuedAt: Math.min(...slice.map((e) => Date.parse(e.envelope.enqueued_at))),
-          segment: { ...segment, offset },
-        },
-        ttl,
-        indexesIn(slice, finished),
-        indexesIn(slice, held),
-      );
-      const start = (slice[0] as SegmentEntry).sequence;
-      const ours =
-        created !== undefined || (await this.deps.ranges.get(queue, shard, start))?.segment.id === segment.id;
-      if (!ours && stopOnLoss) break;
-      if (ours) written += count;
-      if (created) fresh.push(created);
+    const reservation = this.reserve(queue, layout, finished);
+    const ours: (Range | undefined)[] = [];
+    try {
+      for (const [slot, { offset, count, base, slice }] of layout.ranges.entries()) {
+        const start = (slice[0] as SegmentEntry).sequence;
+        const created = await this.deps.ranges.create(
+          queue,
+          {
+            shard,
+            start,
+            last: (slice.at(-1) as SegmentEntry).sequence,
+            count,
+            base,
+            enqueuedAt: Math.min(...slice.map((e) => Date.parse(e.envelope.enqueued_at))),
+            segment: { ...segment, offset },
+          },
+          ttl,
+          {
+            finished: indexesIn(slice, finished),
+            held: indexesIn(slice, held),
+            ...(reservation ? { leases: reservation.leases(slot) } : {}),
+          },
+        );
+        // Its leases are the reservation's when the range is this write's (one that landed, then its retry).
+        const range =
+          created ??
+          (await this.deps.ranges
+            .get(queue, shard, start)
+            .then((r) => (r?.segment.id === segment.id ? r : undefined)));
+        if (!range && stopOnLoss) break;
+        if (range) written += count;
+        if (created) fresh.push(created);
+        ours[slot] = range;
+      }
+    } finally {
+      reservation?.settle(ours, (slot, index) => layout.ranges[slot]?.slice[index] as SegmentEntry);
     }
-    if (written) this.deps.admitted?.(queue, written, fresh);
+    if (written) this.deps.waiters?.notify(queue, written - (reservation?.count ?? 0), fresh);
     return !stopOnLoss || written === layout.entries.length;
+  }
+
+  /**
+   * Receivers waiting in this process for what `layout` admits: its entries that enter free (and
+   * carry their payload: a retry's entry points elsewhere for it) are offered to them.
+   */
+  private reserve(queue: string, layout: Layout, finished: ReadonlySet<string>): Reservation | undefined {
+    if (!this.deps.waiters) return undefined;
+    const offers = layout.ranges.flatMap(({ slice }, slot) =>
+      slice.flatMap((e, index) =>
+        finished.has(e.sequence) || e.envelope.ref ? [] : [{ slot, index, bytes: payloadBytes(e.envelope) }],
+      ),
+    );
+    return this.deps.waiters.reserve(queue, offers, this.now());
   }
 
   /**

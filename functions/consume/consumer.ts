@@ -1,4 +1,9 @@
-import type { AdmittedSignal } from '../admission/admitted-signal.js';
+import {
+  type AdmittedSignal,
+  type Handoff,
+  type LeaseTerms,
+  NOTHING_HANDED,
+} from '../admission/admitted-signal.js';
 import type {
   AckStatus,
   DeliveredMessage,
@@ -10,12 +15,11 @@ import { sleep } from '../core/async.js';
 import type { QueueConfig } from '../core/config.js';
 import { InvalidRequestError, StaleReceiptError } from '../core/errors.js';
 import { leaseExpiry, maxLeaseExpiry } from '../core/lease.js';
-import type { Pick as EntryPick } from '../core/ranges.js';
 import type { Delivery, ReceiptSigner } from '../core/receipt.js';
 import type { Counters } from '../store/counters.js';
 import type { PollCancels } from '../store/poll-cancels.js';
 import { PAUSE_CHECK_MS, type QueueControls } from '../store/queue-controls.js';
-import type { RangeConsumer } from './range-consumer.js';
+import { type RangeConsumer, RECEIVE_MAX_BYTES } from './range-consumer.js';
 
 /**
  * Pull consumption (API.md "Consume (pull)"): receive with leases, ack, nack, extend. The edge's
@@ -72,15 +76,26 @@ export class Consumer {
     }
     const deadline = this.now() + req.wait_seconds * 1000;
     const first = this.deps.admissions?.announcesAll ? ANNOUNCED_FIRST_MS : POLL_FIRST_MS;
-    /** This poll's share of what the admission that woke it wrote: leased as written, not read back. */
-    let handed: readonly EntryPick[] = [];
+    /** What the admission that woke this poll handed it: entries leased to it, or its share to lease. */
+    let handed: Handoff = NOTHING_HANDED;
+    const terms: LeaseTerms = {
+      wants: req.max_messages,
+      maxBytes: RECEIVE_MAX_BYTES,
+      lease: (now) => ({
+        deliveredAt: now,
+        expiresAt: leaseExpiry(config, now, now, leaseSeconds),
+        consumerId,
+      }),
+    };
     for (let pause = first; ; pause = Math.min(POLL_MAX_MS, pause * 2)) {
-      // Paused: the long poll waits it out, looking again as often as a pause is read.
+      // Paused: the long poll waits it out, looking again as often as a pause is read. What was
+      // leased to it before the pause was seen is delivered: nobody else can.
       const seen = this.deps.admissions?.seen(queue) ?? 0;
       const { paused, purgedBefore } = await this.deps.controls.look(queue);
-      const delivered = paused
-        ? []
-        : await this.deps.ranges.receive(queue, config, req.max_messages, leaseSeconds, consumerId, handed);
+      const delivered =
+        paused && !handed.leased.length
+          ? []
+          : await this.deps.ranges.receive(queue, config, req.max_messages, leaseSeconds, consumerId, handed);
       const kept =
         purgedBefore === undefined
           ? delivered
@@ -93,8 +108,8 @@ export class Consumer {
       const wait = Math.min((paused ? PAUSE_CHECK_MS : pause) * (0.5 + Math.random() / 2), left);
       handed =
         this.deps.admissions && !paused
-          ? await this.deps.admissions.wait(queue, seen, req.max_messages, wait)
-          : await sleep(wait).then(() => []);
+          ? await this.deps.admissions.wait(queue, seen, terms, wait)
+          : await sleep(wait).then(() => NOTHING_HANDED);
     }
   }
 

@@ -1,3 +1,4 @@
+import { type Handoff, type LeasedEntry, NOTHING_HANDED } from '../admission/admitted-signal.js';
 import type { AckStatus, DeliveredMessage, NackRequest } from '../api/schemas.js';
 import type { ClaimStore } from '../claims/claims.js';
 import { mapLimit } from '../core/async.js';
@@ -60,11 +61,7 @@ const RANGES_PER_LOOK = 8;
  */
 export const RECEIVE_MAX_BYTES = 4 * 1024 * 1024;
 
-interface Leased {
-  range: Range;
-  index: number;
-  entry: SegmentEntry;
-}
+type Leased = LeasedEntry;
 
 export class RangeConsumer {
   /** Per shard, the lowest range where this instance last saw a free entry: none is below it, ever. */
@@ -81,9 +78,10 @@ export class RangeConsumer {
   /**
    * One look: up to `want` messages leased and answered. On an ordered queue every free entry is
    * its key's head (admission/key-sequencer.ts); held messages of free keys fill what is left.
-   * Entries of ranges an admission in this process just wrote (`handed`, this receiver's share:
-   * admitted-signal.ts) are leased first, as written, without reading them or the hold areas: what
-   * of them went to others only cost a lost write, and the look follows when nothing was won.
+   * What an admission in this process `handed` this receiver (admitted-signal.ts) comes first:
+   * entries it leased to it are answered as they are; its share of the new ranges is leased as
+   * written, without reading them or the hold areas (what of it went to others only cost a lost
+   * write), and the look follows when nothing was won.
    */
   async receive(
     queue: string,
@@ -91,10 +89,11 @@ export class RangeConsumer {
     want: number,
     leaseSeconds: number,
     consumerId: string,
-    handed: readonly Pick[] = [],
+    handed: Handoff = NOTHING_HANDED,
   ): Promise<DeliveredMessage[]> {
-    const fresh = handed.length
-      ? await this.leaseFrom(queue, config, handed, leaseSeconds, consumerId, true)
+    if (handed.leased.length) return this.deliver(queue, handed.leased);
+    const fresh = handed.share.length
+      ? await this.leaseFrom(queue, config, handed.share, leaseSeconds, consumerId, true)
       : [];
     if (fresh.length) return this.deliver(queue, fresh);
     // An ordered queue's keys with held messages are read meanwhile: one round trip less a look.
@@ -260,7 +259,7 @@ export class RangeConsumer {
     return delivered;
   }
 
-  private async deliver(queue: string, leased: Leased[]): Promise<DeliveredMessage[]> {
+  private async deliver(queue: string, leased: readonly Leased[]): Promise<DeliveredMessage[]> {
     const signer = await this.deps.signer();
     const redelivered = leased.filter((l) => l.entry.envelope.attempt > 1).length;
     const [delivered] = await Promise.all([

@@ -300,6 +300,38 @@ export function shareEntries(ranges: readonly Range[], wants: readonly number[])
   });
 }
 
+/** A free entry an admission offers to the receivers waiting for it, by the range it is cut into. */
+export interface Offer {
+  /** Which of the admission's new ranges, in order. */
+  slot: number;
+  index: number;
+  /** Its payload's size: a receive's answer has a byte budget. */
+  bytes: number;
+}
+
+/**
+ * `offers` dealt out in order to `takers` (oldest waiter first): each takes up to `wants` entries
+ * and `maxBytes` of payload, its first entry whatever its size, as a receive answers; the next
+ * takes on from there. Disjoint, so no two receivers get one entry.
+ */
+export function dealOffers(
+  offers: readonly Offer[],
+  takers: readonly { wants: number; maxBytes: number }[],
+): Offer[][] {
+  let at = 0;
+  return takers.map(({ wants, maxBytes }) => {
+    const dealt: Offer[] = [];
+    let budget = maxBytes;
+    for (; at < offers.length && dealt.length < wants; at++) {
+      const offer = offers[at] as Offer;
+      if (dealt.length && offer.bytes > budget) break;
+      budget -= offer.bytes;
+      dealt.push(offer);
+    }
+    return dealt;
+  });
+}
+
 /** The lowest range that still has a free entry, or past the last one read when none has. */
 export function leaseFrontier(ranges: readonly Range[]): string | undefined {
   return (ranges.find((r) => freeEntries(r).length > 0) ?? ranges.at(-1))?.start;

@@ -50,15 +50,28 @@ export class RangeStore {
    * Writes a new range once and answers it as written; undefined when a range already starts
    * there (a retried admission).
    * `finished` entries are finished from the start (held, delayed, passed over); the `held` of them
-   * went to their key's hold area, to be delivered from there.
+   * went to their key's hold area, to be delivered from there; `leases` are written as a lease
+   * write would (receivers that waited for the range: admitted-signal.ts).
    */
   async create(
     queue: string,
     range: NewRange,
     ttl: number,
-    finished: readonly number[] = [],
-    held: readonly number[] = [],
+    entries: {
+      finished?: readonly number[];
+      held?: readonly number[];
+      leases?: ReadonlyMap<number, NewLease>;
+    } = {},
   ): Promise<Range | undefined> {
+    const { finished = [], held = [], leases = new Map<number, NewLease>() } = entries;
+    const E: Record<string, number> = {};
+    const O: Record<string, string> = {};
+    const C: Record<string, string> = {};
+    for (const [index, lease] of leases) {
+      E[index] = lease.expiresAt;
+      O[index] = leaseStamp(lease);
+      if (lease.consumerId !== undefined) C[leaseTag(lease)] = lease.consumerId;
+    }
     const input: PutCommandInput = {
       TableName: this.table,
       Item: {
@@ -71,9 +84,9 @@ export class RangeStore {
         sg: range.segment.id,
         so: range.segment.offset,
         ss: range.segment.store,
-        E: {},
-        O: {},
-        C: {},
+        E,
+        O,
+        C,
         ...(finished.length ? { F: new Set(finished) } : {}),
         ...(held.length ? { H: new Set(held) } : {}),
         [TTL_ATTRIBUTE]: ttl,

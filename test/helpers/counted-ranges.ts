@@ -22,6 +22,8 @@ export function countedRanges(doc: DynamoDBDocumentClient, table: string) {
     store: counted,
     /** Calls of `method` since the last reset. */
     calls: (method: keyof RangeStore) => calls.get(method) ?? 0,
+    /** Calls of any method since the last reset. */
+    total: () => [...calls.values()].reduce((n, c) => n + c, 0),
     reset: () => calls.clear(),
   };
 }

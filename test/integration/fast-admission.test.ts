@@ -1,11 +1,12 @@
 import type { KinesisClient } from '@aws-sdk/client-kinesis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { AdmittedSignal, type LeaseTerms } from '../../functions/admission/admitted-signal.js';
 import { KeySequencer } from '../../functions/admission/key-sequencer.js';
 import { type LogRecord, RangeAdmission } from '../../functions/admission/range-admission.js';
-import { RangeConsumer } from '../../functions/consume/range-consumer.js';
+import { RangeConsumer, RECEIVE_MAX_BYTES } from '../../functions/consume/range-consumer.js';
 import { streamName } from '../../functions/core/config.js';
 import { compareSequence, type Range, shareEntries } from '../../functions/core/ranges.js';
-import { ReceiptSigner } from '../../functions/core/receipt.js';
+import { type Delivery, ReceiptSigner } from '../../functions/core/receipt.js';
 import { ShardReader } from '../../functions/log/shard-reader.js';
 import { buildServices } from '../../functions/services.js';
 import { RangeStore } from '../../functions/store/ranges.js';
@@ -340,8 +341,11 @@ describe('a long poll woken by an admission in its process', () => {
     const admission = new RangeAdmission({
       ...services,
       sequencer: new KeySequencer(services),
-      admitted: (_queue, _entries, ranges) => {
-        handed = ranges;
+      waiters: {
+        reserve: () => undefined,
+        notify: (_queue, _entries, ranges) => {
+          handed = ranges;
+        },
       },
     });
     const signer = new ReceiptSigner(
@@ -353,7 +357,7 @@ describe('a long poll woken by an admission in its process', () => {
       const records = await slow.records(queue);
       const log = records.map((r) => ({ sequence: r.sequenceNumber, envelope: r.envelope }));
       await admission.admit(queue, config, records[0]?.shardId as string, log);
-      return shareEntries(handed, [want])[0] ?? [];
+      return { leased: [], share: shareEntries(handed, [want])[0] ?? [] };
     };
     return { config, services, signer: async () => signer, admitNext };
   }
@@ -368,7 +372,7 @@ describe('a long poll woken by an admission in its process', () => {
       signer,
     });
     const first = await admitNext([{ payload: { n: 0 } }]);
-    expect(first.map((p) => p.indexes)).toEqual([[0]]);
+    expect(first.share.map((p) => p.indexes)).toEqual([[0]]);
     const got = await consumer.receive('handed', config, 1, 30, 'worker-1', first);
     expect(got.map((m) => m.payload)).toEqual([{ n: 0 }]);
     expect(ranges.calls('from')).toBe(0);
@@ -387,6 +391,70 @@ describe('a long poll woken by an admission in its process', () => {
     const got3 = await consumer.receive('handed', config, 1, 30, 'worker-1', third);
     expect(got3.map((m) => m.payload)).toEqual([{ n: 2 }]);
     expect({ reads: ranges.calls('get'), looks: ranges.calls('from') }).toEqual({ reads: 0, looks: 0 });
+  });
+
+  it('is leased what an admission writes while it waits, and answers that without a write of its own', async () => {
+    const config = slow.runtime.config.tenant.queues.handed;
+    if (!config) throw new Error('no queue handed');
+    const services = buildServices(slow.runtime.config, slow.runtime.clients);
+    const signal = new AdmittedSignal();
+    const admission = new RangeAdmission({
+      ...services,
+      sequencer: new KeySequencer(services),
+      waiters: signal,
+    });
+    const signer = new ReceiptSigner(
+      await loadReceiptSecret(slow.runtime.clients.doc, slow.runtime.config.tableName),
+    );
+    const ranges = countedRanges(slow.runtime.clients.doc, slow.runtime.config.tableName);
+    const consumer = new RangeConsumer({
+      ...services,
+      ranges: ranges.store,
+      failures: services.rangeFailures,
+      signer: async () => signer,
+    });
+    const terms = (consumerId: string): LeaseTerms => ({
+      wants: 2,
+      maxBytes: RECEIVE_MAX_BYTES,
+      lease: (now) => ({ deliveredAt: now, expiresAt: now + 30_000, consumerId }),
+    });
+    const admitAll = async (payloads: unknown[]) => {
+      await queueApi(slow, 'handed').produce(payloads.map((payload) => ({ payload })));
+      const records = await slow.records('handed');
+      const log = records.map((r) => ({ sequence: r.sequenceNumber, envelope: r.envelope }));
+      await admission.admit('handed', config, records[0]?.shardId as string, log);
+    };
+    // Two receivers wait; three messages come: two leased to the first, one to the second.
+    const first = signal.wait('handed', signal.seen('handed'), terms('waited-1'), 60_000);
+    const second = signal.wait('handed', signal.seen('handed'), terms('waited-2'), 60_000);
+    await admitAll(['x', 'y', 'z']);
+    const [one, two] = await Promise.all([first, second]);
+    expect(one.leased.map((l) => l.entry.envelope.payload)).toEqual(['x', 'y']);
+    expect(two.leased.map((l) => l.entry.envelope.payload)).toEqual(['z']);
+    ranges.reset();
+    const got = await consumer.receive('handed', config, 2, 30, 'waited-1', one);
+    expect(got.map((m) => m.payload)).toEqual(['x', 'y']);
+    expect(ranges.total()).toBe(0);
+    // The leases are in the range as a lease write leaves them: the receipts ack, nobody else gets them.
+    const start = one.leased[0]?.range.start as string;
+    const stored = await services.ranges.get('handed', one.leased[0]?.range.shard as string, start);
+    expect([0, 1, 2].map((i) => stored?.leases.get(i)?.consumerId)).toEqual([
+      'waited-1',
+      'waited-1',
+      'waited-2',
+    ]);
+    expect(await consumer.receive('handed', config, 10, 30, 'worker-3')).toEqual([]);
+    const acked = await consumer.ack(
+      'handed',
+      config,
+      got.map((m) => ({ receipt: m.receipt, d: signer.verify(m.receipt, 'handed') as Delivery })),
+    );
+    expect([...acked.values()]).toEqual(['acked', 'acked']);
+    // With nobody waiting, what is admitted enters free.
+    await admitAll(['w']);
+    expect((await consumer.receive('handed', config, 10, 30, 'worker-3')).map((m) => m.payload)).toEqual([
+      'w',
+    ]);
   });
 
   it("on an ordered queue leases a key's new head from the handed range without reading the hold areas", async () => {

@@ -440,7 +440,7 @@ describe.each([DYNAMODB])('the lease layer store on %s', () => {
       enqueuedAt: 1,
       segment: { id: start, offset: 0, store: 'ddb' as const },
     };
-    const written = await ranges.create(Q, r, 0, [1, 2]);
+    const written = await ranges.create(Q, r, 0, { finished: [1, 2] });
     const now = Date.now();
     const read = await got(start);
     expect([0, 1, 2].map((i) => entryStatus(read, i, now))).toEqual(['free', 'failed', 'failed']);
@@ -448,6 +448,31 @@ describe.each([DYNAMODB])('the lease layer store on %s', () => {
     expect(written).toEqual(read);
     expect(await ranges.ack(Q, r, [1], now)).toBeUndefined();
     expect(await ranges.ackHeld(Q, r, 1, now)).toBeDefined();
+  });
+
+  it('writes leases for receivers that waited as a lease write would: taken, and acked with them', async () => {
+    next += 1000;
+    const start = String(next);
+    const r = {
+      shard: SHARD,
+      start,
+      last: String(next + 2),
+      count: 3,
+      base: next,
+      enqueuedAt: 1,
+      segment: { id: start, offset: 0, store: 'ddb' as const },
+    };
+    const now = Date.now();
+    const lease = { expiresAt: now + 30_000, deliveredAt: now, consumerId: 'w-waited' };
+    const written = await ranges.create(Q, r, 0, { finished: [2], leases: new Map([[0, lease]]) });
+    const read = await got(start);
+    expect(written).toEqual(read);
+    expect([0, 1, 2].map((i) => entryStatus(read, i, now))).toEqual(['leased', 'free', 'failed']);
+    expect(read.leases.get(0)).toEqual(lease);
+    // Nobody else takes it; the free one beside it is still free.
+    const other = { expiresAt: now + 30_000, deliveredAt: now, consumerId: 'w-other' };
+    expect((await ranges.leaseFree(Q, r, [0, 1], other))?.won).toEqual([1]);
+    expect(await ranges.ack(Q, r, [0], now)).toBeDefined();
   });
 
   it("sequences a key once per record, and leases a held message in the key's own item", async () => {

@@ -2,6 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {
   compareSequence,
+  dealOffers,
   dueRetries,
   entryStatus,
   expiredEntries,
@@ -187,6 +188,41 @@ describe('picking entries to lease', () => {
       [2],
       [],
     ]);
+  });
+
+  it('deals offered entries to waiting receivers in order, each within what it asks and its byte budget', () => {
+    const offers = [0, 1, 2, 3, 4, 5].map((index) => ({ slot: index < 4 ? 0 : 1, index, bytes: 100 }));
+    offers[3] = { slot: 0, index: 3, bytes: 5000 };
+    const dealt = dealOffers(offers, [
+      { wants: 2, maxBytes: 1000 },
+      { wants: 10, maxBytes: 150 },
+      { wants: 10, maxBytes: 10 },
+      { wants: 10, maxBytes: 1000 },
+      { wants: 10, maxBytes: 1000 },
+    ]).map((d) => d.map((o) => o.index));
+    // The second stops at its budget; the third takes one over it (a receive answers one message
+    // whatever its size); the fourth takes the rest; nothing is left for the fifth.
+    expect(dealt).toEqual([[0, 1], [2], [3], [4, 5], []]);
+    fc.assert(
+      fc.property(
+        fc.array(fc.nat(300), { maxLength: 40 }),
+        fc.array(fc.record({ wants: fc.integer({ min: 1, max: 10 }), maxBytes: fc.nat(1000) }), {
+          maxLength: 6,
+        }),
+        (sizes, takers) => {
+          const all = sizes.map((bytes, index) => ({ slot: 0, index, bytes }));
+          const out = dealOffers(all, takers);
+          const flat = out.flat().map((o) => o.index);
+          // In order, none twice, each within its count and (past its first) its budget.
+          expect(flat).toEqual(flat.map((_, i) => i));
+          out.forEach((d, i) => {
+            expect(d.length).toBeLessThanOrEqual(takers[i]?.wants ?? 0);
+            if (d.length > 1)
+              expect(d.reduce((n, o) => n + o.bytes, 0)).toBeLessThanOrEqual(takers[i]?.maxBytes ?? 0);
+          });
+        },
+      ),
+    );
   });
 
   it('starts anywhere in a range, so two receivers of one range take different entries unless they drew the same', () => {
