@@ -23,11 +23,11 @@ describe.each([DYNAMODB])('the lease layer store on %s', () => {
   const Q = 'conf';
   const SHARD = 'shardId-000000000000';
   let next = 1000;
-  /** A fresh range of `count` entries, far from every other test's. */
-  const newRange = async (count = 5) => {
+  /** A range of `count` entries, far from every other test's, not yet written. */
+  const rangeAhead = (count = 5) => {
     next += 1000;
     const start = String(next);
-    const r = {
+    return {
       shard: SHARD,
       start,
       last: String(next + count - 1),
@@ -36,6 +36,10 @@ describe.each([DYNAMODB])('the lease layer store on %s', () => {
       enqueuedAt: 1,
       segment: { id: start, offset: 0, store: 'ddb' as const },
     };
+  };
+  /** A fresh range of `count` entries, written. */
+  const newRange = async (count = 5) => {
+    const r = rangeAhead(count);
     expect(await ranges.create(Q, r, 0)).toBeDefined();
     return r;
   };
@@ -429,17 +433,8 @@ describe.each([DYNAMODB])('the lease layer store on %s', () => {
   });
 
   it('writes the entries admission held as finished from the start: never leased, never acked', async () => {
-    next += 1000;
-    const start = String(next);
-    const r = {
-      shard: SHARD,
-      start,
-      last: String(next + 2),
-      count: 3,
-      base: next,
-      enqueuedAt: 1,
-      segment: { id: start, offset: 0, store: 'ddb' as const },
-    };
+    const r = rangeAhead(3);
+    const { start } = r;
     const written = await ranges.create(Q, r, 0, { finished: [1, 2] });
     const now = Date.now();
     const read = await got(start);
@@ -451,17 +446,8 @@ describe.each([DYNAMODB])('the lease layer store on %s', () => {
   });
 
   it('writes leases for receivers that waited as a lease write would: taken, and acked with them', async () => {
-    next += 1000;
-    const start = String(next);
-    const r = {
-      shard: SHARD,
-      start,
-      last: String(next + 2),
-      count: 3,
-      base: next,
-      enqueuedAt: 1,
-      segment: { id: start, offset: 0, store: 'ddb' as const },
-    };
+    const r = rangeAhead(3);
+    const { start } = r;
     const now = Date.now();
     const lease = { expiresAt: now + 30_000, deliveredAt: now, consumerId: 'w-waited' };
     const written = await ranges.create(Q, r, 0, { finished: [2], leases: new Map([[0, lease]]) });
