@@ -61,7 +61,9 @@ function leaseq(
 
 const lines = (text: string) => text.split('\n').filter((l) => l !== '');
 
-describe('leaseq against a local runtime', () => {
+// Each call starts a process that loads TypeScript through tsx (~1.3 s idle, several times that
+// on a loaded machine), and a test makes a dozen: past vitest's 30 s there.
+describe('leaseq against a local runtime', { timeout: 90_000 }, () => {
   it('send → receive → ack, in JSON', async () => {
     const sent = await leaseq(['send', 'jobs', '{"n":1}', '--id', 'cli-1', '--json']);
     expect(sent.stderr).toBe('');

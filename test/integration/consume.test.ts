@@ -290,13 +290,14 @@ describe('delay and claim-check', () => {
     const produced = Date.now();
     const [server] = await q
       .produce([
-        { message_id: 'd-1', payload: 1, delay_seconds: 2 },
-        { payload: 2, delay_seconds: 2 },
+        { message_id: 'd-1', payload: 1, delay_seconds: 5 },
+        { payload: 2, delay_seconds: 5 },
       ])
       .then((r) => r.slice(1));
+    // Delayed past what the produce and this empty receive take on a loaded machine (2 s seen).
     expect(await q.receive({ wait_seconds: 1 })).toEqual([]);
-    const got = await q.receiveAll(2, 6000);
-    expect(Date.now()).toBeGreaterThanOrEqual(produced + 2000);
+    const got = await q.receiveAll(2, 10_000);
+    expect(Date.now()).toBeGreaterThanOrEqual(produced + 5000);
     // Once each: the delayed entry came back as its next entry only, whoever read the log meanwhile.
     got.push(...(await q.receive({ max_messages: 10, wait_seconds: 1 })));
     expect(got.map((m) => m.message_id).sort()).toEqual(['d-1', server?.message_id].sort());

@@ -33,6 +33,8 @@ beforeAll(async () => {
     undefined,
     { sweepIntervalMs: 100, idlePollMs: 60_000, wakePollers: false },
   );
+  // Dispatch's first read of each shard is over before the tests produce (or it might admit `stuck`).
+  await t.runtime.eventSource.drained(15_000);
 });
 afterAll(async () => {
   await t?.close();

@@ -23,7 +23,8 @@ beforeAll(async () => {
       lost: { shards: 1, fast_admission: 'off' },
       gap: { shards: 1, window_size: 6, lease_seconds: 60 },
       gapkeyed: { shards: 1, window_size: 6, lease_seconds: 60, ordered: true },
-      waits: { shards: 1, backoff_seconds: [1] },
+      // Due after the checks that it waits (three requests; 1 s was close on a loaded machine).
+      waits: { shards: 1, backoff_seconds: [3] },
       waitgap: { shards: 1, window_size: 6, lease_seconds: 20 },
     },
   });

@@ -13,7 +13,9 @@ beforeAll(async () => {
   t = await startTestRuntime({
     tenant: 'ordering',
     queues: {
-      ord: { ordered: true, shards: 2, lease_seconds: 5, backoff_seconds: [0], max_attempts: 20 },
+      // A lease as long as the default: settles under load come seconds after the receive, and
+      // the test never waits for a lease to end.
+      ord: { ordered: true, shards: 2, lease_seconds: 30, backoff_seconds: [0], max_attempts: 20 },
       poison: { ordered: true, shards: 1, backoff_seconds: [0], max_attempts: 2 },
       park: { ordered: true, shards: 1, backoff_seconds: [0], max_attempts: 3 },
       deep: { ordered: true, shards: 1, backoff_seconds: [0], max_attempts: 3 },
@@ -184,7 +186,8 @@ async function firstHeld(
 describe('a key with messages waiting behind its head', () => {
   it('holds its later messages behind one produced with a delay (defect 4)', async () => {
     const q = queueApi(t, 'held');
-    await q.produce([{ message_id: 'dl-0', key: 'late', payload: 0, delay_seconds: 2 }]);
+    // Delayed past what the steps before the empty receive take on a loaded machine (2-4 s seen).
+    await q.produce([{ message_id: 'dl-0', key: 'late', payload: 0, delay_seconds: 6 }]);
     await q.produce([
       { message_id: 'dl-1', key: 'late', payload: 1 },
       { message_id: 'dl-other', key: 'other', payload: 0 },

@@ -549,7 +549,14 @@ describe('fuzz', () => {
           expect(status, `${action} ${text.slice(0, 200)}`).toBeLessThan(500);
         },
       ),
-      { numRuns: 150 },
+      // One input each that must succeed and must be refused, whatever the random ones are.
+      {
+        numRuns: 150,
+        examples: [
+          ['ListQueues', '{}'],
+          ['GetQueueUrl', '{}'],
+        ],
+      },
     );
     // Signed well enough to reach the actions: some succeed, the rest are refused as input.
     expect(statuses).toContain(200);
