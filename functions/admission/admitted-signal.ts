@@ -40,7 +40,7 @@ export interface Reservation {
     written: readonly (Range | undefined)[],
     entryOf: (slot: number, index: number) => SegmentEntry,
   ): void;
-  /** Entries leased for receivers. */
+  /** Entries given to receivers (leased where their range was written). */
   readonly count: number;
 }
 
