@@ -14,7 +14,7 @@ import type {
 import { sleep } from '../core/async.js';
 import type { QueueConfig } from '../core/config.js';
 import { InvalidRequestError, StaleReceiptError } from '../core/errors.js';
-import { leaseExpiry, maxLeaseExpiry } from '../core/lease.js';
+import { leaseExpiry, maxLeaseExpiry, receiveLease } from '../core/lease.js';
 import type { Delivery, ReceiptSigner } from '../core/receipt.js';
 import type { Counters } from '../store/counters.js';
 import type { PollCancels } from '../store/poll-cancels.js';
@@ -81,11 +81,7 @@ export class Consumer {
     const terms: LeaseTerms = {
       wants: req.max_messages,
       maxBytes: RECEIVE_MAX_BYTES,
-      lease: (now) => ({
-        deliveredAt: now,
-        expiresAt: leaseExpiry(config, now, now, leaseSeconds),
-        consumerId,
-      }),
+      lease: (now) => receiveLease(config, now, leaseSeconds, consumerId),
     };
     for (let pause = first; ; pause = Math.min(POLL_MAX_MS, pause * 2)) {
       // Paused: the long poll waits it out, looking again as often as a pause is read. What was

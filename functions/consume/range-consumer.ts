@@ -4,7 +4,7 @@ import type { ClaimStore } from '../claims/claims.js';
 import { mapLimit } from '../core/async.js';
 import { type QueueConfig, streamName } from '../core/config.js';
 import { messageView, payloadBytes } from '../core/envelope.js';
-import { leaseExpiry } from '../core/lease.js';
+import { leaseExpiry, receiveLease } from '../core/lease.js';
 import {
   entryStatus,
   type Lease,
@@ -60,8 +60,6 @@ const RANGES_PER_LOOK = 8;
  * 6 MB, and JSON escaping and the envelope add to it); one message is always delivered.
  */
 export const RECEIVE_MAX_BYTES = 4 * 1024 * 1024;
-
-type Leased = LeasedEntry;
 
 export class RangeConsumer {
   /** Per shard, the lowest range where this instance last saw a free entry: none is below it, ever. */
@@ -126,7 +124,7 @@ export class RangeConsumer {
     want: number,
     leaseSeconds: number,
     consumerId: string,
-  ): Promise<Leased[]> {
+  ): Promise<LeasedEntry[]> {
     const shards = await this.deps.shards.shards(streamName(this.deps.tenant, queue));
     const perShard = await Promise.all(shards.map((shard) => this.readFrom(queue, shard)));
     return this.leaseFrom(queue, config, pickEntries(perShard.flat(), want), leaseSeconds, consumerId, false);
@@ -143,12 +141,12 @@ export class RangeConsumer {
     leaseSeconds: number,
     consumerId: string,
     justWritten: boolean,
-  ): Promise<Leased[]> {
+  ): Promise<LeasedEntry[]> {
     const [first, ...rest] = await this.withinBytes(queue, picks);
     if (!first) return [];
     const leaseOne = async ({ pick, entries }: { pick: Pick; entries: Map<number, SegmentEntry> }) => {
       const now = this.now();
-      const lease = { deliveredAt: now, expiresAt: leaseExpiry(config, now, now, leaseSeconds), consumerId };
+      const lease = receiveLease(config, now, leaseSeconds, consumerId);
       // Contended: a consistent read first finds most of what was taken since the look for a read
       // unit, where the write would fail for a write unit (and of a partition's scarcer budget).
       const contended = !justWritten && (this.contendedUntil.get(queue) ?? 0) > now;
@@ -259,7 +257,7 @@ export class RangeConsumer {
     return delivered;
   }
 
-  private async deliver(queue: string, leased: readonly Leased[]): Promise<DeliveredMessage[]> {
+  private async deliver(queue: string, leased: readonly LeasedEntry[]): Promise<DeliveredMessage[]> {
     const signer = await this.deps.signer();
     const redelivered = leased.filter((l) => l.entry.envelope.attempt > 1).length;
     const [delivered] = await Promise.all([

@@ -15,3 +15,13 @@ export function leaseExpiry(
 ): number {
   return Math.min(now + seconds * 1000, maxLeaseExpiry(config, deliveredAt));
 }
+
+/** The lease a receive takes at `now`: delivered then, for `seconds`, held by `consumerId`. */
+export function receiveLease(
+  config: Pick<QueueConfig, 'max_lease_seconds'>,
+  now: number,
+  seconds: number,
+  consumerId: string,
+): { deliveredAt: number; expiresAt: number; consumerId: string } {
+  return { deliveredAt: now, expiresAt: leaseExpiry(config, now, now, seconds), consumerId };
+}

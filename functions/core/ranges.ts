@@ -286,16 +286,20 @@ export function pickEntries(
  * i-th (fewer when they run out): disjoint picks, so none of them writes for another's entries.
  */
 export function shareEntries(ranges: readonly Range[], wants: readonly number[]): Pick[][] {
-  const free = ranges.flatMap((range) => freeEntries(range).map((index) => ({ range, index })));
-  let at = 0;
-  return wants.map((want) => {
+  const free = ranges.flatMap((range, slot) =>
+    freeEntries(range).map((index) => ({ slot, index, bytes: 0 })),
+  );
+  return dealOffers(
+    free,
+    wants.map((want) => ({ wants: want, maxBytes: Number.POSITIVE_INFINITY })),
+  ).map((dealt) => {
     const share: Pick[] = [];
-    for (const { range, index } of free.slice(at, at + Math.max(0, want))) {
+    for (const { slot, index } of dealt) {
+      const range = ranges[slot] as Range;
       const last = share.at(-1);
-      if (last?.range === range) last.indexes.push(index);
+      if (last && last.range === range) last.indexes.push(index);
       else share.push({ range, indexes: [index] });
     }
-    at += Math.max(0, want);
     return share;
   });
 }
