@@ -127,11 +127,7 @@ export async function runBacklog(options: BacklogOptions): Promise<BacklogReport
   try {
     runtime = await startBenchRuntime(tenant, dataDir, ADMIN_KEY, options.dynamodb);
     const probe = new CostProbe();
-    for (const client of [
-      runtime.clients.dynamodb,
-      runtime.clients.kinesis,
-      await runtime.clients.s3.client(),
-    ])
+    for (const client of [runtime.clients.doc, runtime.clients.kinesis, await runtime.clients.s3.client()])
       probe.attach(client);
     const started = performance.now();
     const memory = () => memorySince(started);

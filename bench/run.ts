@@ -222,7 +222,7 @@ async function measure(
   const admin: Endpoint = { url: runtime.url, key: runtime.adminKey };
   const { meter } = runtime.clients;
   const probe = new CostProbe();
-  for (const client of [runtime.clients.dynamodb, runtime.clients.kinesis, await runtime.clients.s3.client()])
+  for (const client of [runtime.clients.doc, runtime.clients.kinesis, await runtime.clients.s3.client()])
     probe.attach(client);
 
   // The sweep's first pass also computes every queue's gauges (once a minute after that): not the idle rate.

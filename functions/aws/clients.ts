@@ -1,8 +1,7 @@
-import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { KinesisClient } from '@aws-sdk/client-kinesis';
-import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { NodeHttpHandler } from '@smithy/node-http-handler';
+import { createDocumentClient, type DocumentClient } from './dynamodb.js';
 import type { FaultInjector } from './faults.js';
+import { createKinesisClient, type KinesisClient } from './kinesis.js';
 import { RequestMeter } from './meter.js';
 import { S3Objects } from './s3-objects.js';
 import type { SdkClient } from './sdk-client.js';
@@ -17,8 +16,8 @@ export interface ClientOptions {
 }
 
 export interface AwsClients {
-  dynamodb: DynamoDBClient;
-  doc: DynamoDBDocumentClient;
+  /** DynamoDB with native values (aws/dynamodb.ts). */
+  doc: DocumentClient;
   kinesis: KinesisClient;
   /** Loaded on first use (aws/s3-objects.ts). */
   s3: S3Objects;
@@ -26,7 +25,8 @@ export interface AwsClients {
   destroy(): void;
 }
 
-const LOCAL_CREDENTIALS = { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' };
+/** s3rver takes only this access key id; dynalite and kinesalite take any. */
+export const LOCAL_CREDENTIALS = { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' };
 
 export function createClients(options: ClientOptions): AwsClients {
   const local = options.endpoints;
@@ -37,12 +37,12 @@ export function createClients(options: ClientOptions): AwsClients {
   };
   // kinesalite fails the SDK's default HTTP/2 handler; HTTP/1.1 keep-alive is also what Lambda uses.
   const requestHandler = new NodeHttpHandler({ connectionTimeout: 3000, requestTimeout: 10_000 });
-  const dynamodb = new DynamoDBClient({
+  const doc = createDocumentClient({
     ...common,
     requestHandler,
     ...(local ? { endpoint: local.dynamodb } : {}),
   });
-  const kinesis = new KinesisClient({
+  const kinesis = createKinesisClient({
     ...common,
     requestHandler,
     ...(local ? { endpoint: local.kinesis } : {}),
@@ -68,19 +68,15 @@ export function createClients(options: ClientOptions): AwsClients {
     },
     hook,
   );
-  for (const client of [dynamodb, kinesis]) hook(client);
-  const doc = DynamoDBDocumentClient.from(dynamodb, {
-    marshallOptions: { removeUndefinedValues: true },
-  });
+  for (const client of [doc, kinesis]) hook(client);
   return {
-    dynamodb,
     doc,
     kinesis,
     s3,
     meter,
     destroy() {
-      dynamodb.destroy();
-      kinesis.destroy();
+      // One HTTP handler serves all three clients.
+      requestHandler.destroy();
       s3.destroy();
     },
   };

@@ -1,6 +1,5 @@
-import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import type { KinesisClient } from '@aws-sdk/client-kinesis';
 import type { S3Client } from '@aws-sdk/client-s3';
+import type { AwsJsonClient } from './aws-json.js';
 
 /**
  * The part of an SDK v3 client that meters and fault injection hook into: its smithy
@@ -28,7 +27,8 @@ export interface MiddlewareStackLike {
   ): void;
 }
 
-export type SdkClient = DynamoDBClient | KinesisClient | S3Client;
+/** The lean JSON clients (DynamoDB, Kinesis) and the SDK's S3 client share this hook. */
+export type SdkClient = AwsJsonClient | S3Client;
 
 /** The clients' overloaded `add` signatures do not unify across clients; one cast here serves all. */
 export function stackOf(client: SdkClient): MiddlewareStackLike {

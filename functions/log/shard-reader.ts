@@ -1,4 +1,4 @@
-import { GetRecordsCommand, GetShardIteratorCommand, type KinesisClient } from '@aws-sdk/client-kinesis';
+import { GetRecordsCommand, GetShardIteratorCommand, type KinesisClient } from '../aws/kinesis.js';
 
 /**
  * Reads a shard of the log from a position onward: produce's fast admission (what was appended

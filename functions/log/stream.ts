@@ -1,10 +1,5 @@
-import {
-  type KinesisClient,
-  ListShardsCommand,
-  PutRecordsCommand,
-  type PutRecordsCommandOutput,
-  type PutRecordsRequestEntry,
-} from '@aws-sdk/client-kinesis';
+import type { PutRecordsCommandOutput, PutRecordsRequestEntry } from '@aws-sdk/client-kinesis';
+import { type KinesisClient, ListShardsCommand, PutRecordsCommand } from '../aws/kinesis.js';
 import { sleep } from '../core/async.js';
 
 /**

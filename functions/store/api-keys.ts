@@ -1,10 +1,4 @@
-import {
-  type DynamoDBDocumentClient,
-  GetCommand,
-  PutCommand,
-  QueryCommand,
-  UpdateCommand,
-} from '@aws-sdk/lib-dynamodb';
+import { type DocumentClient, GetCommand, PutCommand, QueryCommand, UpdateCommand } from '../aws/dynamodb.js';
 import type { KeyLimits } from '../core/auth.js';
 import { buildKeyCondition, buildUpdate } from './expression.js';
 import { API_KEYS_PK, apiKeyHashKey } from './keys.js';
@@ -27,7 +21,7 @@ export interface StoredApiKey {
 
 export class ApiKeyStore {
   constructor(
-    private readonly doc: DynamoDBDocumentClient,
+    private readonly doc: DocumentClient,
     private readonly table: string,
   ) {}
 

@@ -1,4 +1,4 @@
-import { type DynamoDBDocumentClient, PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
+import { type DocumentClient, PutCommand, QueryCommand } from '../aws/dynamodb.js';
 import { namespaceParts } from '../core/config.js';
 import { newMessageId } from '../core/ids.js';
 import { buildKeyCondition } from './expression.js';
@@ -30,7 +30,7 @@ export interface AuditEntry {
 
 export class AuditTrail {
   constructor(
-    private readonly doc: DynamoDBDocumentClient,
+    private readonly doc: DocumentClient,
     private readonly table: string,
   ) {}
 

@@ -1,4 +1,4 @@
-import { type DynamoDBDocumentClient, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { type DocumentClient, UpdateCommand } from '../aws/dynamodb.js';
 import { buildUpdate } from './expression.js';
 import type { ItemKey } from './keys.js';
 
@@ -18,7 +18,7 @@ export class BufferedAdds {
   private flushing: Promise<void> | undefined;
 
   constructor(
-    private readonly doc: DynamoDBDocumentClient,
+    private readonly doc: DocumentClient,
     private readonly table: string,
     private readonly intervalMs = 1000,
     private readonly now: () => number = Date.now,

@@ -1,11 +1,11 @@
-import { type DynamoDBDocumentClient, GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
+import { type DocumentClient, GetCommand, PutCommand } from '../aws/dynamodb.js';
 import type { CommitMarks as Marks } from '../core/commit-stall.js';
 import { commitMarksKey } from './keys.js';
 
 /** Each shard's commit point as the sweep last saw it (core/commit-stall.ts): one item per namespace. */
 export class CommitMarks {
   constructor(
-    private readonly doc: DynamoDBDocumentClient,
+    private readonly doc: DocumentClient,
     private readonly table: string,
   ) {}
 

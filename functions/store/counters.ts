@@ -1,4 +1,4 @@
-import { BatchGetCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { BatchGetCommand, type DocumentClient } from '../aws/dynamodb.js';
 import type { BufferedAdds } from './buffered-adds.js';
 import { STATS_SHARDS, statsKey, storageKey } from './keys.js';
 import { retryUnprocessed } from './util.js';
@@ -31,7 +31,7 @@ export class Counters {
   private readonly slot = Math.floor(Math.random() * STATS_SHARDS);
 
   constructor(
-    private readonly doc: DynamoDBDocumentClient,
+    private readonly doc: DocumentClient,
     private readonly table: string,
     private readonly buffer: BufferedAdds,
   ) {}

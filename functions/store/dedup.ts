@@ -1,4 +1,4 @@
-import { BatchGetCommand, type DynamoDBDocumentClient, GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
+import { BatchGetCommand, type DocumentClient, GetCommand, PutCommand } from '../aws/dynamodb.js';
 import { mapLimit, sleep } from '../core/async.js';
 import { dedupKey, TTL_ATTRIBUTE } from './keys.js';
 import { isConditionFailed, retryUnprocessed } from './util.js';
@@ -22,7 +22,7 @@ const MARKING_WAIT_MS = 100;
 
 export class DedupStore {
   constructor(
-    private readonly doc: DynamoDBDocumentClient,
+    private readonly doc: DocumentClient,
     private readonly table: string,
   ) {}
 

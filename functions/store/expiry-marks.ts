@@ -1,10 +1,10 @@
-import { type DynamoDBDocumentClient, GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
+import { type DocumentClient, GetCommand, PutCommand } from '../aws/dynamodb.js';
 import { expiryMarkKey } from './keys.js';
 
 /** Per shard, the last record the expiry watch counted (sweep/expiry-watch.ts): each is counted once. */
 export class ExpiryMarks {
   constructor(
-    private readonly doc: DynamoDBDocumentClient,
+    private readonly doc: DocumentClient,
     private readonly table: string,
   ) {}
 

@@ -1,10 +1,4 @@
-import {
-  type DynamoDBDocumentClient,
-  GetCommand,
-  PutCommand,
-  QueryCommand,
-  UpdateCommand,
-} from '@aws-sdk/lib-dynamodb';
+import { type DocumentClient, GetCommand, PutCommand, QueryCommand, UpdateCommand } from '../aws/dynamodb.js';
 import { NotFoundError } from '../core/errors.js';
 import { buildKeyCondition, buildUpdate } from './expression.js';
 import { GSI1, type ItemKey } from './keys.js';
@@ -33,7 +27,7 @@ export interface JobKind<J extends Job> {
 
 export class JobStore<J extends Job> {
   constructor(
-    private readonly doc: DynamoDBDocumentClient,
+    private readonly doc: DocumentClient,
     private readonly table: string,
     private readonly kind: JobKind<J>,
   ) {}

@@ -1,11 +1,11 @@
 import {
   DeleteCommand,
-  type DynamoDBDocumentClient,
+  type DocumentClient,
   PutCommand,
   paginateQuery,
   QueryCommand,
   UpdateCommand,
-} from '@aws-sdk/lib-dynamodb';
+} from '../aws/dynamodb.js';
 import { mapLimit } from '../core/async.js';
 import type { Envelope } from '../core/envelope.js';
 import { keyHoldKey, keyHoldPk, keyHoldsMarkerKey, keyHoldsMarkerPk, TTL_ATTRIBUTE } from './keys.js';
@@ -46,7 +46,7 @@ type Item = Record<string, unknown>;
 
 export class KeyHolds {
   constructor(
-    private readonly doc: DynamoDBDocumentClient,
+    private readonly doc: DocumentClient,
     private readonly table: string,
   ) {}
 
@@ -169,14 +169,11 @@ export class KeyHolds {
   /** Keys with held messages on a shard (their markers). */
   async marked(queue: string, shard: string): Promise<HoldMarker[]> {
     const markers: HoldMarker[] = [];
-    const pages = paginateQuery(
-      { client: this.doc },
-      {
-        TableName: this.table,
-        KeyConditionExpression: 'pk = :pk',
-        ExpressionAttributeValues: { ':pk': keyHoldsMarkerPk(queue, shard) },
-      },
-    );
+    const pages = paginateQuery(this.doc, {
+      TableName: this.table,
+      KeyConditionExpression: 'pk = :pk',
+      ExpressionAttributeValues: { ':pk': keyHoldsMarkerPk(queue, shard) },
+    });
     for await (const page of pages)
       for (const item of page.Items ?? [])
         markers.push({

@@ -1,9 +1,4 @@
-import {
-  BatchGetCommand,
-  type DynamoDBDocumentClient,
-  QueryCommand,
-  UpdateCommand,
-} from '@aws-sdk/lib-dynamodb';
+import { BatchGetCommand, type DocumentClient, QueryCommand, UpdateCommand } from '../aws/dynamodb.js';
 import { buildKeyCondition, buildUpdate, Raw } from './expression.js';
 import { GSI1, gsi, keyStateKey, timeSortKey } from './keys.js';
 import { isConditionFailed, retryUnprocessed } from './util.js';
@@ -84,7 +79,7 @@ export interface SequencedKey {
 
 export class KeyStates {
   constructor(
-    private readonly doc: DynamoDBDocumentClient,
+    private readonly doc: DocumentClient,
     private readonly table: string,
   ) {}
 

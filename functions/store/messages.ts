@@ -1,12 +1,12 @@
 import {
   BatchGetCommand,
   DeleteCommand,
-  type DynamoDBDocumentClient,
+  type DocumentClient,
   GetCommand,
   PutCommand,
   QueryCommand,
   UpdateCommand,
-} from '@aws-sdk/lib-dynamodb';
+} from '../aws/dynamodb.js';
 import { type Envelope, payloadBytes } from '../core/envelope.js';
 import type { FailureReason } from '../core/retry-policy.js';
 import { buildKeyCondition, buildUpdate, Raw, type UpdateSpec } from './expression.js';
@@ -107,7 +107,7 @@ const INLINE_BODY_BYTES = 512;
 
 export class MessageStore {
   constructor(
-    private readonly doc: DynamoDBDocumentClient,
+    private readonly doc: DocumentClient,
     readonly table: string,
   ) {}
 

@@ -1,4 +1,4 @@
-import { type DynamoDBDocumentClient, GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
+import { type DocumentClient, GetCommand, PutCommand } from '../aws/dynamodb.js';
 import { pollCancelKey, TTL_ATTRIBUTE } from './keys.js';
 
 /**
@@ -12,7 +12,7 @@ const KEEP_SECONDS = 60;
 
 export class PollCancels {
   constructor(
-    private readonly doc: DynamoDBDocumentClient,
+    private readonly doc: DocumentClient,
     private readonly table: string,
   ) {}
 

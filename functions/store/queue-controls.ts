@@ -1,4 +1,4 @@
-import { type DynamoDBDocumentClient, GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { type DocumentClient, GetCommand, UpdateCommand } from '../aws/dynamodb.js';
 import { buildUpdate } from './expression.js';
 import { queueControlsKey } from './keys.js';
 import { isConditionFailed } from './util.js';
@@ -32,7 +32,7 @@ export class QueueControls {
   private readonly seen = new Map<string, { controls: Controls; until: number }>();
 
   constructor(
-    private readonly doc: DynamoDBDocumentClient,
+    private readonly doc: DocumentClient,
     private readonly table: string,
     private readonly now: () => number = Date.now,
   ) {}

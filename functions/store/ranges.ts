@@ -1,11 +1,5 @@
-import {
-  type DynamoDBDocumentClient,
-  GetCommand,
-  PutCommand,
-  type PutCommandInput,
-  QueryCommand,
-  UpdateCommand,
-} from '@aws-sdk/lib-dynamodb';
+import type { PutCommandInput } from '@aws-sdk/lib-dynamodb';
+import { type DocumentClient, GetCommand, PutCommand, QueryCommand, UpdateCommand } from '../aws/dynamodb.js';
 import { consumerTag, type Lease, type Range, type Retrying, withLeases } from '../core/ranges.js';
 import { rangeCursorKey, rangesPk, seqSortKey, TTL_ATTRIBUTE } from './keys.js';
 import { isConditionFailed } from './util.js';
@@ -42,7 +36,7 @@ type Item = Record<string, unknown>;
 
 export class RangeStore {
   constructor(
-    private readonly doc: DynamoDBDocumentClient,
+    private readonly doc: DocumentClient,
     private readonly table: string,
   ) {}
 
@@ -529,11 +523,11 @@ export class RangeStore {
   }
 
   /** The command's answer, or undefined when its condition failed. */
-  private async conditional<T extends PutCommand | UpdateCommand>(
-    command: T,
+  private async conditional(
+    command: InstanceType<typeof PutCommand> | InstanceType<typeof UpdateCommand>,
   ): Promise<{ Attributes?: Item } | undefined> {
     try {
-      return (await this.doc.send(command as UpdateCommand)) as { Attributes?: Item };
+      return await this.doc.send<object, { Attributes?: Item }>(command);
     } catch (err) {
       if (isConditionFailed(err)) return undefined;
       throw err;

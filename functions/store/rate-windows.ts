@@ -1,4 +1,4 @@
-import { type DynamoDBDocumentClient, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { type DocumentClient, UpdateCommand } from '../aws/dynamodb.js';
 import { buildUpdate } from './expression.js';
 import { TTL_ATTRIBUTE } from './keys.js';
 
@@ -8,7 +8,7 @@ import { TTL_ATTRIBUTE } from './keys.js';
  */
 export class RateWindows {
   constructor(
-    private readonly doc: DynamoDBDocumentClient,
+    private readonly doc: DocumentClient,
     private readonly table: string,
   ) {}
 

@@ -1,4 +1,4 @@
-import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import type { DocumentClient } from '../aws/dynamodb.js';
 import type { RedriveFilterSpec } from '../core/redrive-policy.js';
 import { type Job, JobStore } from './jobs.js';
 import { gsi, redriveKey } from './keys.js';
@@ -24,7 +24,7 @@ export interface RedriveJob extends Job {
 
 export type RedriveJobs = JobStore<RedriveJob>;
 
-export function redriveJobs(doc: DynamoDBDocumentClient, table: string): RedriveJobs {
+export function redriveJobs(doc: DocumentClient, table: string): RedriveJobs {
   return new JobStore<RedriveJob>(doc, table, {
     noun: 'redrive',
     key: redriveKey,

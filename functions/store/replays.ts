@@ -1,4 +1,4 @@
-import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import type { DocumentClient } from '../aws/dynamodb.js';
 import type { ReplayFilterSpec } from '../core/replay-policy.js';
 import { type Job, JobStore } from './jobs.js';
 import { gsi, replayKey } from './keys.js';
@@ -29,7 +29,7 @@ export interface ReplayJob extends Job {
 
 export type ReplayJobs = JobStore<ReplayJob>;
 
-export function replayJobs(doc: DynamoDBDocumentClient, table: string): ReplayJobs {
+export function replayJobs(doc: DocumentClient, table: string): ReplayJobs {
   return new JobStore<ReplayJob>(doc, table, {
     noun: 'replay',
     key: replayKey,

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { type DynamoDBDocumentClient, GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
+import { type DocumentClient, GetCommand, PutCommand } from '../aws/dynamodb.js';
 import { RECEIPT_SECRET_KEY } from './keys.js';
 import { isConditionFailed } from './util.js';
 
@@ -8,7 +8,7 @@ import { isConditionFailed } from './util.js';
  * function needs it first (a conditional put decides the race), read once per instance.
  * Whoever can read the table can also change its state, so it adds no exposure.
  */
-export async function loadReceiptSecret(doc: DynamoDBDocumentClient, table: string): Promise<Buffer> {
+export async function loadReceiptSecret(doc: DocumentClient, table: string): Promise<Buffer> {
   const read = async () =>
     (await doc.send(new GetCommand({ TableName: table, Key: RECEIPT_SECRET_KEY, ConsistentRead: true })))
       .Item;

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { type DynamoDBDocumentClient, GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
+import { type DocumentClient, GetCommand, PutCommand } from '../aws/dynamodb.js';
 import type { S3Objects } from '../aws/s3-objects.js';
 import type { Envelope } from '../core/envelope.js';
 import type { Range, SegmentRef } from '../core/ranges.js';
@@ -27,7 +27,7 @@ export class SegmentStore {
   private cached = 0;
 
   constructor(
-    private readonly doc: DynamoDBDocumentClient,
+    private readonly doc: DocumentClient,
     private readonly s3: S3Objects,
     private readonly table: string,
     private readonly bucket: string,

@@ -1,10 +1,4 @@
-import {
-  DeleteCommand,
-  type DynamoDBDocumentClient,
-  GetCommand,
-  PutCommand,
-  QueryCommand,
-} from '@aws-sdk/lib-dynamodb';
+import { DeleteCommand, type DocumentClient, GetCommand, PutCommand, QueryCommand } from '../aws/dynamodb.js';
 import { buildKeyCondition } from './expression.js';
 import { SQS_CREDENTIALS_PK, sqsCredentialsKey } from './keys.js';
 import { isConditionFailed } from './util.js';
@@ -33,7 +27,7 @@ export interface StoredSqsCredentials {
 
 export class SqsCredentialStore {
   constructor(
-    private readonly doc: DynamoDBDocumentClient,
+    private readonly doc: DocumentClient,
     private readonly table: string,
   ) {}
 

@@ -1,4 +1,4 @@
-import { DeleteCommand, type DynamoDBDocumentClient, GetCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
+import { DeleteCommand, type DocumentClient, GetCommand, QueryCommand } from '../aws/dynamodb.js';
 import { namespaceParts, type QueueConfig } from '../core/config.js';
 import type { BufferedAdds } from './buffered-adds.js';
 import { buildKeyCondition } from './expression.js';
@@ -21,7 +21,7 @@ const HOUR_MS = 3_600_000;
 
 export class StorageMeter {
   constructor(
-    private readonly doc: DynamoDBDocumentClient,
+    private readonly doc: DocumentClient,
     private readonly table: string,
     private readonly buffer: BufferedAdds,
   ) {}

@@ -1,4 +1,4 @@
-import { type DynamoDBDocumentClient, GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { type DocumentClient, GetCommand, UpdateCommand } from '../aws/dynamodb.js';
 import type { TotalsSample } from '../core/drain.js';
 import { totalsSampleKey } from './keys.js';
 
@@ -9,7 +9,7 @@ import { totalsSampleKey } from './keys.js';
  */
 export class TotalsSamples {
   constructor(
-    private readonly doc: DynamoDBDocumentClient,
+    private readonly doc: DocumentClient,
     private readonly table: string,
   ) {}
 

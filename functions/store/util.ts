@@ -1,4 +1,5 @@
-import { type DynamoDBDocumentClient, paginateQuery, type QueryCommandInput } from '@aws-sdk/lib-dynamodb';
+import type { QueryCommandInput } from '@aws-sdk/lib-dynamodb';
+import { type DocumentClient, paginateQuery } from '../aws/dynamodb.js';
 import { sleep } from '../core/async.js';
 
 /** Small helpers shared by the DynamoDB adapters. */
@@ -26,9 +27,8 @@ export async function retryUnprocessed<T>(
 }
 
 /** How many items a query matches, over all its pages (the SDK's paginator). */
-export async function countAll(doc: DynamoDBDocumentClient, input: QueryCommandInput): Promise<number> {
+export async function countAll(doc: DocumentClient, input: QueryCommandInput): Promise<number> {
   let total = 0;
-  for await (const page of paginateQuery({ client: doc }, { ...input, Select: 'COUNT' }))
-    total += page.Count ?? 0;
+  for await (const page of paginateQuery(doc, { ...input, Select: 'COUNT' })) total += page.Count ?? 0;
   return total;
 }

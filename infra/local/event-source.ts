@@ -1,16 +1,16 @@
-import {
-  type _Record,
-  GetRecordsCommand,
-  GetShardIteratorCommand,
-  type KinesisClient,
-  ListShardsCommand,
-} from '@aws-sdk/client-kinesis';
+import type { _Record } from '@aws-sdk/client-kinesis';
 import type {
   Context,
   KinesisStreamBatchResponse,
   KinesisStreamEvent,
   KinesisStreamRecord,
 } from 'aws-lambda';
+import {
+  GetRecordsCommand,
+  GetShardIteratorCommand,
+  type KinesisClient,
+  ListShardsCommand,
+} from '../../functions/aws/kinesis.js';
 import { CheckpointStore } from './checkpoints.js';
 import { lambdaContext } from './lambda-context.js';
 

@@ -1,5 +1,5 @@
-import { DeleteCommand, PutCommand, ScanCommand } from '@aws-sdk/lib-dynamodb';
 import type { AwsClients } from '../../functions/aws/clients.js';
+import { DeleteCommand, PutCommand, ScanCommand } from '../../functions/aws/dynamodb.js';
 import { GSI1 } from '../../functions/store/keys.js';
 
 /**

@@ -14,6 +14,7 @@ import { CreateBucketCommand, HeadBucketCommand } from '@aws-sdk/client-s3';
 import type { AwsClients } from '../../functions/aws/clients.js';
 import { streamName, type TenantConfig } from '../../functions/core/config.js';
 import { GSI1, TTL_ATTRIBUTE } from '../../functions/store/keys.js';
+import type { AdminClients } from './admin-clients.js';
 
 /**
  * Creates locally what the tenant stack creates on AWS, and leaves what already exists as
@@ -24,6 +25,7 @@ import { GSI1, TTL_ATTRIBUTE } from '../../functions/store/keys.js';
  */
 export async function ensureResources(
   clients: AwsClients,
+  admin: AdminClients,
   tenant: TenantConfig,
   names: {
     table: string;
@@ -33,10 +35,10 @@ export async function ensureResources(
   },
 ): Promise<void> {
   await Promise.all([
-    ensureTable(clients, names.table, names.ttl),
+    ensureTable(admin, names.table, names.ttl),
     ensureBucket(clients, names.bucket),
     ...Object.entries(tenant.queues).map(([queue, q]) =>
-      ensureStream(clients, streamName(tenant.tenant, queue), q.shards, q.retention_hours),
+      ensureStream(admin, streamName(tenant.tenant, queue), q.shards, q.retention_hours),
     ),
   ]);
 }
@@ -47,7 +49,7 @@ export async function ensureResources(
  */
 const ACTIVE_WAIT = { minDelay: 0.05, maxDelay: 1, maxWaitTime: 120 };
 
-async function ensureTable(clients: AwsClients, table: string, ttl: boolean): Promise<void> {
+async function ensureTable(clients: AdminClients, table: string, ttl: boolean): Promise<void> {
   const existed = await exists(() => clients.dynamodb.send(new DescribeTableCommand({ TableName: table })));
   if (!existed) await createTable(clients, table);
   await waitUntilTableExists({ client: clients.dynamodb, ...ACTIVE_WAIT }, { TableName: table });
@@ -61,7 +63,7 @@ async function ensureTable(clients: AwsClients, table: string, ttl: boolean): Pr
 }
 
 /** The table as the stack defines it (tests create it as "someone else" too). */
-export async function createTable(clients: AwsClients, table: string): Promise<void> {
+export async function createTable(clients: AdminClients, table: string): Promise<void> {
   await clients.dynamodb.send(
     new CreateTableCommand({
       TableName: table,
@@ -100,7 +102,7 @@ async function ensureBucket(clients: AwsClients, bucket: string): Promise<void> 
 }
 
 async function ensureStream(
-  clients: AwsClients,
+  clients: AdminClients,
   stream: string,
   shards: number,
   retentionHours: number,

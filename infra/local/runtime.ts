@@ -24,6 +24,7 @@ import { SERVICE } from '../../functions/observability/metrics.js';
 import { SqsCredentialStore } from '../../functions/store/sqs-credentials.js';
 import { createSweepHandler } from '../../functions/sweep/app.js';
 import { localConsoleAssets } from '../console-assets.js';
+import { createAdminClients } from './admin-clients.js';
 import { consumerMappings } from './consumers.js';
 import { type DynamoDbEmulator, startEmulators } from './emulators.js';
 import { type EventSource, startEventSource } from './event-source.js';
@@ -108,12 +109,13 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
     faults: options.faults,
   });
   try {
-    await ensureResources(clients, options.tenant, {
+    const admin = createAdminClients(emulators.endpoints, config.region);
+    await ensureResources(clients, admin, options.tenant, {
       table: config.tableName,
       bucket: config.bucketName,
       // dynalite has no TTL; DynamoDB Local deletes expired items within seconds (AWS: within days).
       ttl: emulators.dynamodb === 'dynamodb-local',
-    });
+    }).finally(() => admin.destroy());
     // DynamoDB Local writes an item and its index entries in one SQLite transaction.
     if (emulators.dynamodb === 'dynalite') await repairIndex(clients, config.tableName);
     // Sealed again at every start, so a new secrets key (its file deleted) does not strand them.

@@ -1,11 +1,11 @@
-import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import type { DocumentClient } from '../../functions/aws/dynamodb.js';
 import { RangeStore } from '../../functions/store/ranges.js';
 
 /**
  * A real RangeStore that counts the calls made to it by name (not its calls to itself): what a
  * test says a path no longer reads.
  */
-export function countedRanges(doc: DynamoDBDocumentClient, table: string) {
+export function countedRanges(doc: DocumentClient, table: string) {
   const calls = new Map<string, number>();
   const store = new RangeStore(doc, table);
   const counted = new Proxy(store, {

@@ -1,8 +1,12 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { GetRecordsCommand, GetShardIteratorCommand, ListShardsCommand } from '@aws-sdk/client-kinesis';
 import { FaultInjector } from '../../functions/aws/faults.js';
+import {
+  GetRecordsCommand,
+  GetShardIteratorCommand,
+  ListShardsCommand,
+} from '../../functions/aws/kinesis.js';
 import { parseTenantConfig, streamName } from '../../functions/core/config.js';
 import { decodeEnvelope, type Envelope } from '../../functions/core/envelope.js';
 import { DYNAMODB_EMULATOR_ENV, parseDynamoDbEmulator } from '../../infra/local/emulators.js';

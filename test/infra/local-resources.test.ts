@@ -5,12 +5,14 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DescribeTableCommand } from '@aws-sdk/client-dynamodb';
-import { CreateStreamCommand, DescribeStreamSummaryCommand, PutRecordCommand } from '@aws-sdk/client-kinesis';
-import { PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
+import { CreateStreamCommand, DescribeStreamSummaryCommand } from '@aws-sdk/client-kinesis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type AwsClients, createClients } from '../../functions/aws/clients.js';
+import { PutCommand, QueryCommand } from '../../functions/aws/dynamodb.js';
+import { PutRecordsCommand } from '../../functions/aws/kinesis.js';
 import { parseTenantConfig, streamName } from '../../functions/core/config.js';
 import { GSI1 } from '../../functions/store/keys.js';
+import { type AdminClients, createAdminClients } from '../../infra/local/admin-clients.js';
 import { createTable, ensureResources } from '../../infra/local/resources.js';
 
 /**
@@ -34,6 +36,7 @@ let servers: Server[] = [];
 let s3: InstanceType<typeof S3rver>;
 let s3Dir: string;
 let clients: AwsClients;
+let admin: AdminClients;
 
 async function listen(server: Server): Promise<string> {
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
@@ -50,10 +53,12 @@ beforeAll(async () => {
     s3: `http://127.0.0.1:${(await s3.run()).port}`,
   };
   clients = createClients({ region: 'us-east-1', endpoints, maxAttempts: 1 });
+  admin = createAdminClients(endpoints);
 });
 
 afterAll(async () => {
   clients?.destroy();
+  admin?.destroy();
   await Promise.all(
     servers.map(
       (server) =>
@@ -86,12 +91,13 @@ async function useAtOnce(table: string, stream: string): Promise<void> {
     }),
   );
   expect(indexed.Items).toHaveLength(1);
-  await clients.kinesis.send(
-    new PutRecordCommand({ StreamName: stream, PartitionKey: 'k', Data: Buffer.from('x') }),
+  const appended = await clients.kinesis.send(
+    new PutRecordsCommand({ StreamName: stream, Records: [{ PartitionKey: 'k', Data: Buffer.from('x') }] }),
   );
-  const table$ = await clients.dynamodb.send(new DescribeTableCommand({ TableName: table }));
+  expect(appended.FailedRecordCount ?? 0).toBe(0);
+  const table$ = await admin.dynamodb.send(new DescribeTableCommand({ TableName: table }));
   expect(table$.Table?.TableStatus).toBe('ACTIVE');
-  const stream$ = await clients.kinesis.send(new DescribeStreamSummaryCommand({ StreamName: stream }));
+  const stream$ = await admin.kinesis.send(new DescribeStreamSummaryCommand({ StreamName: stream }));
   expect(stream$.StreamDescriptionSummary?.StreamStatus).toBe('ACTIVE');
 }
 
@@ -100,15 +106,15 @@ describe('ensureResources', () => {
     const tenant = tenantOf('fresh');
     const table = 'leaseq-fresh';
     const started = Date.now();
-    await ensureResources(clients, tenant, { table, bucket: 'leaseq-fresh-local', ttl: false });
+    await ensureResources(clients, admin, tenant, { table, bucket: 'leaseq-fresh-local', ttl: false });
     await useAtOnce(table, streamName('fresh', 'jobs'));
     expect(Date.now() - started).toBeGreaterThanOrEqual(TABLE_CREATING_MS - 50);
   });
 
   it('waits for a table that exists but is still being created (a second start just after the first)', async () => {
     const tenant = tenantOf('racing');
-    await createTable(clients, 'leaseq-racing');
-    await ensureResources(clients, tenant, {
+    await createTable(admin, 'leaseq-racing');
+    await ensureResources(clients, admin, tenant, {
       table: 'leaseq-racing',
       bucket: 'leaseq-racing-local',
       ttl: false,
@@ -119,15 +125,15 @@ describe('ensureResources', () => {
   it('waits for a stream that exists but is still being created', async () => {
     const tenant = tenantOf('streaming');
     const table = 'leaseq-streaming';
-    await createTable(clients, table);
+    await createTable(admin, table);
     for (;;) {
-      const out = await clients.dynamodb.send(new DescribeTableCommand({ TableName: table }));
+      const out = await admin.dynamodb.send(new DescribeTableCommand({ TableName: table }));
       if (out.Table?.TableStatus === 'ACTIVE') break;
       await new Promise((resolve) => setTimeout(resolve, 50));
     }
     const stream = streamName('streaming', 'jobs');
-    await clients.kinesis.send(new CreateStreamCommand({ StreamName: stream, ShardCount: 1 }));
-    await ensureResources(clients, tenant, { table, bucket: 'leaseq-streaming-local', ttl: false });
+    await admin.kinesis.send(new CreateStreamCommand({ StreamName: stream, ShardCount: 1 }));
+    await ensureResources(clients, admin, tenant, { table, bucket: 'leaseq-streaming-local', ttl: false });
     await useAtOnce(table, stream);
   });
 });

@@ -1,7 +1,7 @@
-import { ScanCommand } from '@aws-sdk/lib-dynamodb';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { routes } from '../../functions/api/app.js';
+import { ScanCommand } from '../../functions/aws/dynamodb.js';
 import { startTestRuntime, type TestRuntime } from '../helpers/runtime.js';
 
 /** Every route × every scope, and a fuzz of every route with random and hostile input. */

@@ -16,7 +16,7 @@ let lostLeases = 0;
 
 beforeAll(async () => {
   t = await startTestRuntime({ tenant: 'race', queues: { race: { shards: 2 }, steady: { shards: 2 } } });
-  stackOf(t.runtime.clients.dynamodb).add(
+  stackOf(t.runtime.clients.doc).add(
     (next, context) => async (args) => {
       try {
         return await next(args);

@@ -1,16 +1,14 @@
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import {
-  CreateStreamCommand,
-  DescribeStreamSummaryCommand,
-  PutRecordsCommand,
-} from '@aws-sdk/client-kinesis';
+import { CreateStreamCommand, DescribeStreamSummaryCommand } from '@aws-sdk/client-kinesis';
 import type { Context, KinesisStreamBatchResponse, KinesisStreamRecord } from 'aws-lambda';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type AwsClients, createClients } from '../../functions/aws/clients.js';
 import { FaultInjector } from '../../functions/aws/faults.js';
+import { PutRecordsCommand } from '../../functions/aws/kinesis.js';
 import { sleep } from '../../functions/core/async.js';
+import { type AdminClients, createAdminClients } from '../../infra/local/admin-clients.js';
 import { type Emulators, startEmulators } from '../../infra/local/emulators.js';
 import {
   DiscardedBatchError,
@@ -27,6 +25,7 @@ import {
 
 let emulators: Emulators;
 let clients: AwsClients;
+let admin: AdminClients;
 let dataDir: string;
 
 beforeAll(async () => {
@@ -34,18 +33,20 @@ beforeAll(async () => {
   // Only Kinesis is under test here: the DynamoDB emulator does not matter.
   emulators = await startEmulators({ dataDir, shardLimit: 20, dynamodb: 'dynalite' });
   clients = createClients({ region: 'us-east-1', endpoints: emulators.endpoints });
+  admin = createAdminClients(emulators.endpoints);
 });
 afterAll(async () => {
   clients?.destroy();
+  admin?.destroy();
   await emulators?.close();
   rmSync(dataDir, { recursive: true, force: true });
 });
 
 /** Two shards by default; one where a test follows a single shard (kinesalite's shard limit is 20 in all). */
 async function createStream(name: string, shards = 2): Promise<string> {
-  await clients.kinesis.send(new CreateStreamCommand({ StreamName: name, ShardCount: shards }));
+  await admin.kinesis.send(new CreateStreamCommand({ StreamName: name, ShardCount: shards }));
   for (let i = 0; i < 100; i++) {
-    const out = await clients.kinesis.send(new DescribeStreamSummaryCommand({ StreamName: name }));
+    const out = await admin.kinesis.send(new DescribeStreamSummaryCommand({ StreamName: name }));
     if (out.StreamDescriptionSummary?.StreamStatus === 'ACTIVE') return name;
     await sleep(20);
   }

@@ -1,9 +1,9 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Logger } from '@aws-lambda-powertools/logger';
-import { PutRecordsCommand } from '@aws-sdk/client-kinesis';
 import type { KinesisStreamEvent } from 'aws-lambda';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { PutRecordsCommand } from '../../functions/aws/kinesis.js';
 import { bindConsumer, leaseqConsumer } from '../../functions/consumer/middleware.js';
 import { sleep } from '../../functions/core/async.js';
 import { consumerNamespace, type QueueConfig, streamName } from '../../functions/core/config.js';

@@ -1,6 +1,10 @@
-import { GetRecordsCommand, GetShardIteratorCommand, PutRecordsCommand } from '@aws-sdk/client-kinesis';
-import { DeleteCommand, GetCommand, ScanCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DeleteCommand, GetCommand, ScanCommand } from '../../functions/aws/dynamodb.js';
+import {
+  GetRecordsCommand,
+  GetShardIteratorCommand,
+  PutRecordsCommand,
+} from '../../functions/aws/kinesis.js';
 import { streamName } from '../../functions/core/config.js';
 import { type Envelope, encodeEnvelope } from '../../functions/core/envelope.js';
 import { queueApi } from '../helpers/queue-api.js';

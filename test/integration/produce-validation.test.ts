@@ -1,5 +1,5 @@
-import { ScanCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ScanCommand } from '../../functions/aws/dynamodb.js';
 import { hashApiKey } from '../../functions/core/auth.js';
 import { startTestRuntime, TEST_TENANT, type TestRuntime } from '../helpers/runtime.js';
 

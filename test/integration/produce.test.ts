@@ -1,6 +1,6 @@
 import { GetObjectCommand } from '@aws-sdk/client-s3';
-import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { GetCommand } from '../../functions/aws/dynamodb.js';
 import { dedupKey } from '../../functions/store/keys.js';
 import { startTestRuntime, type TestRuntime } from '../helpers/runtime.js';
 

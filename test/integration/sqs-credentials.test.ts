@@ -1,12 +1,12 @@
 import { readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { Logger } from '@aws-lambda-powertools/logger';
-import { ScanCommand } from '@aws-sdk/lib-dynamodb';
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { SqsAuthenticator } from '../../functions/access/sigv4-verifier.js';
 import type { SqsCredentials } from '../../functions/access/sqs-credentials.js';
 import { createApiHandler } from '../../functions/api/app.js';
+import { ScanCommand } from '../../functions/aws/dynamodb.js';
 import { hasScope } from '../../functions/core/auth.js';
 import { buildSqsAccess } from '../../functions/services.js';
 import { SqsAuthError } from '../../functions/sqs/errors.js';

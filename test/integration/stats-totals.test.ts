@@ -14,7 +14,7 @@ let totalsWrites = 0;
 
 beforeAll(async () => {
   t = await startTestRuntime({ tenant: 'totals', queues: { jobs: { shards: 2 } } });
-  stackOf(t.runtime.clients.dynamodb).add(
+  stackOf(t.runtime.clients.doc).add(
     (next, context) => async (args) => {
       const pk = args.input?.Key?.pk;
       if (operationName(context) === 'DynamoDB.UpdateItem' && /^Q#[^#]+#T#/.test(String(pk))) totalsWrites++;

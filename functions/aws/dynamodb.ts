@@ -1,0 +1,136 @@
+import type { AttributeValue } from '@aws-sdk/client-dynamodb';
+import type * as Doc from '@aws-sdk/lib-dynamodb';
+import { marshall, unmarshall } from '@aws-sdk/util-dynamodb';
+import { type AwsCommand, AwsJsonClient, type AwsJsonClientConfig, type WireOutput } from './aws-json.js';
+
+/**
+ * DynamoDB with native JavaScript values, as the SDK's document client gives it (`GetCommand`,
+ * `PutCommand`, …: the same names, inputs and outputs, typed from `@aws-sdk/lib-dynamodb`), over
+ * the lean JSON client (aws/aws-json.ts). Values are converted by the SDK's own marshaller with the
+ * options leaseq's document client had (`removeUndefinedValues`).
+ */
+
+export const DYNAMODB = {
+  name: 'DynamoDB',
+  signingName: 'dynamodb',
+  endpointPrefix: 'dynamodb',
+  targetPrefix: 'DynamoDB_20120810',
+  jsonVersion: '1.0',
+} as const;
+
+/** Items in, native values out: what every adapter holds (`doc`). */
+export type DocumentClient = AwsJsonClient;
+
+export function createDocumentClient(config: AwsJsonClientConfig): DocumentClient {
+  return new AwsJsonClient(DYNAMODB, config);
+}
+
+type Item = Record<string, unknown>;
+type WireItem = Record<string, AttributeValue>;
+
+const toItem = (item: Item): WireItem => marshall(item, { removeUndefinedValues: true });
+const fromItem = (item: WireItem): Item => unmarshall(decodeBinary(item) as WireItem);
+
+/** The wire's `B` (base64) back to bytes, in maps and lists too, before unmarshalling. */
+function decodeBinary(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(decodeBinary);
+  if (!value || typeof value !== 'object') return value;
+  return Object.fromEntries(
+    Object.entries(value).map(([k, v]) => {
+      if (k === 'B' && typeof v === 'string') return [k, new Uint8Array(Buffer.from(v, 'base64'))];
+      if (k === 'BS' && Array.isArray(v))
+        return [k, v.map((b) => new Uint8Array(Buffer.from(String(b), 'base64')))];
+      return [k, decodeBinary(v)];
+    }),
+  );
+}
+
+type WriteRequest = { PutRequest?: { Item: Item }; DeleteRequest?: { Key: Item } };
+type KeysAndAttributes = { Keys: Item[] } & Record<string, unknown>;
+
+const mapValues = <T, U>(record: Record<string, T>, f: (value: T) => U): Record<string, U> =>
+  Object.fromEntries(Object.entries(record).map(([k, v]) => [k, f(v)]));
+
+function writeRequest(request: WriteRequest, convert: (item: Item) => Item): WriteRequest {
+  return {
+    ...(request.PutRequest ? { PutRequest: { Item: convert(request.PutRequest.Item) } } : {}),
+    ...(request.DeleteRequest ? { DeleteRequest: { Key: convert(request.DeleteRequest.Key) } } : {}),
+  };
+}
+
+/** A batch's `RequestItems` (or what it left unprocessed): keys to get, or writes. */
+function requestItems(
+  items: Record<string, KeysAndAttributes | WriteRequest[]>,
+  convert: (item: Item) => Item,
+): Record<string, unknown> {
+  return mapValues(items, (entry) =>
+    Array.isArray(entry)
+      ? entry.map((r) => writeRequest(r, convert))
+      : { ...entry, Keys: entry.Keys.map(convert) },
+  );
+}
+
+const ITEM_MEMBERS = ['Key', 'Item', 'ExpressionAttributeValues', 'ExclusiveStartKey'] as const;
+
+function inputToWire(input: Record<string, unknown>): object {
+  const wire: Record<string, unknown> = { ...input };
+  for (const member of ITEM_MEMBERS) if (input[member]) wire[member] = toItem(input[member] as Item);
+  if (input.RequestItems) wire.RequestItems = requestItems(input.RequestItems as never, toItem as never);
+  return wire;
+}
+
+function outputFromWire(output: WireOutput): WireOutput {
+  const native: WireOutput = { ...output };
+  const item = (member: string) => output[member] as WireItem | undefined;
+  for (const member of ['Item', 'Attributes', 'LastEvaluatedKey'])
+    if (item(member)) native[member] = fromItem(item(member) as WireItem);
+  if (output.Items) native.Items = (output.Items as WireItem[]).map(fromItem);
+  if (output.Responses)
+    native.Responses = mapValues(output.Responses as Record<string, WireItem[]>, (items) =>
+      items.map(fromItem),
+    );
+  for (const member of ['UnprocessedKeys', 'UnprocessedItems'])
+    if (output[member]) native[member] = requestItems(output[member] as never, fromItem as never);
+  return native;
+}
+
+function documentCommand<Input extends object, Output>(operation: string) {
+  return class implements AwsCommand<Input, Output> {
+    readonly operation = operation;
+    constructor(readonly input: Input) {}
+    toWire(input: Input): object {
+      return inputToWire(input as Record<string, unknown>);
+    }
+    fromWire(output: WireOutput): Output {
+      return outputFromWire(output) as Output;
+    }
+  };
+}
+
+export const GetCommand = documentCommand<Doc.GetCommandInput, Doc.GetCommandOutput>('GetItem');
+export const PutCommand = documentCommand<Doc.PutCommandInput, Doc.PutCommandOutput>('PutItem');
+export const UpdateCommand = documentCommand<Doc.UpdateCommandInput, Doc.UpdateCommandOutput>('UpdateItem');
+export const DeleteCommand = documentCommand<Doc.DeleteCommandInput, Doc.DeleteCommandOutput>('DeleteItem');
+export const QueryCommand = documentCommand<Doc.QueryCommandInput, Doc.QueryCommandOutput>('Query');
+export const ScanCommand = documentCommand<Doc.ScanCommandInput, Doc.ScanCommandOutput>('Scan');
+export const BatchGetCommand = documentCommand<Doc.BatchGetCommandInput, Doc.BatchGetCommandOutput>(
+  'BatchGetItem',
+);
+export const BatchWriteCommand = documentCommand<Doc.BatchWriteCommandInput, Doc.BatchWriteCommandOutput>(
+  'BatchWriteItem',
+);
+
+/** A query's pages, each asked from where the last ended (the SDK's `paginateQuery`). */
+export async function* paginateQuery(
+  client: DocumentClient,
+  input: Doc.QueryCommandInput,
+): AsyncGenerator<Doc.QueryCommandOutput> {
+  let start: Doc.QueryCommandInput['ExclusiveStartKey'];
+  do {
+    const page = await client.send(
+      new QueryCommand({ ...input, ...(start ? { ExclusiveStartKey: start } : {}) }),
+    );
+    yield page;
+    start = page.LastEvaluatedKey;
+  } while (start);
+}
