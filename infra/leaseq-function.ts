@@ -53,19 +53,24 @@ const LAMBDA_CREDENTIALS = fileURLToPath(
  * every bundle (external) and built into files of their own beside it, so an instance that never
  * needs them does not parse them at init. The S3 client (aws/s3-objects.ts: a quarter of a bundle,
  * used only by claim-checked payloads and segments over 8 KB), the KMS client (aws/kms.ts: only
- * the api's SQS credentials), Ajv (core/payload-check.ts: only for queues with a payload schema)
- * and the OpenAPI generator (api/app.ts: only `GET /openapi.json`).
+ * the api's SQS credentials), Ajv (core/payload-check.ts: only for queues with a payload schema),
+ * the OpenAPI generator (api/app.ts: only `GET /openapi.json`) and the console's assets
+ * (console/assets.ts: only the console's pages).
  */
-const LAZY_MODULES = ['aws/s3-client', 'aws/kms-client', 'core/payload-validator', 'api/openapi'].map(
-  (path) => ({
-    import: `./${path.split('/')[1]}.js`,
-    entry: fileURLToPath(new URL(`../functions/${path}${SOURCE_EXTENSION}`, import.meta.url)),
-  }),
-);
+const LAZY_MODULES = [
+  'aws/s3-client',
+  'aws/kms-client',
+  'core/payload-validator',
+  'api/openapi',
+  'console/bundled-assets',
+].map((path) => ({
+  import: `./${path.split('/')[1]}.js`,
+  entry: fileURLToPath(new URL(`../functions/${path}${SOURCE_EXTENSION}`, import.meta.url)),
+}));
 
 /**
- * The bundle's options the lazily loaded files are built with; `define` (the tenant file, the
- * console) and `externalModules` are the bundle's own, and the rest is not esbuild's.
+ * The bundle's options the lazily loaded files are built with; `externalModules` is the bundle's
+ * own, and the rest is not esbuild's.
  */
 const LAZY_BUILD_OPTIONS = new Set([
   'format',
@@ -110,6 +115,8 @@ function lazyModulesBuild(main: nodejs.BundlingOptions, outputDir: string): stri
     ...(main.sourcesContent === false ? ['--sources-content=false'] : []),
     ...(main.mainFields ? [`--main-fields=${main.mainFields.join(',')}`] : []),
     ...(main.banner ? [`--banner:js=${main.banner}`] : []),
+    // The console's assets are defined for console/bundled-assets.ts, one of these files.
+    ...Object.entries(main.define ?? {}).map(([name, value]) => `--define:${name}=${value}`),
     `--alias:${main.esbuildArgs?.['--alias']}`,
     '--log-level=warning',
     '--entry-names=[name]',

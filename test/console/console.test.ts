@@ -1,14 +1,17 @@
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { pathToFileURL } from 'node:url';
 import { gzipSync } from 'node:zlib';
-import { build } from 'esbuild';
+import { buildSync } from 'esbuild';
 import { type Browser, chromium, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { REPO } from '../../bench/bundles.js';
 import type { ConsoleAssetSource } from '../../functions/console/assets.js';
 import { CONSOLE_CSP } from '../../functions/console/routes.js';
 import { buildConsoleAssets, consoleAssetsDefine } from '../../infra/console-assets.js';
+import { esbuildOptionsOf, runAfterBundling } from '../../infra/esbuild-options.js';
+import { leaseqBundling } from '../../infra/leaseq-function.js';
 import { queueApi } from '../helpers/queue-api.js';
 import { startTestRuntime, type TestRuntime } from '../helpers/runtime.js';
 import { until } from '../helpers/until.js';
@@ -235,28 +238,23 @@ describe("the console's files", () => {
 });
 
 describe("the api bundle's console", () => {
-  it('is what a bundle built with the stack’s define serves, with no file and no build at run time', async () => {
+  it('is what a bundle built with the stack’s bundling serves, from the file beside it, with no build at run time', async () => {
     const assets = buildConsoleAssets();
-    const out = await build({
-      stdin: {
-        contents: "export { bundledConsoleAssets } from './functions/console/assets.ts';",
-        resolveDir: fileURLToPath(new URL('../../', import.meta.url)),
-        loader: 'ts',
-      },
-      bundle: true,
-      format: 'esm',
-      platform: 'node',
-      write: false,
-      define: consoleAssetsDefine(assets),
-    });
+    const bundling = leaseqBundling(consoleAssetsDefine(assets));
     const dir = mkdtempSync(join(tmpdir(), 'leaseq-console-bundle-'));
     try {
-      const file = join(dir, 'assets.mjs');
-      writeFileSync(file, out.outputFiles[0]?.text ?? '');
-      const bundled = (await import(pathToFileURL(file).href)) as {
-        bundledConsoleAssets: ConsoleAssetSource;
+      buildSync({
+        ...esbuildOptionsOf(bundling, 'test/fixtures/console-probe.ts', dir),
+        absWorkingDir: REPO,
+        logLevel: 'error',
+      });
+      runAfterBundling(bundling, REPO, dir);
+      // The main file carries none of it: an instance parses the assets at the console's first request.
+      expect(readFileSync(join(dir, 'index.mjs'), 'utf8')).not.toContain(assets.css);
+      const bundled = (await import(pathToFileURL(join(dir, 'index.mjs')).href)) as {
+        handler: ConsoleAssetSource;
       };
-      expect(await bundled.bundledConsoleAssets()).toEqual(assets);
+      expect(await bundled.handler()).toEqual(assets);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
