@@ -31,6 +31,24 @@ export interface AwsCommand<Input extends object, Output> {
   fromWire(output: WireOutput): Output;
 }
 
+/** A class of commands for one operation, used as the SDK's are: `new GetCommand(input)`. */
+export function commandClass<Input extends object, Output>(
+  operation: string,
+  toWire: (input: Input) => object,
+  fromWire: (output: WireOutput) => unknown,
+) {
+  return class implements AwsCommand<Input, Output> {
+    readonly operation = operation;
+    constructor(readonly input: Input) {}
+    toWire(input: Input): object {
+      return toWire(input);
+    }
+    fromWire(output: WireOutput): Output {
+      return fromWire(output) as Output;
+    }
+  };
+}
+
 /** A JSON answer with the SDK's `$metadata` beside it. */
 export type WireOutput = Record<string, unknown> & { $metadata: ResponseMetadata };
 

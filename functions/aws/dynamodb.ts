@@ -1,7 +1,7 @@
 import type { AttributeValue } from '@aws-sdk/client-dynamodb';
 import type * as Doc from '@aws-sdk/lib-dynamodb';
 import { marshall, unmarshall } from '@aws-sdk/util-dynamodb';
-import { type AwsCommand, AwsJsonClient, type AwsJsonClientConfig, type WireOutput } from './aws-json.js';
+import { AwsJsonClient, type AwsJsonClientConfig, commandClass, type WireOutput } from './aws-json.js';
 
 /**
  * DynamoDB with native JavaScript values, as the SDK's document client gives it (`GetCommand`,
@@ -94,18 +94,12 @@ function outputFromWire(output: WireOutput): WireOutput {
   return native;
 }
 
-function documentCommand<Input extends object, Output>(operation: string) {
-  return class implements AwsCommand<Input, Output> {
-    readonly operation = operation;
-    constructor(readonly input: Input) {}
-    toWire(input: Input): object {
-      return inputToWire(input as Record<string, unknown>);
-    }
-    fromWire(output: WireOutput): Output {
-      return outputFromWire(output) as Output;
-    }
-  };
-}
+const documentCommand = <Input extends object, Output>(operation: string) =>
+  commandClass<Input, Output>(
+    operation,
+    (input) => inputToWire(input as Record<string, unknown>),
+    outputFromWire,
+  );
 
 export const GetCommand = documentCommand<Doc.GetCommandInput, Doc.GetCommandOutput>('GetItem');
 export const PutCommand = documentCommand<Doc.PutCommandInput, Doc.PutCommandOutput>('PutItem');

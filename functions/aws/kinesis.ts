@@ -1,5 +1,5 @@
 import type * as K from '@aws-sdk/client-kinesis';
-import { type AwsCommand, AwsJsonClient, type AwsJsonClientConfig, type WireOutput } from './aws-json.js';
+import { AwsJsonClient, type AwsJsonClientConfig, commandClass, type WireOutput } from './aws-json.js';
 
 /**
  * The Kinesis calls leaseq makes, with the SDK's names, inputs and outputs (typed from
@@ -21,21 +21,10 @@ export function createKinesisClient(config: AwsJsonClientConfig): KinesisClient 
   return new AwsJsonClient(KINESIS, config);
 }
 
-function kinesisCommand<Input extends object, Output>(
+const kinesisCommand = <Input extends object, Output>(
   operation: string,
   fromWire: (output: WireOutput) => unknown = (output) => output,
-) {
-  return class implements AwsCommand<Input, Output> {
-    readonly operation = operation;
-    constructor(readonly input: Input) {}
-    toWire(input: Input): object {
-      return input;
-    }
-    fromWire(output: WireOutput): Output {
-      return fromWire(output) as Output;
-    }
-  };
-}
+) => commandClass<Input, Output>(operation, (input) => input, fromWire);
 
 type WireRecord = Record<string, unknown> & { Data: string; ApproximateArrivalTimestamp?: number };
 
