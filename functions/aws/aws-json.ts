@@ -126,7 +126,7 @@ class MiddlewareStack {
 }
 
 /** Blobs travel as base64 and timestamps as epoch seconds (the JSON protocol's encodings). */
-export function wireJson(value: unknown): string {
+function wireJson(value: unknown): string {
   return JSON.stringify(value, function (this: Record<string, unknown>, key, encoded) {
     const raw = this[key];
     if (raw instanceof Uint8Array)
