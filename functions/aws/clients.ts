@@ -28,6 +28,11 @@ export interface AwsClients {
 /** s3rver takes only this access key id; dynalite and kinesalite take any. */
 export const LOCAL_CREDENTIALS = { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' };
 
+/** HTTP/1.1 with keep-alive, as Lambda uses (kinesalite also fails the SDK's default HTTP/2 handler). */
+export function createRequestHandler(): NodeHttpHandler {
+  return new NodeHttpHandler({ connectionTimeout: 3000, requestTimeout: 10_000 });
+}
+
 export function createClients(options: ClientOptions): AwsClients {
   const local = options.endpoints;
   const common = {
@@ -35,8 +40,7 @@ export function createClients(options: ClientOptions): AwsClients {
     maxAttempts: options.maxAttempts ?? 4,
     ...(local ? { credentials: LOCAL_CREDENTIALS } : {}),
   };
-  // kinesalite fails the SDK's default HTTP/2 handler; HTTP/1.1 keep-alive is also what Lambda uses.
-  const requestHandler = new NodeHttpHandler({ connectionTimeout: 3000, requestTimeout: 10_000 });
+  const requestHandler = createRequestHandler();
   const doc = createDocumentClient({
     ...common,
     requestHandler,

@@ -26,7 +26,7 @@ export async function retryUnprocessed<T>(
   }
 }
 
-/** How many items a query matches, over all its pages (the SDK's paginator). */
+/** How many items a query matches, over all its pages. */
 export async function countAll(doc: DocumentClient, input: QueryCommandInput): Promise<number> {
   let total = 0;
   for await (const page of paginateQuery(doc, { ...input, Select: 'COUNT' })) total += page.Count ?? 0;

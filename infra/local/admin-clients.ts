@@ -1,7 +1,6 @@
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { KinesisClient } from '@aws-sdk/client-kinesis';
-import { NodeHttpHandler } from '@smithy/node-http-handler';
-import { type ClientOptions, LOCAL_CREDENTIALS } from '../../functions/aws/clients.js';
+import { type ClientOptions, createRequestHandler, LOCAL_CREDENTIALS } from '../../functions/aws/clients.js';
 
 /**
  * The SDK's generated clients, for what only the local runtime and tests do: create, describe
@@ -18,8 +17,7 @@ export function createAdminClients(
   endpoints: NonNullable<ClientOptions['endpoints']>,
   region = 'us-east-1',
 ): AdminClients {
-  // kinesalite fails the SDK's default HTTP/2 handler (EMULATORS.md).
-  const requestHandler = new NodeHttpHandler({ connectionTimeout: 3000, requestTimeout: 10_000 });
+  const requestHandler = createRequestHandler();
   const common = { region, credentials: LOCAL_CREDENTIALS, requestHandler };
   const dynamodb = new DynamoDBClient({ ...common, endpoint: endpoints.dynamodb });
   const kinesis = new KinesisClient({ ...common, endpoint: endpoints.kinesis });
