@@ -1,4 +1,5 @@
 import { defaultProvider } from '@aws-sdk/credential-provider-node';
+import { doesIdentityRequireRefresh, isIdentityExpired, memoizeIdentityProvider } from '@smithy/core';
 import { Sha256 } from '@smithy/core/checksum';
 import {
   isClockSkewError,
@@ -8,7 +9,7 @@ import {
   StandardRetryStrategy,
 } from '@smithy/core/retry';
 import { HttpRequest } from '@smithy/core/transport';
-import type { NodeHttpHandler } from '@smithy/node-http-handler';
+import { type NodeHttpHandler, streamCollector } from '@smithy/node-http-handler';
 import { SignatureV4 } from '@smithy/signature-v4';
 import type { AwsCredentialIdentity, AwsCredentialIdentityProvider, HttpResponse } from '@smithy/types';
 import type { AnyArgs, AnyMiddleware, AnyResult, MiddlewareContext } from './sdk-client.js';
@@ -63,10 +64,12 @@ export interface ResponseMetadata {
 export interface AwsJsonService {
   /** What calls are counted and matched by: `DynamoDB` gives `DynamoDB.PutItem`. */
   name: string;
+  /** Signs for it and names its host (`dynamodb.<region>.amazonaws.com`). */
   signingName: string;
-  endpointPrefix: string;
   targetPrefix: string;
   jsonVersion: '1.0' | '1.1';
+  /** Turns the wire's encodings back while the answer is parsed (DynamoDB's base64 `B`). */
+  reviver?: (key: string, value: unknown) => unknown;
 }
 
 export interface AwsJsonClientConfig {
@@ -104,13 +107,15 @@ class MiddlewareStack {
     middleware: AnyMiddleware,
     options: { step: Step; name: string; priority?: 'high' | 'normal' | 'low'; override?: boolean },
   ): void {
-    if (options.override) this.entries = this.entries.filter((e) => e.name !== options.name);
-    this.entries.push({
+    const entries = options.override ? this.entries.filter((e) => e.name !== options.name) : this.entries;
+    const entry = {
       middleware,
       step: options.step,
       name: options.name,
       priority: options.priority ?? 'normal',
-    });
+    };
+    // Kept in running order (a stable sort), so a call only picks its step's.
+    this.entries = [...entries, entry].sort((a, b) => PRIORITY[a.priority] - PRIORITY[b.priority]);
   }
 
   resolve(
@@ -118,10 +123,9 @@ class MiddlewareStack {
     inner: (args: AnyArgs) => Promise<AnyResult>,
     context: MiddlewareContext,
   ): (args: AnyArgs) => Promise<AnyResult> {
-    const chain = this.entries
+    return this.entries
       .filter((e) => e.step === step)
-      .sort((a, b) => PRIORITY[a.priority] - PRIORITY[b.priority]);
-    return chain.reduceRight((next, e) => e.middleware(next, context), inner);
+      .reduceRight((next, e) => e.middleware(next, context), inner);
   }
 }
 
@@ -137,7 +141,6 @@ function wireJson(value: unknown): string {
 }
 
 const CLOCK_SKEW_MS = 300_000;
-const EXPIRY_MARGIN_MS = 300_000;
 
 export class AwsJsonClient {
   readonly middlewareStack = new MiddlewareStack();
@@ -153,8 +156,14 @@ export class AwsJsonClient {
     private readonly options: AwsJsonClientConfig,
   ) {
     const suffix = options.region.startsWith('cn-') ? 'amazonaws.com.cn' : 'amazonaws.com';
-    this.url = new URL(options.endpoint ?? `https://${service.endpointPrefix}.${options.region}.${suffix}`);
-    this.config = { credentials: memoized(options.credentials ?? defaultProvider()) };
+    this.url = new URL(options.endpoint ?? `https://${service.signingName}.${options.region}.${suffix}`);
+    // Asked once and kept until 5 minutes before it expires, as the SDK's clients keep it.
+    const credentials = memoizeIdentityProvider(
+      options.credentials ?? defaultProvider(),
+      isIdentityExpired,
+      doesIdentityRequireRefresh,
+    ) as AwsCredentialIdentityProvider;
+    this.config = { credentials };
     this.signer = new SignatureV4({
       service: service.signingName,
       region: options.region,
@@ -229,12 +238,13 @@ export class AwsJsonClient {
     });
     const signed = await this.signer.sign(request, { signingDate: new Date(Date.now() + this.clockOffset) });
     const { response } = await this.options.requestHandler.handle(signed as HttpRequest);
-    const text = await readBody(response);
+    const text = response.body ? Buffer.from(await streamCollector(response.body)).toString('utf8') : '';
     const $metadata: ResponseMetadata = {
       httpStatusCode: response.statusCode,
       ...(response.headers['x-amzn-requestid'] ? { requestId: response.headers['x-amzn-requestid'] } : {}),
     };
-    if (response.statusCode < 300) return { output: { ...parseJson(text), $metadata }, response };
+    if (response.statusCode < 300)
+      return { output: { ...parseJson(text, this.service.reviver), $metadata }, response };
     const error = serviceError(response, text, $metadata);
     this.learnClockSkew(error, response);
     throw error;
@@ -266,17 +276,10 @@ function retryErrorType(err: Error): 'THROTTLING' | 'TRANSIENT' | 'SERVER_ERROR'
   return 'CLIENT_ERROR';
 }
 
-async function readBody(response: HttpResponse): Promise<string> {
-  const chunks: Buffer[] = [];
-  for await (const chunk of (response.body ?? []) as AsyncIterable<Buffer | string>)
-    chunks.push(typeof chunk === 'string' ? Buffer.from(chunk) : chunk);
-  return Buffer.concat(chunks).toString('utf8');
-}
-
-function parseJson(text: string): Record<string, unknown> {
+function parseJson(text: string, reviver?: AwsJsonService['reviver']): Record<string, unknown> {
   if (!text) return {};
   try {
-    const parsed: unknown = JSON.parse(text);
+    const parsed: unknown = JSON.parse(text, reviver);
     return parsed && typeof parsed === 'object' ? (parsed as Record<string, unknown>) : {};
   } catch {
     return {};
@@ -300,24 +303,4 @@ function serviceError(
     $fault: response.statusCode >= 500 ? 'server' : 'client',
     $metadata,
   });
-}
-
-/** Asked once and kept until 5 minutes before it expires (the SDK's memoized identity). */
-function memoized(
-  source: AwsCredentialIdentity | AwsCredentialIdentityProvider,
-): AwsCredentialIdentityProvider {
-  if (typeof source !== 'function') return async () => source;
-  let current: Promise<AwsCredentialIdentity> | undefined;
-  const fetch = () => {
-    current = source().catch((err: unknown) => {
-      current = undefined;
-      throw err;
-    });
-    return current;
-  };
-  return async () => {
-    const identity = await (current ?? fetch());
-    if (identity.expiration && identity.expiration.getTime() - Date.now() < EXPIRY_MARGIN_MS) return fetch();
-    return identity;
-  };
 }

@@ -13,9 +13,9 @@ import { AwsJsonClient, type AwsJsonClientConfig, commandClass, type WireOutput 
 export const DYNAMODB = {
   name: 'DynamoDB',
   signingName: 'dynamodb',
-  endpointPrefix: 'dynamodb',
   targetPrefix: 'DynamoDB_20120810',
   jsonVersion: '1.0',
+  reviver: binaryReviver,
 } as const;
 
 /** Items in, native values out: what every adapter holds (`doc`). */
@@ -28,25 +28,25 @@ export function createDocumentClient(config: AwsJsonClientConfig): DocumentClien
 type Item = Record<string, unknown>;
 type WireItem = Record<string, AttributeValue>;
 
-const toItem = (item: Item): WireItem => marshall(item, { removeUndefinedValues: true });
-const fromItem = (item: WireItem): Item => unmarshall(decodeBinary(item) as WireItem);
+const toItem = (item: Item): Item => marshall(item, { removeUndefinedValues: true });
+const fromItem = (item: Item): Item => unmarshall(item as WireItem);
 
-/** The wire's `B` (base64) back to bytes, in maps and lists too, before unmarshalling. */
-function decodeBinary(value: unknown): unknown {
-  if (Array.isArray(value)) return value.map(decodeBinary);
-  if (!value || typeof value !== 'object') return value;
-  return Object.fromEntries(
-    Object.entries(value).map(([k, v]) => {
-      if (k === 'B' && typeof v === 'string') return [k, new Uint8Array(Buffer.from(v, 'base64'))];
-      if (k === 'BS' && Array.isArray(v))
-        return [k, v.map((b) => new Uint8Array(Buffer.from(String(b), 'base64')))];
-      return [k, decodeBinary(v)];
-    }),
-  );
+const bytes = (base64: string) => new Uint8Array(Buffer.from(base64, 'base64'));
+
+/**
+ * The wire's `B` and `BS` (base64) back to bytes as the answer is parsed, in maps and lists too:
+ * no second walk of every item. Only an attribute value has a string under `B`.
+ */
+function binaryReviver(key: string, value: unknown): unknown {
+  if (key === 'B' && typeof value === 'string') return bytes(value);
+  if (key === 'BS' && Array.isArray(value)) return value.map((b) => bytes(String(b)));
+  return value;
 }
 
 type WriteRequest = { PutRequest?: { Item: Item }; DeleteRequest?: { Key: Item } };
 type KeysAndAttributes = { Keys: Item[] } & Record<string, unknown>;
+/** A batch's items by table: keys to get, or writes. */
+type BatchItems = Record<string, KeysAndAttributes | WriteRequest[]>;
 
 const mapValues = <T, U>(record: Record<string, T>, f: (value: T) => U): Record<string, U> =>
   Object.fromEntries(Object.entries(record).map(([k, v]) => [k, f(v)]));
@@ -59,10 +59,7 @@ function writeRequest(request: WriteRequest, convert: (item: Item) => Item): Wri
 }
 
 /** A batch's `RequestItems` (or what it left unprocessed): keys to get, or writes. */
-function requestItems(
-  items: Record<string, KeysAndAttributes | WriteRequest[]>,
-  convert: (item: Item) => Item,
-): Record<string, unknown> {
+function requestItems(items: BatchItems, convert: (item: Item) => Item): Record<string, unknown> {
   return mapValues(items, (entry) =>
     Array.isArray(entry)
       ? entry.map((r) => writeRequest(r, convert))
@@ -75,22 +72,21 @@ const ITEM_MEMBERS = ['Key', 'Item', 'ExpressionAttributeValues', 'ExclusiveStar
 function inputToWire(input: Record<string, unknown>): object {
   const wire: Record<string, unknown> = { ...input };
   for (const member of ITEM_MEMBERS) if (input[member]) wire[member] = toItem(input[member] as Item);
-  if (input.RequestItems) wire.RequestItems = requestItems(input.RequestItems as never, toItem as never);
+  if (input.RequestItems) wire.RequestItems = requestItems(input.RequestItems as BatchItems, toItem);
   return wire;
 }
 
 function outputFromWire(output: WireOutput): WireOutput {
   const native: WireOutput = { ...output };
-  const item = (member: string) => output[member] as WireItem | undefined;
-  for (const member of ['Item', 'Attributes', 'LastEvaluatedKey'])
-    if (item(member)) native[member] = fromItem(item(member) as WireItem);
-  if (output.Items) native.Items = (output.Items as WireItem[]).map(fromItem);
+  for (const member of ['Item', 'Attributes', 'LastEvaluatedKey']) {
+    const item = output[member] as Item | undefined;
+    if (item) native[member] = fromItem(item);
+  }
+  if (output.Items) native.Items = (output.Items as Item[]).map(fromItem);
   if (output.Responses)
-    native.Responses = mapValues(output.Responses as Record<string, WireItem[]>, (items) =>
-      items.map(fromItem),
-    );
+    native.Responses = mapValues(output.Responses as Record<string, Item[]>, (items) => items.map(fromItem));
   for (const member of ['UnprocessedKeys', 'UnprocessedItems'])
-    if (output[member]) native[member] = requestItems(output[member] as never, fromItem as never);
+    if (output[member]) native[member] = requestItems(output[member] as BatchItems, fromItem);
   return native;
 }
 

@@ -10,7 +10,6 @@ import { AwsJsonClient, type AwsJsonClientConfig, commandClass, type WireOutput 
 export const KINESIS = {
   name: 'Kinesis',
   signingName: 'kinesis',
-  endpointPrefix: 'kinesis',
   targetPrefix: 'Kinesis_20131202',
   jsonVersion: '1.1',
 } as const;

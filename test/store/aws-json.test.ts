@@ -135,9 +135,11 @@ function throttleAttempts(times: number): AnyMiddleware {
   };
 }
 
-/** A client of its own against the runtime's DynamoDB, so the runtime's own calls are not counted. */
-function ownClient(maxAttempts: number) {
-  const endpoint = t.runtime.config.endpoints?.dynamodb;
+/**
+ * A client of its own, so the runtime's own calls are not counted: against the runtime's DynamoDB,
+ * or another server playing DynamoDB.
+ */
+function ownClient(maxAttempts: number, endpoint = t.runtime.config.endpoints?.dynamodb) {
   if (!endpoint) throw new Error('the runtime has no local DynamoDB');
   return createDocumentClient({
     region: 'us-east-1',
@@ -214,13 +216,7 @@ describe("retries, with the SDK's standard strategy", () => {
       });
     });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    const client = createDocumentClient({
-      region: 'us-east-1',
-      endpoint: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-      maxAttempts: 3,
-      requestHandler: new NodeHttpHandler(),
-      credentials: { accessKeyId: 'k', secretAccessKey: 's' },
-    });
+    const client = ownClient(3, `http://127.0.0.1:${(server.address() as AddressInfo).port}`);
     try {
       const out = await client.send(new GetCommand({ TableName: 'any', Key: { pk: 'p', sk: 's' } }));
       expect(out.$metadata.attempts).toBe(2);
