@@ -244,7 +244,7 @@ export class AwsJsonClient {
       ...(response.headers['x-amzn-requestid'] ? { requestId: response.headers['x-amzn-requestid'] } : {}),
     };
     if (response.statusCode < 300)
-      return { output: { ...parseJson(text, this.service.reviver), $metadata }, response };
+      return { output: { ...answerOf(text, $metadata, this.service.reviver), $metadata }, response };
     const error = serviceError(response, text, $metadata);
     this.learnClockSkew(error, response);
     throw error;
@@ -276,10 +276,34 @@ function retryErrorType(err: Error): 'THROTTLING' | 'TRANSIENT' | 'SERVER_ERROR'
   return 'CLIENT_ERROR';
 }
 
-function parseJson(text: string, reviver?: AwsJsonService['reviver']): Record<string, unknown> {
+/**
+ * A success's body. One that is not a JSON object is an error, not an empty answer (which a GetItem
+ * would read as "no such item"); marked a server fault, so the API answers 503, never 500.
+ */
+function answerOf(
+  text: string,
+  $metadata: ResponseMetadata,
+  reviver: AwsJsonService['reviver'],
+): Record<string, unknown> {
+  try {
+    const parsed: unknown = text ? JSON.parse(text, reviver) : {};
+    if (parsed && typeof parsed === 'object' && !Array.isArray(parsed))
+      return parsed as Record<string, unknown>;
+  } catch {
+    // Reported below, with the answer's metadata.
+  }
+  throw Object.assign(new Error(`an answer that is not a JSON object (${text.length} bytes)`), {
+    name: 'DeserializationError',
+    $fault: 'server',
+    $metadata,
+  });
+}
+
+/** An error's body, as far as it is JSON (a proxy's page is not). */
+function parseJson(text: string): Record<string, unknown> {
   if (!text) return {};
   try {
-    const parsed: unknown = JSON.parse(text, reviver);
+    const parsed: unknown = JSON.parse(text);
     return parsed && typeof parsed === 'object' ? (parsed as Record<string, unknown>) : {};
   } catch {
     return {};

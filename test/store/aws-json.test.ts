@@ -196,43 +196,74 @@ describe("retries, with the SDK's standard strategy", () => {
 
   it("signs with the server's clock after a refusal for a skewed clock, and retries", async () => {
     const SKEW_MS = 3_600_000;
-    const seen: IncomingHttpHeaders[] = [];
-    const server: Server = createServer((req, res) => {
-      seen.push(req.headers);
-      req.resume().on('end', () => {
-        const skewed = seen.length === 1;
-        res.writeHead(skewed ? 400 : 200, {
-          'content-type': 'application/x-amz-json-1.0',
-          date: new Date(Date.now() + SKEW_MS).toUTCString(),
-        });
-        res.end(
-          skewed
-            ? JSON.stringify({
-                __type: 'com.amazon.coral.service#InvalidSignatureException',
-                message: 'Signature expired',
-              })
-            : JSON.stringify({}),
-        );
-      });
-    });
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    const client = ownClient(3, `http://127.0.0.1:${(server.address() as AddressInfo).port}`);
+    const server = await playDynamoDb((seen) =>
+      seen === 1
+        ? [
+            400,
+            { __type: 'com.amazon.coral.service#InvalidSignatureException', message: 'Signature expired' },
+            SKEW_MS,
+          ]
+        : [200, {}, SKEW_MS],
+    );
+    const client = ownClient(3, server.endpoint);
     try {
       const out = await client.send(new GetCommand({ TableName: 'any', Key: { pk: 'p', sk: 's' } }));
       expect(out.$metadata.attempts).toBe(2);
-      const [first = 0, second = 0] = seen.map((h) =>
+      const [first = 0, second = 0] = server.seen.map((h) =>
         Date.parse(
           String(h['x-amz-date']).replace(/^(\d{4})(\d\d)(\d\d)T(\d\d)(\d\d)(\d\d)Z$/, '$1-$2-$3T$4:$5:$6Z'),
         ),
       );
       expect(second - first).toBeGreaterThan(SKEW_MS - 60_000);
-      expect(seen[1]?.['x-amz-target']).toBe('DynamoDB_20120810.GetItem');
+      expect(server.seen[1]?.['x-amz-target']).toBe('DynamoDB_20120810.GetItem');
     } finally {
       client.destroy();
-      await new Promise((resolve) => server.close(resolve));
+      await server.close();
+    }
+  });
+
+  it('raises an answer that is not JSON, rather than read it as an empty one (no item)', async () => {
+    const server = await playDynamoDb(() => [200, '<html>gateway</html>', 0]);
+    const client = ownClient(3, server.endpoint);
+    try {
+      await expect(
+        client.send(new GetCommand({ TableName: 'any', Key: { pk: 'p', sk: 's' } })),
+      ).rejects.toMatchObject({
+        name: 'DeserializationError',
+        $fault: 'server',
+        $metadata: { httpStatusCode: 200, attempts: 1 },
+      });
+    } finally {
+      client.destroy();
+      await server.close();
     }
   });
 });
+
+/**
+ * A server playing DynamoDB: `answer(n)` gives the n-th request's status, body (JSON unless a
+ * string) and how far ahead of ours its clock (`Date`) is.
+ */
+async function playDynamoDb(answer: (seen: number) => [number, object | string, number]) {
+  const seen: IncomingHttpHeaders[] = [];
+  const server: Server = createServer((req, res) => {
+    seen.push(req.headers);
+    req.resume().on('end', () => {
+      const [status, body, aheadMs] = answer(seen.length);
+      res.writeHead(status, {
+        'content-type': 'application/x-amz-json-1.0',
+        date: new Date(Date.now() + aheadMs).toUTCString(),
+      });
+      res.end(typeof body === 'string' ? body : JSON.stringify(body));
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    seen,
+    endpoint: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    close: () => new Promise((resolve) => server.close(resolve)),
+  };
+}
 
 describe('Kinesis records', () => {
   it('carry their bytes and arrival time, as the SDK gives them', async () => {
