@@ -50,6 +50,11 @@ export type RateLimits = z.infer<typeof rateLimitsSchema>;
 export const queueConfigSchema = z
   .strictObject({
     ordered: z._default(z.boolean(), false),
+    /**
+     * An ordered queue's per-key batch: one receive may lease up to this many consecutive
+     * messages of one key, delivered in order in one answer (1: one message of a key in flight).
+     */
+    max_per_key: z._default(intIn(1, 10), 1),
     shards: z._default(intIn(1, 500), 2),
     lease_seconds: z._default(intIn(1, 12 * HOUR), 60),
     max_lease_seconds: z._default(intIn(1, 12 * HOUR), HOUR),
@@ -92,6 +97,12 @@ export const queueConfigSchema = z
           code: 'custom',
           path: ['schema_ref'],
           message: 'names the version of a schema: add schema',
+        });
+      if (q.max_per_key > 1 && !q.ordered)
+        ctx.addIssue({
+          code: 'custom',
+          path: ['max_per_key'],
+          message: 'batches the messages of a key: only an ordered queue has keys in order',
         });
       if (q.lease_seconds > q.max_lease_seconds) {
         ctx.addIssue({

@@ -24,6 +24,7 @@ describe('tenant configuration', () => {
     const config = parseTenantConfig({ tenant: 'acme', queues: { jobs: {} } });
     expect(config.queues.jobs).toEqual({
       ordered: false,
+      max_per_key: 1,
       shards: 2,
       lease_seconds: 60,
       max_lease_seconds: 3600,
@@ -41,6 +42,14 @@ describe('tenant configuration', () => {
     expect(config.api_keys).toEqual([]);
     // No owner named: the alarm topic is made anyway, with no subscription (README "Alarms").
     expect(config.alarms).toEqual({ email: [], consuming_team: [], platform: [], producing_team: [] });
+  });
+
+  it('takes max_per_key from 1 to 10, on ordered queues only', () => {
+    const queue = (q: Record<string, unknown>) => parseTenantConfig({ tenant: 'a', queues: { q } }).queues.q;
+    expect(queue({ ordered: true, max_per_key: 10 })?.max_per_key).toBe(10);
+    expect(() => queue({ ordered: true, max_per_key: 11 })).toThrow(/max_per_key/);
+    expect(() => queue({ ordered: true, max_per_key: 0 })).toThrow(/max_per_key/);
+    expect(() => queue({ max_per_key: 2 })).toThrow(/only an ordered queue/);
   });
 
   it('keeps the alarm owners of the tenant file', () => {
