@@ -78,6 +78,7 @@ const TENANT = {
         shards: SHARDS,
         ...('fastAdmission' in r && r.fastAdmission ? { fast_admission: r.fastAdmission } : {}),
         ...('ordered' in r && r.ordered ? { ordered: true } : {}),
+        ...('maxPerKey' in r && r.maxPerKey ? { max_per_key: r.maxPerKey } : {}),
       },
     ]),
   ),
@@ -279,7 +280,7 @@ async function measure(
       ids: run.ids,
       nackFirstAttempt: run.nackFirstAttempt,
       ...(run.paced ? { paced: run.paced } : {}),
-      ...(run.ordered ? { ordered: true } : {}),
+      ...(run.ordered ? { ordered: run.ordered } : {}),
       timeoutMs: END_TO_END_TIMEOUT_MS,
       onAllAcked: () => {
         snapshot = {

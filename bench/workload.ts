@@ -1,4 +1,5 @@
 import { performance } from 'node:perf_hooks';
+import { seededRandom } from '../chaos/random.js';
 import { type Endpoint, post } from './http.js';
 
 /**
@@ -11,8 +12,6 @@ import { type Endpoint, post } from './http.js';
 export const WORKLOAD = {
   /** JSON bytes of each payload. */
   payloadBytes: 1024,
-  /** Keys of an ordered run's messages: enough that a key is rarely still in flight when its next comes. */
-  orderedKeys: 64,
   /** Messages per produce request, and produce requests in flight at once. */
   produceBatch: 10,
   produceInFlight: 4,
@@ -66,6 +65,33 @@ export function payload(order: number): Job {
   return job;
 }
 
+/** How an ordered run's messages get their keys. */
+export interface OrderedKeys {
+  /** Keys messages are spread over. */
+  keys: number;
+  /** Each message's key drawn at random (the same draw every run); otherwise the keys in turn. */
+  random: boolean;
+  /** The share of messages, drawn per message, that go to one more key of their own. */
+  hotShare?: number;
+}
+
+/** Fixed, so two runs of the bench draw the same keys and their figures compare. */
+const KEY_SEED = 20_251_201;
+
+/** Each message's key by its order, drawn up front so the order batches are sent in changes nothing. */
+export function keyOf(spec: OrderedKeys, messages: number): (order: number) => string {
+  const random = seededRandom(KEY_SEED);
+  const keys = Array.from({ length: messages }, (_, order) => {
+    if (!spec.random) return `k-${order % spec.keys}`;
+    return spec.hotShare && random.chance(spec.hotShare) ? 'k-hot' : `k-${random.int(0, spec.keys - 1)}`;
+  });
+  return (order) => {
+    const key = keys[order];
+    if (key === undefined) throw new Error(`no key drawn for message ${order}`);
+    return key;
+  };
+}
+
 function orderOf(message: Delivered): number {
   const order = (message.payload as Partial<Job> | null)?.order;
   if (typeof order !== 'number') throw new Error(`${message.message_id} carries no bench payload`);
@@ -78,8 +104,8 @@ export interface ProduceOptions {
   /** Produce requests in flight at once. */
   inFlight: number;
   ids: IdSource;
-  /** Each message carries a key (an ordered queue needs one). */
-  keyed?: boolean;
+  /** Each message's key (an ordered queue needs one). */
+  keyOf?: (order: number) => string;
   /** Paced: batches sent at this many messages a second (otherwise as fast as answered). */
   perSecond?: number;
   /** Called with each batch's message orders just before its request is sent. */
@@ -106,7 +132,7 @@ export async function produce(api: Endpoint, queue: string, options: ProduceOpti
       );
       const messages = orders.map((order) => ({
         ...(options.ids === 'producer' ? { message_id: `${queue}-${order}` } : {}),
-        ...(options.keyed ? { key: `k-${order % WORKLOAD.orderedKeys}` } : {}),
+        ...(options.keyOf ? { key: options.keyOf(order) } : {}),
         payload: payload(order),
       }));
       options.onSend?.(orders, performance.now());
@@ -195,7 +221,7 @@ export interface EndToEndOptions {
   /** `batch` messages a request at `perSecond` in all, instead of WORKLOAD's batches as fast as answered. */
   paced?: { perSecond: number; batch: number };
   /** An ordered queue: messages carry keys. */
-  ordered?: boolean;
+  ordered?: OrderedKeys;
   timeoutMs: number;
   /** Called the moment the last message is acked, before workers wind down (to snapshot the meter). */
   onAllAcked: () => void;
@@ -216,6 +242,7 @@ export interface EndToEndRun {
 /** Produces (WORKLOAD's batches) while `workers` loops receive and ack, until every message is acked. */
 export async function endToEnd(api: Endpoint, queue: string, options: EndToEndOptions): Promise<EndToEndRun> {
   const sentAt = new Map<number, number>();
+  const keyOfOrder = options.ordered && keyOf(options.ordered, options.messages);
   const latenciesMs: number[] = [];
   const retryDue = new Map<string, number>();
   const retryLatenciesMs: number[] = [];
@@ -269,7 +296,7 @@ export async function endToEnd(api: Endpoint, queue: string, options: EndToEndOp
           batchSize: options.paced?.batch ?? WORKLOAD.produceBatch,
           inFlight: WORKLOAD.produceInFlight,
           ids: options.ids,
-          ...(options.ordered ? { keyed: true } : {}),
+          ...(keyOfOrder ? { keyOf: keyOfOrder } : {}),
           ...(options.paced ? { perSecond: options.paced.perSecond } : {}),
           onSend: (orders, at) => {
             if (startedAt === 0) startedAt = at;
