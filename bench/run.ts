@@ -531,6 +531,7 @@ async function main(): Promise<void> {
       costs: cost.runs,
       throughput: measured.endToEnd,
       latency: measured.endToEnd,
+      failedRuns: failedRuns(measured),
       scaling: measured.scaling,
       sqs: cost.sqs,
       backlog,
