@@ -1,4 +1,4 @@
-import type { IdSource } from './workload.js';
+import type { IdSource, OrderedKeys } from './workload.js';
 
 /**
  * What `npm run bench` runs: the produce runs, the end-to-end runs (each on a queue of its own, so
@@ -28,9 +28,13 @@ export interface EndToEndSpec {
   paced?: { perSecond: number; batch: number; messages: number };
   /** The queue's fast_admission when not the default (`quiet`). */
   fastAdmission?: 'always' | 'off';
-  /** An ordered queue: each message carries one of WORKLOAD.orderedKeys keys. */
-  ordered?: boolean;
+  /** An ordered queue, and how its messages get their keys. */
+  ordered?: OrderedKeys;
+  /** The ordered queue's max_per_key when not the default (1). */
+  maxPerKey?: number;
 }
+
+const C4 = { workers: 4, ids: 'server', nackFirstAttempt: false } as const;
 
 /** 4 workers at a third of what they can take. */
 const PACED_C4 = {
@@ -40,9 +44,12 @@ const PACED_C4 = {
   paced: { perSecond: 100, batch: 10, messages: 600 },
 } as const;
 
+/** Enough keys that a key is rarely still in flight when its next message comes. */
+const ORDERED_KEYS = { keys: 500, random: true } as const;
+
 export const END_TO_END_RUNS: readonly EndToEndSpec[] = [
   { queue: 'c1', workers: 1, ids: 'server', nackFirstAttempt: false },
-  { queue: 'c4', workers: 4, ids: 'server', nackFirstAttempt: false },
+  { queue: 'c4', ...C4 },
   { queue: 'c16', workers: 16, ids: 'server', nackFirstAttempt: false },
   { queue: 'c4-ids', workers: 4, ids: 'producer', nackFirstAttempt: false },
   { queue: 'c4-nack', workers: 4, ids: 'server', nackFirstAttempt: true },
@@ -50,6 +57,12 @@ export const END_TO_END_RUNS: readonly EndToEndSpec[] = [
   // costs: past a range's worth a second per shard only fast_admission always admits at produce.
   { queue: 'c4-paced', ...PACED_C4 },
   { queue: 'c4-always', ...PACED_C4, fastAdmission: 'always' },
+  // c4's workload on ordered queues, a key rarely in flight twice at once (500 keys) or one key
+  // with 30 % of the messages, which only max_per_key's batches of a key can keep up with.
+  { queue: 'c4-ordered', ...C4, ordered: ORDERED_KEYS },
+  { queue: 'c4-ordered-hot', ...C4, ordered: { ...ORDERED_KEYS, hotShare: 0.3 }, maxPerKey: 10 },
+  { queue: 'c4-ordered-paced', ...PACED_C4, fastAdmission: 'always', ordered: ORDERED_KEYS },
+  { queue: 'c4-ordered-nack', ...C4, nackFirstAttempt: true, ordered: ORDERED_KEYS },
   // Issue 12: where latency matters most, 10 messages a second to one worker.
   {
     queue: 't1',
@@ -65,7 +78,7 @@ export const END_TO_END_RUNS: readonly EndToEndSpec[] = [
     ids: 'server',
     nackFirstAttempt: false,
     paced: { perSecond: 10, batch: 1, messages: 200 },
-    ordered: true,
+    ordered: { keys: 64, random: false },
   },
   // A retry's due time → its delivery, with consumers keeping up (c4-nack's are saturated by its nacks).
   {
@@ -89,6 +102,10 @@ export const RUN = {
   paced: 'c4-paced',
   retried: 't1-nack',
   fastUnderLoad: 'c4-always',
+  ordered: 'c4-ordered',
+  orderedHot: 'c4-ordered-hot',
+  orderedPaced: 'c4-ordered-paced',
+  orderedFailedAttempt: 'c4-ordered-nack',
 } as const;
 
 /** The runs that differ from each other only in their number of workers (set beside BullMQ's). */
@@ -106,8 +123,14 @@ export function describeRun(spec: EndToEndSpec): string {
   const nack = spec.nackFirstAttempt ? ', each nacked once then acked' : '';
   const paced = spec.paced ? `, paced ${spec.paced.perSecond} msg/s in ${spec.paced.batch}s` : '';
   const fast = spec.fastAdmission ? `, fast_admission ${spec.fastAdmission}` : '';
-  const ordered = spec.ordered ? ', ordered' : '';
-  return `${spec.workers} worker(s), ${ids}${nack}${paced}${fast}${ordered}`;
+  const ordered = spec.ordered ? `, ordered: ${describeKeys(spec.ordered)}` : '';
+  const perKey = spec.maxPerKey ? `, max_per_key ${spec.maxPerKey}` : '';
+  return `${spec.workers} worker(s), ${ids}${nack}${paced}${fast}${ordered}${perKey}`;
+}
+
+function describeKeys(keys: OrderedKeys): string {
+  const spread = `${keys.keys} keys${keys.random ? ' at random' : ' in turn'}`;
+  return keys.hotShare ? `${keys.hotShare * 100} % on one key, the rest ${spread}` : spread;
 }
 
 /** A phase after the end-to-end runs that failed: reported as such, so the runs measured before it are kept. */

@@ -1,4 +1,5 @@
 import { performance } from 'node:perf_hooks';
+import { seededRandom } from '../chaos/random.js';
 import { type Endpoint, post } from './http.js';
 
 /**
@@ -11,8 +12,6 @@ import { type Endpoint, post } from './http.js';
 export const WORKLOAD = {
   /** JSON bytes of each payload. */
   payloadBytes: 1024,
-  /** Keys of an ordered run's messages: enough that a key is rarely still in flight when its next comes. */
-  orderedKeys: 64,
   /** Messages per produce request, and produce requests in flight at once. */
   produceBatch: 10,
   produceInFlight: 4,
@@ -66,6 +65,33 @@ export function payload(order: number): Job {
   return job;
 }
 
+/** How an ordered run's messages get their keys. */
+export interface OrderedKeys {
+  /** Keys messages are spread over. */
+  keys: number;
+  /** Each message's key drawn at random (the same draw every run); otherwise the keys in turn. */
+  random: boolean;
+  /** The share of messages, drawn per message, that go to one more key of their own. */
+  hotShare?: number;
+}
+
+/** Fixed, so two runs of the bench draw the same keys and their figures compare. */
+const KEY_SEED = 20_251_201;
+
+/** Each message's key by its order, drawn up front so the order batches are sent in changes nothing. */
+export function keyOf(spec: OrderedKeys, messages: number): (order: number) => string {
+  const random = seededRandom(KEY_SEED);
+  const keys = Array.from({ length: messages }, (_, order) => {
+    if (!spec.random) return `k-${order % spec.keys}`;
+    return spec.hotShare && random.chance(spec.hotShare) ? 'k-hot' : `k-${random.int(0, spec.keys - 1)}`;
+  });
+  return (order) => {
+    const key = keys[order];
+    if (key === undefined) throw new Error(`no key drawn for message ${order}`);
+    return key;
+  };
+}
+
 function orderOf(message: Delivered): number {
   const order = (message.payload as Partial<Job> | null)?.order;
   if (typeof order !== 'number') throw new Error(`${message.message_id} carries no bench payload`);
@@ -78,12 +104,14 @@ export interface ProduceOptions {
   /** Produce requests in flight at once. */
   inFlight: number;
   ids: IdSource;
-  /** Each message carries a key (an ordered queue needs one). */
-  keyed?: boolean;
+  /** Each message's key (an ordered queue needs one). */
+  keyOf?: (order: number) => string;
   /** Paced: batches sent at this many messages a second (otherwise as fast as answered). */
   perSecond?: number;
   /** Called with each batch's message orders just before its request is sent. */
   onSend?: (orders: readonly number[], at: number) => void;
+  /** Called with each batch's message orders once its request answered, all accepted. */
+  onAccepted?: (orders: readonly number[], at: number) => void;
   /** Checked before each batch: a failed run stops producing. */
   stopped?: () => boolean;
 }
@@ -106,13 +134,14 @@ export async function produce(api: Endpoint, queue: string, options: ProduceOpti
       );
       const messages = orders.map((order) => ({
         ...(options.ids === 'producer' ? { message_id: `${queue}-${order}` } : {}),
-        ...(options.keyed ? { key: `k-${order % WORKLOAD.orderedKeys}` } : {}),
+        ...(options.keyOf ? { key: options.keyOf(order) } : {}),
         payload: payload(order),
       }));
       options.onSend?.(orders, performance.now());
       const { results } = await post<ProduceAnswer>(api, `/queues/${queue}/messages`, { messages });
       const refused = results.find((r) => r.status !== 'accepted');
       if (refused) throw new Error(`produce to ${queue}: ${JSON.stringify(refused)}`);
+      options.onAccepted?.(orders, performance.now());
     }
   };
   await Promise.all(Array.from({ length: options.inFlight }, sender));
@@ -194,8 +223,8 @@ export interface EndToEndOptions {
   nackFirstAttempt: boolean;
   /** `batch` messages a request at `perSecond` in all, instead of WORKLOAD's batches as fast as answered. */
   paced?: { perSecond: number; batch: number };
-  /** An ordered queue: messages carry keys. */
-  ordered?: boolean;
+  /** An ordered queue: messages carry keys, and their order per key is checked as they arrive. */
+  ordered?: OrderedKeys;
   timeoutMs: number;
   /** Called the moment the last message is acked, before workers wind down (to snapshot the meter). */
   onAllAcked: () => void;
@@ -211,11 +240,59 @@ export interface EndToEndRun {
   retryLatenciesMs: number[];
   /** Deliveries beyond those the workload asked for (at-least-once shows here). */
   redelivered: number;
+  /** Ordered runs: first deliveries that came after a later message of their key was acked. */
+  orderViolations?: number;
+}
+
+/** A produce request of a run: when it was sent, and when it answered with all accepted. */
+interface ProduceRequest {
+  sentAt: number;
+  acceptedAt?: number;
+}
+
+/**
+ * Per-key order as the workers see it: a message first delivered after a later message of its key
+ * was acked is a violation (a redelivery is not: delivery is at least once). Later in the log only
+ * where that is known from here: further on in the same produce request, or in a request sent after
+ * this one's answered; requests in flight together may land either way round, whatever their orders.
+ */
+function keyOrderCheck(keyOf: (order: number) => string, requestOf: (order: number) => ProduceRequest) {
+  const orders = new Map<string, number>();
+  const ackedByKey = new Map<string, number[]>();
+  let violations = 0;
+  const before = (a: number, b: number) => {
+    const [ra, rb] = [requestOf(a), requestOf(b)];
+    return ra === rb ? a < b : ra.acceptedAt !== undefined && ra.acceptedAt < rb.sentAt;
+  };
+  return {
+    firstDelivered(id: string, order: number) {
+      orders.set(id, order);
+      if (ackedByKey.get(keyOf(order))?.some((later) => before(order, later))) violations++;
+    },
+    acked(ids: readonly string[]) {
+      for (const id of ids) {
+        const order = orders.get(id);
+        if (order === undefined) continue;
+        const key = keyOf(order);
+        const acked = ackedByKey.get(key);
+        if (acked) acked.push(order);
+        else ackedByKey.set(key, [order]);
+      }
+    },
+    violations: () => violations,
+  };
 }
 
 /** Produces (WORKLOAD's batches) while `workers` loops receive and ack, until every message is acked. */
 export async function endToEnd(api: Endpoint, queue: string, options: EndToEndOptions): Promise<EndToEndRun> {
-  const sentAt = new Map<number, number>();
+  const requests = new Map<number, ProduceRequest>();
+  const requestOf = (order: number) => {
+    const request = requests.get(order);
+    if (!request) throw new Error(`received message ${order} of ${queue}, which was never produced`);
+    return request;
+  };
+  const keyOfOrder = options.ordered && keyOf(options.ordered, options.messages);
+  const keyOrder = keyOfOrder && keyOrderCheck(keyOfOrder, requestOf);
   const latenciesMs: number[] = [];
   const retryDue = new Map<string, number>();
   const retryLatenciesMs: number[] = [];
@@ -235,12 +312,13 @@ export async function endToEnd(api: Endpoint, queue: string, options: EndToEndOp
     stopped,
     onDelivered: (m, receivedAt) => {
       const order = orderOf(m);
-      const sent = sentAt.get(order);
-      if (sent === undefined)
-        throw new Error(`received message ${order} of ${queue}, which was never produced`);
+      const { sentAt } = requestOf(order);
       const n = (deliveries.get(m.message_id) ?? 0) + 1;
       deliveries.set(m.message_id, n);
-      if (n === 1) latenciesMs.push(receivedAt - sent);
+      if (n === 1) {
+        latenciesMs.push(receivedAt - sentAt);
+        keyOrder?.firstDelivered(m.message_id, order);
+      }
       const due = retryDue.get(m.message_id);
       if (due !== undefined) {
         retryLatenciesMs.push(receivedAt - due);
@@ -250,6 +328,7 @@ export async function endToEnd(api: Endpoint, queue: string, options: EndToEndOp
       if (!nacked(m, options.nackFirstAttempt)) final.add(m.message_id);
     },
     onAcked: (ids) => {
+      keyOrder?.acked(ids);
       for (const id of ids) acked.add(id);
       if (acked.size >= options.messages && finishedAt === 0) {
         finishedAt = performance.now();
@@ -269,11 +348,16 @@ export async function endToEnd(api: Endpoint, queue: string, options: EndToEndOp
           batchSize: options.paced?.batch ?? WORKLOAD.produceBatch,
           inFlight: WORKLOAD.produceInFlight,
           ids: options.ids,
-          ...(options.ordered ? { keyed: true } : {}),
+          ...(keyOfOrder ? { keyOf: keyOfOrder } : {}),
           ...(options.paced ? { perSecond: options.paced.perSecond } : {}),
           onSend: (orders, at) => {
             if (startedAt === 0) startedAt = at;
-            for (const order of orders) sentAt.set(order, at);
+            const request: ProduceRequest = { sentAt: at };
+            for (const order of orders) requests.set(order, request);
+          },
+          onAccepted: (orders, at) => {
+            const request = requests.get(orders[0] as number);
+            if (request) request.acceptedAt = at;
           },
           stopped,
         }),
@@ -292,7 +376,14 @@ export async function endToEnd(api: Endpoint, queue: string, options: EndToEndOp
       `${queue}: only ${acked.size} of ${options.messages} messages acked after ${options.timeoutMs / 1000} s`,
     );
   }
-  return { startedAt, finishedAt, latenciesMs, retryLatenciesMs, redelivered };
+  return {
+    startedAt,
+    finishedAt,
+    latenciesMs,
+    retryLatenciesMs,
+    redelivered,
+    ...(keyOrder ? { orderViolations: keyOrder.violations() } : {}),
+  };
 }
 
 export interface ConsumeOptions {
