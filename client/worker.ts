@@ -175,6 +175,8 @@ export class Worker<T = unknown> {
       if (!messages.length) this.hook('empty');
       // Past the stop's deadline there is no time left to handle them: hand them back.
       if (this.polling.signal.aborted) for (const message of messages) this.release(message);
+      // An ordered queue's per-key batch: the key's messages one after another in one slot.
+      else if (!this.options.batchHandler) for (const group of byKey(messages)) this.run(group);
       else
         for (let i = 0; i < messages.length; i += this.batchSize)
           this.run(messages.slice(i, i + this.batchSize));
@@ -221,7 +223,7 @@ export class Worker<T = unknown> {
     poll.abort.abort(new Error('the worker stopped: its long poll was called off'));
   }
 
-  /** One handler call: a message, or a batch of them. */
+  /** One handler call: a message, or a batch of them; or a key's messages, one call each in turn. */
   private run(messages: ReceivedMessage<T>[]): void {
     const jobs = messages.map((message): Job<T> => {
       const lease = new MessageLease(message as ReceivedMessage<unknown>, {
@@ -234,7 +236,10 @@ export class Worker<T = unknown> {
     });
     for (const job of jobs) this.jobs.add(job);
     this.running++;
-    const done = this.process(jobs).finally(() => {
+    const processed = this.options.batchHandler
+      ? this.process(jobs).then(() => undefined)
+      : this.inTurn(jobs);
+    const done = processed.finally(() => {
       for (const job of jobs) this.jobs.delete(job);
       this.running--;
       this.wake?.();
@@ -242,17 +247,37 @@ export class Worker<T = unknown> {
     for (const job of jobs) job.done = done;
   }
 
-  private async process(jobs: Job<T>[]): Promise<void> {
+  /** Answers whether every message of `jobs` was handled and acked. */
+  private async process(jobs: Job<T>[]): Promise<boolean> {
     const started = Date.now();
     const failures = await this.handle(jobs);
     const ms = Date.now() - started;
-    await Promise.all(
+    const settled = await Promise.all(
       jobs.map((job) => {
         job.settled = true;
         job.lease.stop();
-        return job.released || job.lease.lost ? undefined : this.settle(job, failures.get(job.message), ms);
+        return job.released || job.lease.lost ? false : this.settle(job, failures.get(job.message), ms);
       }),
     );
+    return settled.every(Boolean);
+  }
+
+  /**
+   * A key's messages in the order they came (a per-key batch of an ordered queue), each after the
+   * one before is acked: one that fails, is lost or is stopped gives the rest back, since nothing
+   * of the key may be handled before its retry.
+   */
+  private async inTurn(jobs: Job<T>[]): Promise<void> {
+    for (const [i, job] of jobs.entries()) {
+      if (!this.halting.signal.aborted && (await this.process([job]))) continue;
+      for (const rest of jobs.slice(i + 1)) {
+        rest.settled = true;
+        rest.released = true;
+        rest.lease.stop();
+        this.release(rest.message);
+      }
+      return;
+    }
   }
 
   /** Runs the handler: what failed, each with its error. */
@@ -273,18 +298,19 @@ export class Worker<T = unknown> {
     }
   }
 
-  /** The ack of a message whose handler returned, or the nack of one that failed. */
-  private async settle(job: Job<T>, failure: { err: unknown } | undefined, ms: number): Promise<void> {
+  /** The ack of a message whose handler returned, or the nack of one that failed: whether it was acked. */
+  private async settle(job: Job<T>, failure: { err: unknown } | undefined, ms: number): Promise<boolean> {
     const { message } = job;
     if (!failure) {
       try {
         const status = await this.acks.ack(message.receipt);
         if (status !== 'acked') this.report(lateAck(status), 'ack', message);
         else this.hook('processed', message, ms);
+        return status === 'acked';
       } catch (err) {
         this.report(err, 'ack', message);
+        return false;
       }
-      return;
     }
     this.report(failure.err, 'handler', message);
     const retryable = !(failure.err instanceof NonRetryableError);
@@ -300,6 +326,7 @@ export class Worker<T = unknown> {
     } catch (err) {
       this.report(err, 'nack', message);
     }
+    return false;
   }
 
   private release(message: ReceivedMessage<T>): void {
@@ -391,4 +418,17 @@ function lateAck(status: AckStatus): Error {
 function errorText(err: unknown): string {
   const text = err instanceof Error ? err.message : String(err);
   return text.slice(0, MAX_ERROR_TEXT);
+}
+
+/**
+ * Messages grouped by key in the order they came, a group per key (a message without a key is a
+ * group of its own): an ordered queue's per-key batch is handled in turn, other keys beside it.
+ */
+function byKey<T>(messages: readonly ReceivedMessage<T>[]): ReceivedMessage<T>[][] {
+  const groups = new Map<string | ReceivedMessage<T>, ReceivedMessage<T>[]>();
+  for (const m of messages) {
+    const at = m.key ?? m;
+    groups.set(at, [...(groups.get(at) ?? []), m]);
+  }
+  return [...groups.values()];
 }

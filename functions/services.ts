@@ -3,7 +3,6 @@ import { SqsAuthenticator } from './access/sigv4-verifier.js';
 import { SqsCredentialIssuer } from './access/sqs-credentials.js';
 import { type LeaseTerms, processAdmissions } from './admission/admitted-signal.js';
 import { FastAdmission } from './admission/fast-admission.js';
-import { KeySequencer } from './admission/key-sequencer.js';
 import { RangeAdmission } from './admission/range-admission.js';
 import type { AwsClients } from './aws/clients.js';
 import { ClaimStore } from './claims/claims.js';
@@ -27,6 +26,7 @@ import { CommitMarks } from './store/commit-marks.js';
 import { Counters } from './store/counters.js';
 import { DedupStore } from './store/dedup.js';
 import { ExpiryMarks } from './store/expiry-marks.js';
+import { KeyBlocks } from './store/key-blocks.js';
 import { KeyHolds } from './store/key-holds.js';
 import { KeyStates } from './store/key-states.js';
 import { MessageStore } from './store/messages.js';
@@ -53,6 +53,7 @@ export function buildServices(config: RuntimeConfig, clients: AwsClients) {
   const counters = new Counters(clients.doc, table, buffered);
   const keys = new KeyStates(clients.doc, table);
   const holds = new KeyHolds(clients.doc, table);
+  const blocks = new KeyBlocks(clients.doc, table);
   const claims = new ClaimStore(clients.s3, config.bucketName);
   const shards = new ShardDirectory(clients.kinesis);
   const log = new StreamLog(clients.kinesis);
@@ -63,7 +64,7 @@ export function buildServices(config: RuntimeConfig, clients: AwsClients) {
   const dedup = new DedupStore(clients.doc, table);
   const storage = new StorageMeter(clients.doc, table, buffered);
   const ranges = new RangeStore(clients.doc, table);
-  const rangeFailures = new RangeFailures({ messages, ranges, segments, counters, keys, storage });
+  const rangeFailures = new RangeFailures({ messages, ranges, segments, counters, keys, blocks, storage });
   const controls = new QueueControls(clients.doc, table);
   const samples = new TotalsSamples(clients.doc, table);
   const pollCancels = new PollCancels(clients.doc, table);
@@ -73,7 +74,6 @@ export function buildServices(config: RuntimeConfig, clients: AwsClients) {
     segments,
     messages,
     dedup,
-    sequencer: new KeySequencer({ keys, holds, ranges }),
     waiters: {
       reserve: (queue, offers, now) => processAdmissions.reserve(`${table}/${queue}`, offers, now),
       notify: (queue, entries, ranges) => processAdmissions.notify(`${table}/${queue}`, entries, ranges),
@@ -85,6 +85,7 @@ export function buildServices(config: RuntimeConfig, clients: AwsClients) {
     counters,
     keys,
     holds,
+    blocks,
     claims,
     shards,
     log,

@@ -40,8 +40,6 @@ export function takesFastAdmission(config: QueueConfig): boolean {
 interface Slot {
   running?: Promise<void>;
   queued?: Promise<void>;
-  /** An ordered queue's keys appended since the last pass began: the next one reads them early. */
-  keys: Set<string>;
 }
 
 export class FastAdmission {
@@ -55,26 +53,14 @@ export class FastAdmission {
     return this.deps.now?.() ?? Date.now();
   }
 
-  /**
-   * Admits the shards `landed` on (with an ordered queue's keys); never throws (dispatch admits
-   * whatever this did not).
-   */
-  async afterAppend(
-    queue: string,
-    config: QueueConfig,
-    landed: readonly { shard: string; key?: string | undefined }[],
-  ): Promise<void> {
+  /** Admits the shards `landed` on; never throws (dispatch admits whatever this did not). */
+  async afterAppend(queue: string, config: QueueConfig, landed: readonly { shard: string }[]): Promise<void> {
     if (!takesFastAdmission(config)) return;
-    const perShard = new Map<string, { n: number; keys: string[] }>();
-    for (const { shard, key } of landed) {
-      const at = perShard.get(shard) ?? { n: 0, keys: [] };
-      at.n++;
-      if (key !== undefined) at.keys.push(key);
-      perShard.set(shard, at);
-    }
+    const perShard = new Map<string, number>();
+    for (const { shard } of landed) perShard.set(shard, (perShard.get(shard) ?? 0) + 1);
     const now = this.now();
     await Promise.all(
-      [...perShard].map(([shard, { n, keys }]) => {
+      [...perShard].map(([shard, n]) => {
         const slot = `${queue}/${shard}`;
         const rate = this.rates.get(slot) ?? new RecentRate();
         this.rates.set(slot, rate);
@@ -82,14 +68,13 @@ export class FastAdmission {
         if (config.fast_admission === 'quiet' && lastSecond > RANGE_ENTRIES) return undefined;
         if ((this.throttledUntil.get(slot) ?? 0) > now) return undefined;
         const s = this.slot(slot);
-        if (config.ordered) for (const key of keys) s.keys.add(key);
-        return this.schedule(s, () => this.pass(queue, config, shard, slot, s));
+        return this.schedule(s, () => this.pass(queue, config, shard, slot));
       }),
     );
   }
 
   private slot(name: string): Slot {
-    const s = this.slots.get(name) ?? { keys: new Set<string>() };
+    const s = this.slots.get(name) ?? {};
     this.slots.set(name, s);
     return s;
   }
@@ -109,23 +94,15 @@ export class FastAdmission {
     return s.queued;
   }
 
-  private async pass(
-    queue: string,
-    config: QueueConfig,
-    shard: string,
-    slot: string,
-    s: Slot,
-  ): Promise<void> {
+  private async pass(queue: string, config: QueueConfig, shard: string, slot: string): Promise<void> {
     const stream = streamName(this.deps.tenant, queue);
-    const keys = [...s.keys];
-    s.keys.clear();
     try {
       await this.deps.admission.catchUp(
         queue,
         config,
         shard,
         async (after) => toLogRecords(await this.deps.reader.after(stream, shard, after, PAGE)),
-        { waitForRoom: false, guess: this.deps.reader.resumesAfter(stream, shard), keys },
+        { waitForRoom: false, guess: this.deps.reader.resumesAfter(stream, shard) },
       );
     } catch (err) {
       if ((err as { name?: string }).name === 'ProvisionedThroughputExceededException')

@@ -1,6 +1,7 @@
 import { mapLimit, sleep } from '../core/async.js';
 import { isNamespace, keyOrdered, namespaceParts, type QueueConfig } from '../core/config.js';
 import { decodeEnvelope, type Envelope, payloadBytes } from '../core/envelope.js';
+import { keyTag } from '../core/ordering.js';
 import {
   admittedTotal,
   compareSequence,
@@ -20,7 +21,6 @@ import type { MessageStore } from '../store/messages.js';
 import type { RangeStore } from '../store/ranges.js';
 import type { SegmentEntry, SegmentStore } from '../store/segments.js';
 import type { Reservation } from './admitted-signal.js';
-import type { KeySequencer, KeyViews, Positions } from './key-sequencer.js';
 
 /**
  * Admission into the lease layer: a shard's new log entries become one immutable segment and a
@@ -46,7 +46,6 @@ export interface RangeAdmissionDeps {
   messages: MessageStore;
   dedup: DedupStore;
   /** Ordered pull queues: where each key's messages go. */
-  sequencer: KeySequencer;
   /** Long polls of this process waiting for new ranges: leased entries as they are created, or woken. */
   waiters?: AdmissionWaiters;
   /** How long a batch waits for a full window to free room before it gives up. */
@@ -72,17 +71,11 @@ export interface CatchUpOptions extends AdmitOptions {
    * read again from the range's end only when that guess was past it.
    */
   guess?: string;
-  /**
-   * An ordered queue's keys the caller knows are in the run (produce's): read while the log is,
-   * one round trip less when they are all the run holds.
-   */
-  keys?: readonly string[];
 }
 
 interface Layout {
   entries: SegmentEntry[];
-  ranges: { offset: number; count: number; base: number; slice: SegmentEntry[] }[];
-  positions: Positions;
+  ranges: { offset: number; count: number; base: number; slice: SegmentEntry[]; keys?: string[] }[];
 }
 
 export interface LogRecord {
@@ -130,12 +123,7 @@ export class RangeAdmission {
     read: (after: string | undefined) => Promise<LogRecord[]>,
     options: CatchUpOptions = {},
   ): Promise<number> {
-    const { guess, keys = [] } = options;
-    // A key that could not be read early is read with the others the run holds.
-    const views =
-      keys.length && keyOrdered(queue, config)
-        ? this.deps.sequencer.views(queue, shard, [...new Set(keys)]).catch(() => undefined)
-        : undefined;
+    const { guess } = options;
     const [head, early] = await Promise.all([
       this.deps.ranges.head(queue, shard),
       guess === undefined ? undefined : read(guess),
@@ -143,7 +131,7 @@ export class RangeAdmission {
     // Read from at or before the range's end: gapless after it (admitAfter drops what it covers).
     const gapless = early && guess !== undefined && head && compareSequence(guess, head.last) <= 0;
     const records = gapless ? early : await read(head?.last);
-    if (records.length) await this.admitAfter(queue, config, shard, head, records, options, views);
+    if (records.length) await this.admitAfter(queue, config, shard, head, records, options);
     return records.length;
   }
 
@@ -154,7 +142,6 @@ export class RangeAdmission {
     head: Range | undefined,
     offered: readonly LogRecord[],
     options: AdmitOptions,
-    views?: Promise<KeyViews | undefined>,
   ): Promise<number> {
     // A record belongs to the queue; its state here to the namespace.
     const records = offered.map((r) => ({ ...r, envelope: { ...r.envelope, queue } }));
@@ -179,23 +166,31 @@ export class RangeAdmission {
     // A pull queue's shards are admitted by dispatch and produce alike; a namespace is its Lambda
     // consumer's alone.
     const stopOnLoss = !isNamespace(queue) && config.consumers.length === 0;
-    // An ordered queue's own messages: each key's go to their place (key-sequencer.ts).
-    if (keyOrdered(queue, config)) {
-      const written = await this.admitOrdered(queue, config, shard, head, batch, due, now, stopOnLoss, views);
-      return written ? skipped + cut : this.doneAfterLostRace(queue, shard, records);
-    }
     if (!batch.length) return skipped + cut;
-    const layout = this.layout(head, batch);
+    // An ordered pull queue's entries carry their keys' tags; one produced with a delay waits in
+    // its range until its time, first of its key, so the key's later messages wait behind it.
+    const ordered = keyOrdered(queue, config);
+    const layout = this.layout(head, batch, ordered);
     const [segment, admitted] = await Promise.all([
       this.putSegment(queue, shard, layout, bodyTtl),
       (async () => {
-        // Not yet due (produce's delay_seconds): the delay store keeps it; it comes back as its next entry.
-        await mapLimit(
-          batch.filter((r) => !due(r)),
-          16,
-          (r) => this.deps.messages.delay(shard, r.sequence, r.envelope, bodyTtl),
+        // Not yet due (produce's delay_seconds), unordered: the delay store keeps it; it comes
+        // back as its next entry.
+        if (!ordered)
+          await mapLimit(
+            batch.filter((r) => !due(r)),
+            16,
+            (r) => this.deps.messages.delay(shard, r.sequence, r.envelope, bodyTtl),
+          );
+        return new Set(
+          await this.identities(
+            queue,
+            config,
+            shard,
+            batch.filter((r) => ordered || due(r)),
+            now,
+          ),
         );
-        return new Set(await this.identities(queue, config, shard, batch.filter(due), now));
       })(),
     ]);
     // Every record of the batch enters the ranges, what is not delivered from here (a delayed
@@ -203,7 +198,12 @@ export class RangeAdmission {
     // read, so a caller that reads the log after it (produce's fast admission) never offers
     // those again, to admit a delayed entry once it is due while its retry entry comes too.
     const finished = new Set(batch.filter((r) => !admitted.has(r)).map((r) => r.sequence));
-    if (!(await this.write(queue, shard, layout, segment, bodyTtl, stopOnLoss, finished)))
+    const waiting = new Map(
+      batch
+        .filter((r) => ordered && admitted.has(r) && !due(r))
+        .map((r) => [r.sequence, Date.parse(r.envelope.deliver_after as string)] as const),
+    );
+    if (!(await this.write(queue, shard, layout, segment, bodyTtl, stopOnLoss, finished, waiting, ordered)))
       return this.doneAfterLostRace(queue, shard, records);
     return skipped + cut;
   }
@@ -316,65 +316,26 @@ export class RangeAdmission {
   }
 
   /**
-   * An ordered pull queue: each key's head into the ranges, its held messages into the ranges
-   * finished (and into its hold area), a delayed one into the delay store.
-   */
-  private async admitOrdered(
-    queue: string,
-    config: QueueConfig,
-    shard: string,
-    head: Range | undefined,
-    batch: LogRecord[],
-    due: (r: LogRecord) => boolean,
-    now: number,
-    stopOnLoss: boolean,
-    views?: Promise<KeyViews | undefined>,
-  ): Promise<boolean> {
-    const { bodyTtl, deadTtl } = retentionTtls(config, now);
-    if (!batch.length) return true;
-    const kept = await this.identities(queue, config, shard, batch, now);
-    const plan = await this.deps.sequencer.plan(
-      queue,
-      shard,
-      kept.map((r) => ({ ...r, due: due(r) })),
-      await views,
-    );
-    // Every record of the run enters the ranges (an entry's place is then the same whoever admits
-    // it); only a key's head is delivered from there, the rest enter finished.
-    const layout = this.layout(head, batch);
-    const [segment] = await Promise.all([
-      this.putSegment(queue, shard, layout, bodyTtl),
-      (async () => {
-        // A held message can wait longer than the log: its hold item lives as long as a dead letter.
-        await this.deps.sequencer.apply(queue, shard, plan, layout.positions, deadTtl);
-        await mapLimit(
-          kept.filter((_, i) => plan.steps[i] === 'delay'),
-          16,
-          (r) => this.deps.messages.delay(shard, r.sequence, r.envelope, bodyTtl),
-        );
-      })(),
-    ]);
-    const heads = new Set(kept.filter((_, i) => plan.steps[i] === 'head'));
-    const finished = new Set(batch.filter((r) => !heads.has(r)).map((r) => r.sequence));
-    const held = new Set(kept.filter((_, i) => plan.steps[i] === 'hold').map((r) => r.sequence));
-    return this.write(queue, shard, layout, segment, bodyTtl, stopOnLoss, finished, held);
-  }
-
-  /**
    * How a run of the log (every record after the shard's head, none left out) is cut into ranges,
    * and each entry's place in the shard's admission order, the same whoever cuts the run.
    */
-  private layout(head: Range | undefined, records: LogRecord[]): Layout {
+  private layout(head: Range | undefined, records: LogRecord[], keyed: boolean): Layout {
     const entries: SegmentEntry[] = records.map((r) => ({ sequence: r.sequence, envelope: r.envelope }));
     const first = admittedTotal(head);
-    const positions = new Map(entries.map((e, i) => [e.sequence, first + i]));
     const ranges: Layout['ranges'] = [];
     let offset = 0;
     for (const count of rangeSizes(entries.length)) {
-      ranges.push({ offset, count, base: first + offset, slice: entries.slice(offset, offset + count) });
+      const slice = entries.slice(offset, offset + count);
+      ranges.push({
+        offset,
+        count,
+        base: first + offset,
+        slice,
+        ...(keyed ? { keys: slice.map((e) => keyTag(e.envelope.key ?? '')) } : {}),
+      });
       offset += count;
     }
-    return { entries, ranges, positions };
+    return { entries, ranges };
   }
 
   /**
@@ -382,7 +343,7 @@ export class RangeAdmission {
    * this write's own (a try that landed, then its retry): the range names this write's segment.
    * A range another caller wrote ends the layout here when several callers admit the shard
    * (`stopOnLoss`: a pull queue, which produce admits too; the next caller admits the rest from
-   * the new last range, and an ordered queue's keys recorded places, not these ranges). A Lambda
+   * the new last range). A Lambda
    * consumer's namespace has one admitter, which goes on with its layout: offered again, it cuts
    * the same ranges from the same last range (a crashed try wrote the first ones).
    */
@@ -393,17 +354,19 @@ export class RangeAdmission {
     segment: Pick<SegmentRef, 'id' | 'store'>,
     ttl: number,
     stopOnLoss: boolean,
-    /** Entries that enter their range finished: held in a key's hold area, delayed, passed over. */
+    /** Entries that enter their range finished: delayed, passed over. */
     finished: ReadonlySet<string> = new Set(),
-    /** Of those, the ones held: delivered from the hold area while their range says so. */
-    held: ReadonlySet<string> = new Set(),
+    /** An ordered queue's entries that wait in their range until their time (by sequence). */
+    waiting: ReadonlyMap<string, number> = new Map(),
+    /** An ordered queue: waiting receivers are woken to look, not handed entries. */
+    ordered = false,
   ): Promise<boolean> {
     let written = 0;
     const fresh: Range[] = [];
-    const reservation = this.reserve(queue, layout, finished);
+    const reservation = ordered ? undefined : this.reserve(queue, layout, finished);
     const ours: (Range | undefined)[] = [];
     try {
-      for (const [slot, { offset, count, base, slice }] of layout.ranges.entries()) {
+      for (const [slot, { offset, count, base, slice, keys }] of layout.ranges.entries()) {
         const start = (slice[0] as SegmentEntry).sequence;
         const created = await this.deps.ranges.create(
           queue,
@@ -415,11 +378,17 @@ export class RangeAdmission {
             base,
             enqueuedAt: Math.min(...slice.map((e) => Date.parse(e.envelope.enqueued_at))),
             segment: { ...segment, offset },
+            ...(keys ? { keys } : {}),
           },
           ttl,
           {
             finished: indexesIn(slice, finished),
-            held: indexesIn(slice, held),
+            waiting: new Map(
+              slice.flatMap((e, index) => {
+                const dueAt = waiting.get(e.sequence);
+                return dueAt === undefined ? [] : [[index, dueAt] as const];
+              }),
+            ),
             ...(reservation ? { leases: reservation.leases(slot) } : {}),
           },
         );
@@ -437,7 +406,7 @@ export class RangeAdmission {
     } finally {
       reservation?.settle(ours, (slot, index) => layout.ranges[slot]?.slice[index] as SegmentEntry);
     }
-    if (written) this.deps.waiters?.notify(queue, written - (reservation?.count ?? 0), fresh);
+    if (written) this.deps.waiters?.notify(queue, written - (reservation?.count ?? 0), ordered ? [] : fresh);
     return !stopOnLoss || written === layout.entries.length;
   }
 

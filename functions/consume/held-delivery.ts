@@ -1,8 +1,7 @@
-import { headStatus } from '../admission/key-sequencer.js';
 import type { AckStatus, NackRequest } from '../api/schemas.js';
 import { mapLimit } from '../core/async.js';
 import { type QueueConfig, streamName } from '../core/config.js';
-import { type Envelope, payloadBytes } from '../core/envelope.js';
+import type { Envelope } from '../core/envelope.js';
 import type { Range } from '../core/ranges.js';
 import type { Delivery } from '../core/receipt.js';
 import { afterFailure, type FailureReason, type Outcome } from '../core/retry-policy.js';
@@ -16,9 +15,9 @@ import type { StorageMeter } from '../store/storage.js';
 import type { RangeFailures } from './range-failures.js';
 
 /**
- * An ordered pull queue's held messages (admission put them in their key's hold area:
- * admission/key-sequencer.ts), delivered in log order once their key is free: its head done, no
- * message holding it, not parked. The key's own item holds the lease (`busy_with` and the lease
+ * An ordered pull queue's held messages (the sweep moved a parked or long-held key's waiting
+ * entries into its hold area: sweep/key-holding.ts), delivered in log order once their key is
+ * free: no message holding it, not parked. The key's own item holds the lease (`busy_with` and the lease
  * attributes), so one conditional write both takes the key and leases the message. An ack ends
  * that lease on its condition (so the sweep cannot also fail it) and marks the key `acking`, then
  * marks the entry acked where it was admitted (trace reads it there), then frees the key, then
@@ -40,9 +39,6 @@ export interface HeldDeliveryDeps {
   storage: StorageMeter;
   now?: () => number;
 }
-
-/** A marker whose key holds nothing is removed once it is this old (admission marks just before it holds). */
-const STALE_MARKER_MS = 60_000;
 
 /** A key with held messages, and its shard. */
 export interface HeldKey {
@@ -67,9 +63,9 @@ export class HeldDelivery {
     return this.deps.now?.() ?? Date.now();
   }
 
-  /** The keys with held messages, per shard: what `leaseSome` starts from. */
-  async marked(queue: string): Promise<HeldKey[]> {
-    const shards = await this.deps.shards.shards(streamName(this.deps.tenant, queue));
+  /** The keys with held messages, per shard (of `shards`, or all): what `leaseSome` starts from. */
+  async marked(queue: string, shards?: readonly string[]): Promise<HeldKey[]> {
+    shards ??= await this.deps.shards.shards(streamName(this.deps.tenant, queue));
     return (
       await Promise.all(
         shards.map(async (shard) =>
@@ -114,8 +110,6 @@ export class HeldDelivery {
     lease: { expiresAt: number; consumerId: string },
   ): Promise<HeldLeased | undefined> {
     const { keys, holds } = this.deps;
-    const holder = await this.freeHolder(queue, shard, state);
-    if (holder === false) return undefined;
     const [held] = await holds.first(queue, state.key, 1);
     if (!held) {
       // Admission marks and holds before it sets a new token, which makes these conditions fail.
@@ -139,13 +133,11 @@ export class HeldDelivery {
     if (held.envelope.deliver_after && Date.parse(held.envelope.deliver_after) > now) return undefined;
     const envelope = await this.deps.segments.resolve(queue, held.envelope);
     if (!envelope) return undefined;
-    const generation = await keys.claimHeld(
-      queue,
-      state.key,
-      held.envelope.message_id,
-      { expiresAt: lease.expiresAt, deliveredAt: now, consumerId: lease.consumerId },
-      { holder, sequenced: state.sequenced },
-    );
+    const generation = await keys.claimHeld(queue, state.key, held.envelope.message_id, {
+      expiresAt: lease.expiresAt,
+      deliveredAt: now,
+      consumerId: lease.consumerId,
+    });
     if (generation === undefined) return undefined;
     // Acked meanwhile: an ack marks the entry before it frees the key, so a claim that followed
     // that ack's release finds the mark here, and gives the key back.
@@ -155,23 +147,6 @@ export class HeldDelivery {
       return undefined;
     }
     return { held, entry, envelope, generation, deliveredAt: now, expiresAt: lease.expiresAt };
-  }
-
-  /**
-   * Whether the key's head is done: false when it is not; otherwise the message holding the key
-   * that the claim replaces (its head, acked: released lazily), or undefined when none does.
-   */
-  private async freeHolder(
-    queue: string,
-    shard: string,
-    state: KeyState,
-  ): Promise<string | undefined | false> {
-    const head = state.head;
-    if (!head) return state.busy_with === undefined ? undefined : false;
-    const status = await headStatus(this.deps.ranges, queue, shard, head);
-    if (status !== 'acked' && status !== 'failed') return false;
-    if (state.busy_with === undefined) return undefined;
-    return state.busy_with === head.message_id && status === 'acked' ? state.busy_with : false;
   }
 
   /**
@@ -234,7 +209,7 @@ export class HeldDelivery {
    * An ack whose lease ended: acked where it was admitted, the key freed, the hold item gone.
    * Whoever frees the key (the ack, or the sweep finishing it) releases its bytes: once.
    */
-  private async finishAck(
+  async finishAck(
     queue: string,
     messageId: string,
     generation: number,
@@ -290,7 +265,7 @@ export class HeldDelivery {
    * behind it dead), then the failure, then the hold item. `live`: the receipt's generation,
    * whose live lease this ends; without it, a lease that ran out (the sweep).
    */
-  private async fail(
+  async fail(
     queue: string,
     config: QueueConfig,
     held: HeldMessage,
@@ -362,83 +337,15 @@ export class HeldDelivery {
     const [first] = await this.deps.holds.first(queue, key, 1);
     return first?.envelope.message_id === d.messageId && first.sequence === sequence ? first : undefined;
   }
-
-  /**
-   * The sweep's part, per shard: a held delivery whose lease ran out is a failed attempt; what a
-   * crash left between an ack's or a failure's writes is finished. Answers the attempts failed.
-   */
-  async sweep(queue: string, config: QueueConfig, shard: string): Promise<number> {
-    const markers = await this.deps.holds.marked(queue, shard);
-    if (!markers.length) return 0;
-    const states = await this.deps.keys.getMany(
-      queue,
-      markers.map((m) => m.key),
-    );
-    const now = this.now();
-    // A marker whose key holds nothing, left by an emptying that stopped between its two writes.
-    // Old only: admission marks a key just before it sets its token.
-    const stale = markers.filter(
-      (m) => states.get(m.key)?.holding === undefined && (m.token ?? 0) < (now - STALE_MARKER_MS) * 1000,
-    );
-    await mapLimit(stale, 8, (m) => this.deps.holds.unmark(queue, shard, m.key, m.token ?? 0));
-    const failed = await mapLimit([...states.values()], 8, async (state) => {
-      const holder = state.busy_with ?? (state.parked_at !== undefined ? state.dead_message_id : undefined);
-      if (holder === undefined || (state.lease_expires_at ?? 0) > now) return false;
-      const [held] = await this.deps.holds.first(queue, state.key, 1);
-      const leftover = state.lease_expires_at !== undefined && state.lease_gen !== undefined;
-      // An ack that ended the lease and stopped before it was finished: finished, not failed.
-      const acking =
-        state.acking === state.lease_gen && state.busy_with === holder ? state.acking : undefined;
-      if (held?.envelope.message_id !== holder) {
-        // Its hold item goes only once its ack is written where it was admitted (a sweep that
-        // read the key before the ack's first write removes it): the key is free again.
-        if (acking !== undefined) await this.deps.keys.finishAck(queue, state.key, holder, acking);
-        // A held message's lease whose message left the hold area (acked, then the release failed
-        // or stopped): nothing of it is in flight, so the key is free again.
-        else if (leftover && state.busy_with === holder) {
-          const release = { release: true, lease: 'expired' } as const;
-          await this.deps.keys.endHeld(queue, state.key, holder, state.lease_gen as number, now, release);
-        }
-        return false;
-      }
-      const at = await this.deps.ranges.entryAt(queue, held.shard, held);
-      if (at && acking !== undefined) {
-        const bytes = payloadBytes(held.envelope);
-        const item = { key: state.key, sequence: held.sequence, bytes };
-        await this.finishAck(queue, holder, acking, item, at.range, at.index);
-        return false;
-      }
-      if (at && !toDeliver(at)) {
-        // Handled before a crash, or put back by a late replay: the hold item goes, and the key
-        // too if the message was acked (a failed one keeps it for its retry or parks it).
-        if (at.range.acked.has(at.index) && state.lease_gen !== undefined && state.busy_with === holder)
-          await this.deps.keys.endHeld(queue, state.key, holder, state.lease_gen, now, {
-            release: true,
-            lease: 'expired',
-          });
-        await this.deps.holds.remove(queue, state.key, held.sequence);
-        return false;
-      }
-      // Parked behind it, or kept for its retry, by a failure that stopped before it was written;
-      // or its lease ran out.
-      const reason: FailureReason = state.parked_at !== undefined ? 'non_retryable' : 'lease_expired';
-      if (leftover) {
-        const expected = afterFailure(config, { attempt: held.envelope.attempt, reason, now });
-        const ended = { release: false, lease: 'expired' } as const;
-        if (!(await this.deps.keys.endHeld(queue, state.key, holder, state.lease_gen as number, now, ended)))
-          return false;
-        if (expected.kind === 'dead') await this.deps.keys.park(queue, state.key, holder, held.shard, now);
-      }
-      return (await this.fail(queue, config, held, state, { reason, entry: at })) !== undefined;
-    });
-    return failed.filter(Boolean).length;
-  }
 }
 
-/** A key worth a look for its hold area: held messages, not parked, nothing of its held in flight. */
+/** A key worth a look for its hold area: held messages, not parked, held by nothing. */
 function mayDrain(state: KeyState | undefined): state is KeyState {
   return (
-    state?.holding !== undefined && state.parked_at === undefined && state.lease_expires_at === undefined
+    state?.holding !== undefined &&
+    state.parked_at === undefined &&
+    state.busy_with === undefined &&
+    state.lease_expires_at === undefined
   );
 }
 
@@ -461,6 +368,6 @@ function failureLanded(item: StateItem | undefined, held: HeldMessage): boolean 
 }
 
 /** A held entry whose message is still to deliver from its key's hold area. */
-function toDeliver(at: { range: Range; index: number }): boolean {
+export function toDeliver(at: { range: Range; index: number }): boolean {
   return at.range.held.has(at.index) && !at.range.acked.has(at.index);
 }

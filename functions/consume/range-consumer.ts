@@ -5,6 +5,7 @@ import { mapLimit } from '../core/async.js';
 import { type QueueConfig, streamName } from '../core/config.js';
 import { messageView, payloadBytes } from '../core/envelope.js';
 import { leaseExpiry, receiveLease } from '../core/lease.js';
+import { runPicks } from '../core/ordering.js';
 import {
   entryStatus,
   type Lease,
@@ -18,11 +19,14 @@ import { retentionTtls } from '../core/retention.js';
 import type { Outcome } from '../core/retry-policy.js';
 import type { ShardDirectory } from '../log/stream.js';
 import type { Counters } from '../store/counters.js';
+import type { KeyBlocks } from '../store/key-blocks.js';
+import type { KeyStates } from '../store/key-states.js';
 import type { MessageStore, StateItem } from '../store/messages.js';
 import type { RangeStore } from '../store/ranges.js';
 import type { SegmentEntry, SegmentStore } from '../store/segments.js';
 import type { StorageMeter } from '../store/storage.js';
 import type { HeldDelivery, HeldLeased } from './held-delivery.js';
+import { entryName, type OrderedLeased, OrderedLook } from './ordered-look.js';
 import type { RangeFailures } from './range-failures.js';
 
 /**
@@ -40,8 +44,10 @@ export interface RangeConsumerDeps {
   claims: ClaimStore;
   shards: ShardDirectory;
   failures: RangeFailures;
-  /** Ordered queues: messages in their keys' hold areas. */
+  /** Ordered queues: messages in their keys' hold areas, the keys blocked, and their states. */
   held: HeldDelivery;
+  blocks: KeyBlocks;
+  keys: KeyStates;
   counters: Counters;
   storage: StorageMeter;
   signer: () => Promise<ReceiptSigner>;
@@ -67,19 +73,24 @@ export class RangeConsumer {
   /** Per queue, until when this instance reads before it writes a lease: its last lost write. */
   private readonly contendedUntil = new Map<string, number>();
 
-  constructor(private readonly deps: RangeConsumerDeps) {}
+  private readonly ordered: OrderedLook;
+
+  constructor(private readonly deps: RangeConsumerDeps) {
+    this.ordered = new OrderedLook(deps);
+  }
 
   private now(): number {
     return this.deps.now?.() ?? Date.now();
   }
 
   /**
-   * One look: up to `want` messages leased and answered. On an ordered queue every free entry is
-   * its key's head (admission/key-sequencer.ts); held messages of free keys fill what is left.
+   * One look: up to `want` messages leased and answered. On an ordered queue each key's first
+   * unfinished entries (ordered-look.ts); held messages of free keys fill what is left.
    * What an admission in this process `handed` this receiver (admitted-signal.ts) comes first:
    * entries it leased to it are answered as they are; its share of the new ranges is leased as
-   * written, without reading them or the hold areas (what of it went to others only cost a lost
-   * write), and the look follows when nothing was won.
+   * written, without reading them (what of it went to others only cost a lost write), and the
+   * look follows when nothing was won. An ordered queue's admission hands nothing: it does not
+   * know which new entries are first of their keys.
    */
   async receive(
     queue: string,
@@ -89,17 +100,48 @@ export class RangeConsumer {
     consumerId: string,
     handed: Handoff = NOTHING_HANDED,
   ): Promise<DeliveredMessage[]> {
+    if (config.ordered) return this.receiveOrdered(queue, config, want, leaseSeconds, consumerId);
     if (handed.leased.length) return this.deliver(queue, handed.leased);
     const fresh = handed.share.length
       ? await this.leaseFrom(queue, config, handed.share, leaseSeconds, consumerId, true)
       : [];
     if (fresh.length) return this.deliver(queue, fresh);
-    // An ordered queue's keys with held messages are read meanwhile: one round trip less a look.
-    const [leased, keys] = await Promise.all([
-      this.leaseSome(queue, config, want, leaseSeconds, consumerId),
-      config.ordered ? this.deps.held.marked(queue) : [],
-    ]);
+    const leased = await this.leaseSome(queue, config, want, leaseSeconds, consumerId);
+    return leased.length ? this.deliver(queue, leased) : [];
+  }
+
+  /**
+   * An ordered queue's look: each shard's runs (ordered-look.ts), then held messages of free keys
+   * for what is left; a shard's hold areas are looked at only when its blocks item names a key.
+   */
+  private async receiveOrdered(
+    queue: string,
+    config: QueueConfig,
+    want: number,
+    leaseSeconds: number,
+    consumerId: string,
+  ): Promise<DeliveredMessage[]> {
+    const shards = await this.deps.shards.shards(streamName(this.deps.tenant, queue));
     const now = this.now();
+    const looked = await Promise.all(
+      shards.map(async (shard) => ({ shard, ...(await this.ordered.runs(queue, config, shard, want, now)) })),
+    );
+    const blockedShards = looked.filter((l) => l.blocked.size).map((l) => l.shard);
+    const [leased, keys] = await Promise.all([
+      this.ordered.lease(queue, looked, want, receiveLease(config, now, leaseSeconds, consumerId), (runs) =>
+        this.withinBytes(queue, runPicks(runs)).then(
+          (read) =>
+            new Map(
+              read.flatMap(({ pick, entries }) =>
+                [...entries].map(
+                  ([index, entry]) => [entryName({ range: pick.range, index }), entry] as const,
+                ),
+              ),
+            ),
+        ),
+      ),
+      blockedShards.length ? this.deps.held.marked(queue, blockedShards) : [],
+    ]);
     const held =
       keys.length && leased.length < want
         ? await this.deps.held.leaseSome(
@@ -109,7 +151,6 @@ export class RangeConsumer {
             keys,
           )
         : [];
-    if (!leased.length && !held.length) return [];
     const [fromRanges, fromHolds] = await Promise.all([
       leased.length ? this.deliver(queue, leased) : [],
       this.deliverHeld(queue, held),
@@ -257,12 +298,21 @@ export class RangeConsumer {
     return delivered;
   }
 
-  private async deliver(queue: string, leased: readonly LeasedEntry[]): Promise<DeliveredMessage[]> {
+  private async deliver(
+    queue: string,
+    leased: readonly (LeasedEntry | OrderedLeased)[],
+  ): Promise<DeliveredMessage[]> {
     const signer = await this.deps.signer();
-    const redelivered = leased.filter((l) => l.entry.envelope.attempt > 1).length;
+    // An ordered queue's entry delivered again in place carries its attempt in its range.
+    const envelopeOf = ({ range, index, entry }: LeasedEntry) => {
+      const attempt = range.attempts.get(index);
+      return attempt === undefined ? entry.envelope : { ...entry.envelope, attempt };
+    };
+    const redelivered = leased.filter((l) => envelopeOf(l).attempt > 1).length;
     const [delivered] = await Promise.all([
-      mapLimit(leased, 8, async ({ range, index, entry }) => {
-        const env = entry.envelope;
+      mapLimit(leased, 8, async (l) => {
+        const { range, index } = l;
+        const env = envelopeOf(l);
         const lease = range.leases.get(index);
         return {
           ...messageView(env, await this.deps.claims.payloadOf(env)),
@@ -273,6 +323,7 @@ export class RangeConsumer {
             generation: env.entry,
             deliveredAt: lease?.deliveredAt ?? 0,
             entry: { range: range.start, index, bytes: payloadBytes(env) },
+            ...('holdsKey' in l && l.holdsKey ? { holdsKey: true } : {}),
           }),
           lease_expires_at: new Date(lease?.expiresAt ?? 0).toISOString(),
         };
@@ -304,13 +355,22 @@ export class RangeConsumer {
       const first = group[0]?.d as Delivery;
       const range = { shard: first.shard, start: first.entry?.range as string };
       const indexes = [...new Set(group.map((x) => x.d.entry?.index as number))];
+      // An ordered queue delivers an entry again in place: each ack names its delivery.
+      const delivered = config.ordered
+        ? new Map(group.map((x) => [x.d.entry?.index as number, x.d.deliveredAt]))
+        : undefined;
       // The range as read before acking one by one: it tells the rest (acked before, or failed).
-      const { newly, fresh } = (await this.deps.ranges.ack(queue, range, indexes, now))
+      const { newly, fresh } = (await this.deps.ranges.ack(queue, range, indexes, now, delivered))
         ? { newly: indexes, fresh: undefined }
-        : await this.ackOneByOne(queue, range, indexes, now);
+        : await this.ackOneByOne(queue, range, indexes, now, delivered);
       for (const x of group) {
         const index = x.d.entry?.index as number;
-        let ok = newly.includes(index) || fresh?.acked.has(index) === true;
+        // Acked before (this ack sent again after its answer was lost); on an ordered queue, by
+        // this delivery: an entry delivered again in place keeps only its last delivery's stamp.
+        const before =
+          fresh?.acked.has(index) === true &&
+          (!config.ordered || fresh.leases.get(index)?.deliveredAt === x.d.deliveredAt);
+        let ok = newly.includes(index) || before;
         // Finished in the range without an ack: its lease may have moved to the message's item.
         if (!ok && fresh?.failed.has(index)) {
           const outcome = await this.deps.messages.ack(queue, x.d.messageId, x.d.generation, now, tombstone);
@@ -319,9 +379,14 @@ export class RangeConsumer {
             acked++;
             bytes += x.d.entry?.bytes ?? 0;
           }
-          // An ordered queue's head: acked in its range too, which frees its key (released lazily).
-          if (ok && config.ordered) await this.deps.ranges.ackHeld(queue, range, index, now);
-        }
+          // An ordered queue's: acked in its range too (trace reads it there); its key was held
+          // by it from the move on.
+          if (ok && config.ordered) {
+            await this.deps.ranges.ackHeld(queue, range, index, now);
+            await this.releaseKey(queue, range, index, x.d.messageId);
+          }
+        } else if (ok && x.d.holdsKey && newly.includes(index))
+          await this.releaseKey(queue, range, index, x.d.messageId);
         statuses.set(x.receipt, ok ? 'acked' : 'stale_receipt');
       }
       for (const index of newly) {
@@ -343,16 +408,33 @@ export class RangeConsumer {
     range: { shard: string; start: string },
     indexes: number[],
     now: number,
+    delivered: ReadonlyMap<number, number> | undefined,
   ): Promise<{ newly: number[]; fresh: Range | undefined }> {
     const fresh = await this.deps.ranges.get(queue, range.shard, range.start);
     if (!fresh) return { newly: [], fresh };
-    const live = indexes.filter((i) => entryStatus(fresh, i, now) === 'leased');
-    if (live.length > 1 && (await this.deps.ranges.ack(queue, range, live, now)))
+    const live = indexes.filter(
+      (i) =>
+        entryStatus(fresh, i, now) === 'leased' &&
+        (delivered === undefined || fresh.leases.get(i)?.deliveredAt === delivered.get(i)),
+    );
+    if (live.length > 1 && (await this.deps.ranges.ack(queue, range, live, now, delivered)))
       return { newly: live, fresh };
     const one = await mapLimit(live, 8, async (i) =>
-      (await this.deps.ranges.ack(queue, range, [i], now)) ? [i] : [],
+      (await this.deps.ranges.ack(queue, range, [i], now, delivered)) ? [i] : [],
     );
     return { newly: one.flat(), fresh };
+  }
+
+  /** The acked message held its key (store/key-states.ts `busy_with`): the key is free again. */
+  private async releaseKey(
+    queue: string,
+    range: { shard: string; start: string },
+    index: number,
+    messageId: string,
+  ): Promise<void> {
+    const fresh = await this.deps.ranges.get(queue, range.shard, range.start);
+    const key = fresh && (await this.deps.segments.entryAt(queue, fresh, index))?.envelope.key;
+    if (key !== undefined) await this.deps.keys.release(queue, key, messageId);
   }
 
   /** The failed attempt of a live delivery; undefined when the receipt is stale. */
@@ -384,7 +466,8 @@ export class RangeConsumer {
     if (d.held) return this.deps.held.extend(queue, d, expiresAt);
     const range = { shard: d.shard, start: d.entry?.range as string };
     const now = this.now();
-    if ((await this.deps.ranges.extend(queue, range, d.entry?.index as number, expiresAt, now)) !== undefined)
+    const index = d.entry?.index as number;
+    if ((await this.deps.ranges.extend(queue, range, index, expiresAt, now, d.deliveredAt)) !== undefined)
       return true;
     // A lease the gap cap moved out of its range is extended in the message's item.
     return this.deps.messages.extend(queue, d.messageId, d.generation, expiresAt, now);
@@ -402,7 +485,8 @@ export class RangeConsumer {
         ? await this.deps.messages.get(queue, d.messageId).then((item) => evictedLease(item, d, now))
         : undefined;
     const lease = evicted ?? (status === 'leased' ? range.leases.get(index) : undefined);
-    if (!lease) return undefined;
+    // The entry delivered again since (in place, on an ordered queue): not this receipt's.
+    if (!lease || lease.deliveredAt !== d.deliveredAt) return undefined;
     const entry = await this.deps.segments.entryAt(queue, range, index);
     if (!entry) return undefined;
     return {

@@ -1,14 +1,17 @@
+import { mapLimit } from '../core/async.js';
 import { isNamespace, keyOrdered, type QueueConfig } from '../core/config.js';
 import { type Envelope, payloadBytes } from '../core/envelope.js';
 import { entryStatus, type Lease, payloadSource, type Range, waitsInRange } from '../core/ranges.js';
 import { retentionTtls } from '../core/retention.js';
 import { afterFailure, type FailureReason, type Outcome } from '../core/retry-policy.js';
 import type { Counters } from '../store/counters.js';
+import type { KeyBlocks } from '../store/key-blocks.js';
 import type { KeyStates } from '../store/key-states.js';
 import type { HistoryRecord, MessageStore, SegmentSource } from '../store/messages.js';
 import type { RangeStore } from '../store/ranges.js';
 import type { SegmentStore } from '../store/segments.js';
 import type { StorageMeter } from '../store/storage.js';
+import { MAX_RANGES } from './ordered-look.js';
 
 /**
  * A failed delivery of an entry of the lease layer (a nack, a release, or a lease the sweep found
@@ -27,6 +30,7 @@ export interface RangeFailuresDeps {
   segments: SegmentStore;
   counters: Counters;
   keys: KeyStates;
+  blocks: KeyBlocks;
   storage: Pick<StorageMeter, 'deadLettered'>;
 }
 
@@ -56,38 +60,58 @@ export class RangeFailures {
 
   /**
    * The outcome, or undefined when the lease was no longer this delivery's (stale). An ordered
-   * pull queue's entry is its key's head: the key is marked first (busy with the retry, or parked
-   * behind it dead), so admission holds the key's next messages from then on.
+   * pull queue's retry waits in place, first of its key, and is delivered again there; a dead
+   * letter, or a retry whose lease the gap cap moved out of its range, marks its key first (parked
+   * behind it, or busy with it) and blocks it on its shard, so the key's later messages wait.
    */
   async fail(
     config: QueueConfig,
-    e: FailedEntry,
+    failed: FailedEntry,
     f: EntryFailure,
     now: number,
   ): Promise<Outcome | undefined> {
+    // An ordered queue's entry delivered again in place carries its attempt in its range.
+    const attempt = failed.range.attempts.get(failed.index);
+    const e = attempt === undefined ? failed : { ...failed, envelope: { ...failed.envelope, attempt } };
     const outcome = this.outcomeOf(config, e, f, now);
-    const key = keyOrdered(e.queue, config) ? e.envelope.key : undefined;
-    if (
-      outcome.kind === 'retry' &&
-      f.lease === 'live' &&
-      !f.release &&
-      !e.evicted &&
-      !isNamespace(e.queue) &&
-      waitsInRange(config, outcome.dueAt, now)
-    )
+    const ordered = keyOrdered(e.queue, config);
+    const key = ordered ? e.envelope.key : undefined;
+    const waits = ordered
+      ? !e.evicted
+      : f.lease === 'live' && !f.release && !e.evicted && !isNamespace(e.queue);
+    if (outcome.kind === 'retry' && waits && waitsInRange(config, outcome.dueAt, now))
       return this.waitInRange(config, e, f, outcome, now);
     if (key === undefined) return this.failEntry(config, e, f, outcome, now);
-    const id = e.envelope.message_id;
-    if (outcome.kind === 'retry') await this.deps.keys.claim(e.queue, key, id);
-    else await this.deps.keys.park(e.queue, key, id, e.range.shard, now);
-    const failed = await this.failEntry(config, e, f, outcome, now);
+    await this.blockKey(e.queue, e.range.shard, key, e.envelope.message_id, outcome, now);
+    const done = await this.failEntry(config, e, f, outcome, now);
     // Parked for a failure that did not land: the entry was acked meanwhile, so the key is free.
-    if (!failed && outcome.kind === 'dead') {
+    if (!done && outcome.kind === 'dead') {
       const fresh = await this.deps.ranges.get(e.queue, e.range.shard, e.range.start);
       if (fresh && entryStatus(fresh, e.index, now) === 'acked')
-        await this.deps.keys.unpark(e.queue, key, id);
+        await this.deps.keys.unpark(e.queue, key, e.envelope.message_id);
     }
-    return failed;
+    return done;
+  }
+
+  /**
+   * An ordered pull queue's key, before the failure that takes its message out of the ranges:
+   * busy with the message (its retry comes back through the log) or parked behind it (dead), then
+   * blocked on its shard, so a receiver that sees the entry finished sees the key blocked.
+   */
+  private async blockKey(
+    queue: string,
+    shard: string,
+    key: string,
+    messageId: string,
+    outcome: Outcome,
+    now: number,
+  ): Promise<boolean> {
+    const marked =
+      outcome.kind === 'retry'
+        ? await this.deps.keys.claim(queue, key, messageId)
+        : await this.deps.keys.park(queue, key, messageId, shard, now);
+    await this.deps.blocks.block(queue, shard, key);
+    return marked;
   }
 
   private outcomeOf(config: QueueConfig, e: FailedEntry, f: EntryFailure, now: number): Outcome {
@@ -103,8 +127,9 @@ export class RangeFailures {
   }
 
   /**
-   * A nack whose retry is due soon: the attempt goes into a history item of its own, then the
-   * entry waits in its range (the lease ends there) until the sweep appends its retry entry. No
+   * A retry that waits in its range: the attempt goes into a history item of its own, then the
+   * entry waits in its range (the lease ends there) until the sweep appends its retry entry, or,
+   * on an ordered queue, until it is due and delivered again in place (as its next attempt). No
    * state item, no index: two writes. The history item is taken back when the range write does
    * not land (the entry was acked, or its lease expired first and the sweep's failure records it).
    */
@@ -118,19 +143,55 @@ export class RangeFailures {
     const { messages, ranges } = this.deps;
     const id = e.envelope.message_id;
     const ttls = retentionTtls(config, now);
-    await messages.putHistory(e.queue, id, attemptRecord(e.envelope, e.lease, f, now), ttls.deadTtl);
-    if (await ranges.retry(e.queue, e.range, e.index, e.lease.deliveredAt, outcome.dueAt, now))
+    const ordered = keyOrdered(e.queue, config);
+    const record = attemptRecord(e.envelope, e.lease, f, now, ordered);
+    if (!f.release) await messages.putHistory(e.queue, id, record, ttls.deadTtl);
+    const retry = (lease: 'live' | 'expired') =>
+      ranges.retry(e.queue, e.range, e.index, e.lease.deliveredAt, outcome.dueAt, now, {
+        lease,
+        ...(ordered ? { attempt: outcome.nextAttempt } : {}),
+      });
+    if (await retry(f.lease)) {
+      if (ordered) await this.releaseRest(config, e);
       return this.finished(e, outcome, f, now, ttls);
+    }
     const fresh = await ranges.get(e.queue, e.range.shard, e.range.start);
     const waiting = fresh?.retrying.get(e.index);
     // This very write landed (the SDK retried it after a lost answer): done. Another nack of the
     // same delivery that won keeps the history item (it is the same attempt's).
     if (waiting) return waiting.dueAt === outcome.dueAt ? this.finished(e, outcome, f, now, ttls) : undefined;
-    await messages.deleteHistory(e.queue, id, e.envelope.entry);
-    // The lease ran out just before: the nack still ends the delivery, through the delay store.
-    if (fresh && entryStatus(fresh, e.index, now) === 'expired')
-      return this.failEntry(config, e, f, outcome, now);
+    const expired = fresh !== undefined && entryStatus(fresh, e.index, now) === 'expired';
+    // The lease ran out just before: the nack still ends the delivery, where it is on an ordered
+    // queue, through the delay store on another.
+    if (expired && ordered && (await retry('expired'))) {
+      await this.releaseRest(config, e);
+      return this.finished(e, outcome, f, now, ttls);
+    }
+    if (!f.release) await messages.deleteHistory(e.queue, id, record.generation);
+    if (expired && !ordered) return this.failEntry(config, e, f, outcome, now);
     return undefined;
+  }
+
+  /**
+   * An ordered queue's per-key batch (`max_per_key` > 1): the failed message's later ones of the
+   * same delivery go back without an attempt, so nothing of the key is handled before its retry
+   * (their acks answer stale). A range this read misses keeps its leases until they run out, and
+   * the retry waits behind them.
+   */
+  private async releaseRest(config: QueueConfig, e: FailedEntry): Promise<void> {
+    const tag = e.range.keys?.[e.index];
+    if (config.max_per_key <= 1 || tag === undefined) return;
+    const position = e.range.base + e.index;
+    const after = await this.deps.ranges.from(e.queue, e.range.shard, e.range.start, MAX_RANGES);
+    await mapLimit(after, 8, async (range) => {
+      const rest = [...range.leases]
+        .filter(([index]) => range.base + index > position && range.keys?.[index] === tag)
+        .filter(
+          ([, lease]) => lease.deliveredAt === e.lease.deliveredAt && lease.consumerId === e.lease.consumerId,
+        )
+        .map(([index]) => index);
+      if (rest.length) await this.deps.ranges.endLeases(e.queue, range, rest, e.lease.deliveredAt);
+    });
   }
 
   /**
@@ -145,7 +206,11 @@ export class RangeFailures {
     const env = e.envelope;
     const ttls = retentionTtls(config, now);
     const at = { shard: e.range.shard, seq: e.sequence };
-    const outcome = { kind: 'retry' as const, nextAttempt: env.attempt + 1, dueAt: waiting.dueAt };
+    const key = keyOrdered(e.queue, config) ? env.key : undefined;
+    // An ordered queue's wait says its attempt (none: produced with a delay, not failed yet).
+    const nextAttempt = waiting.attempt ?? (key !== undefined ? env.attempt : env.attempt + 1);
+    const outcome = { kind: 'retry' as const, nextAttempt, dueAt: waiting.dueAt };
+    if (key !== undefined) await this.blockKey(e.queue, e.range.shard, key, env.message_id, outcome, now);
     // No attempt in it: the nack's history item has it.
     const item =
       (await messages.failFromRange(at, env, outcome, now, ttls, { source: sourceOf(e) })) ??
@@ -173,7 +238,8 @@ export class RangeFailures {
     const { messages, ranges } = this.deps;
     const env = e.envelope;
     const ttls = retentionTtls(config, now);
-    const attempt = f.release ? undefined : attemptRecord(env, e.lease, f, now);
+    const byAttempt = keyOrdered(e.queue, config);
+    const attempt = f.release ? undefined : attemptRecord(env, e.lease, f, now, byAttempt);
     const source = sourceOf(e);
     // A dead letter keeps a copy of its body: a retry's entry has it from the entry it points to.
     const stored = outcome.kind === 'dead' ? await this.deps.segments.resolve(e.queue, env) : env;
@@ -201,7 +267,8 @@ export class RangeFailures {
         await ranges.fail(e.queue, e.range, e.index, 'any', now);
       // The attempt the item recorded at this entry is this very one (its write landed, the SDK
       // retried it and the retry found it done): the failure is ours.
-      const ours = existing?.hist?.some((h) => h.generation === env.entry && h.failed_at === now) === true;
+      const generation = byAttempt ? env.attempt : env.entry;
+      const ours = existing?.hist?.some((h) => h.generation === generation && h.failed_at === now) === true;
       if (!(landed && ours)) return undefined;
       return this.finished({ queue: e.queue, envelope: stored }, outcome, f, now, ttls);
     }
@@ -259,7 +326,12 @@ export class RangeFailures {
     // An ordered queue's head: its key names it first, so the key stays closed once the entry is
     // finished in its range (the moved lease's ack releases it: RangeConsumer.ack).
     const key = keyOrdered(e.queue, config) ? e.envelope.key : undefined;
-    if (key !== undefined && !(await this.deps.keys.claim(e.queue, key, e.envelope.message_id))) return false;
+    const holds = { kind: 'retry' as const, nextAttempt: e.envelope.attempt, dueAt: now };
+    if (
+      key !== undefined &&
+      !(await this.blockKey(e.queue, e.range.shard, key, e.envelope.message_id, holds, now))
+    )
+      return false;
     const at = { shard: e.range.shard, seq: e.sequence };
     const item = await messages.evictLease(at, e.envelope, e.lease, sourceOf(e));
     if (!item) return false;
@@ -305,15 +377,19 @@ export class RangeFailures {
   }
 }
 
-/** The failed attempt as the message's history keeps it. */
+/**
+ * The failed attempt as the message's history keeps it, one record a delivery: by entry, or on an
+ * ordered queue (which delivers an entry again in place) by attempt.
+ */
 function attemptRecord(
   env: Envelope,
   lease: Lease,
   f: Pick<EntryFailure, 'reason' | 'error'>,
   now: number,
+  byAttempt = false,
 ): HistoryRecord {
   return {
-    generation: env.entry,
+    generation: byAttempt ? env.attempt : env.entry,
     attempt: env.attempt,
     ...(lease.consumerId !== undefined ? { consumer_id: lease.consumerId } : {}),
     reason: f.reason,

@@ -1,8 +1,9 @@
-import { compareSequence } from './ranges.js';
+import { createHash } from 'node:crypto';
+import { entryStatus, type Pick, type Range } from './ranges.js';
 
 /**
- * Per-key ordering (DESIGN §1 "Ordering"): at most one message of a key in flight, messages
- * of a key in the order they were accepted. Pure rules over what the store reports.
+ * Per-key ordering: messages of a key are delivered in the order they were accepted, at most one
+ * of them (or one per-key batch) in flight. Pure rules over what the store reports.
  */
 
 export interface KeyView {
@@ -32,103 +33,109 @@ export function keyedStep(state: PushKeyView | undefined, messageId: string): Ke
 }
 
 /**
- * An ordered pull queue's admission (DESIGN §2a, appendix A.2): an admitter reading a shard in
- * log order (dispatch or produce's fast path; one conditional write per key keeps each record
- * decided once) decides for each new record of a key whether it becomes the key's **head** (the one
- * entry of the key in the ranges, leasable by any receiver with no key write), waits in the delay
- * store holding its key (`delay`), or goes to the key's hold area (`hold`), whence receivers take
- * it in log order once the key is free. A key has at most one unfinished head, so the ranges
- * never hold a blocked entry: the commit point passes every key that is busy or parked.
+ * A key's tag in a range item: a short hash, so a range of an ordered queue stays under 1 KB
+ * whatever its keys. Two keys that share a tag only wait for each other (never out of order);
+ * at 24 bits, 500 busy keys share one in about 1 % of shards.
  */
-export type SequenceStep = 'head' | 'delay' | 'hold';
-
-export interface SequencedRecord {
-  message_id: string;
-  sequence: string;
-  /** 1 for what a producer sent; more for a retry or a redriven dead letter. */
-  entry: number;
-  /** Due now (false: produced with a delay not yet over). */
-  due: boolean;
+export function keyTag(key: string): string {
+  return createHash('sha256').update(key).digest('base64url').slice(0, KEY_TAG_CHARS);
 }
 
-export interface SequencerKeyView extends PushKeyView {
-  /** The key's last head in the ranges. */
-  head?: { message_id: string; sequence: string };
-  /** Its head is no longer in flight in the ranges (acked or failed), or it has none. */
-  headDone: boolean;
-  headAcked: boolean;
-  /** The last record admission decided for: a retried admission replays what it decided up to it. */
-  sequenced?: string;
-  /** The last record admission put in the delay store (it holds the key until it comes back). */
-  delayed?: string;
-}
+export const KEY_TAG_CHARS = 4;
 
-export interface KeyDecision {
-  steps: SequenceStep[];
-  /** The new head, if one of the records became it. */
-  head?: SequencedRecord;
-  /** The message now holding the key (a head that is a retry or redriven, or a delayed one); null: released. */
-  busyWith?: string | null;
-  /** The record that went to the delay store, if one did. */
-  delayed?: string;
-  unpark: boolean;
-  holding: boolean;
-}
-
-/** The message holding the key, unless it is the head and was acked (released lazily: acks write no key). */
-function liveHolder(k: SequencerKeyView): string | undefined {
-  return k.head?.message_id === k.busy_with && k.headAcked ? undefined : k.busy_with;
-}
-
-/** Whether the key lets its next new message become its head. */
-export function keyOpen(k: SequencerKeyView): boolean {
-  return k.parked_at === undefined && !k.holding && k.headDone && liveHolder(k) === undefined;
+/**
+ * A key's messages a receiver may lease together from an ordered pull queue's ranges: the key's
+ * first unfinished entries, in log order, all free (or one retry due in place), up to
+ * `max_per_key`. Every earlier entry of the key is finished, so none of them can go out of order.
+ */
+export interface KeyRun {
+  tag: string;
+  /** In log order. */
+  entries: { range: Range; index: number }[];
+  /** A failed entry due again where it is (its first delivery was earlier): leased alone. */
+  retry: boolean;
+  /**
+   * A blocked key's later free entry: goes only if it is the message holding the key (a retry or
+   * redriven dead letter back through the log, behind the key's messages that waited for it).
+   */
+  holderOnly?: boolean;
 }
 
 /**
- * The steps for a key's records of one admitted batch, in log order. A retry (entry > 1) is its
- * key's head whatever came since (only a key's head is ever delivered, so only it can fail); a
- * redriven dead letter unparks its key and goes first; a new message is the head of an open key
- * and held otherwise. Records at or before `sequenced` were decided by an earlier try of this
- * admission, and the key says what was decided.
+ * The runs of `ranges` (contiguous, oldest first, starting at or below the shard's lowest
+ * unfinished entry): per key, its first unfinished entries while they are free. A key whose first
+ * unfinished entry is leased, waiting for its retry or not free for another reason waits behind
+ * it, so a hot key's backlog never hides another key's message: every key's first entry is found
+ * wherever it sits in what was read. Of a `blocked` tag, every later free entry is a run of its
+ * own too (`holderOnly`).
  */
-export function sequenceKey(k: SequencerKeyView, records: readonly SequencedRecord[]): KeyDecision {
-  const d: KeyDecision = { steps: [], unpark: false, holding: false };
-  let open = keyOpen(k);
-  let holder = liveHolder(k);
-  let parked = k.parked_at !== undefined;
-  // A holder released lazily goes with this write if the key is open (not while receivers may
-  // take it for a held message).
-  if (open && k.busy_with !== undefined) d.busyWith = null;
-  for (const r of records) {
-    if (k.sequenced !== undefined && compareSequence(r.sequence, k.sequenced) <= 0) {
-      // Named exactly: the key's holder may be this message for another reason by now (taken from
-      // the hold area), and a delay decided again would bring it back through the log.
-      d.steps.push(k.head?.sequence === r.sequence ? 'head' : k.delayed === r.sequence ? 'delay' : 'hold');
-      // Whatever it was, the key is not open behind it (its head's range may not be written yet).
-      open = false;
-      continue;
-    }
-    const redriven = parked && k.dead_message_id === r.message_id;
-    const retry = r.entry > 1 && !parked && (holder === undefined || holder === r.message_id);
-    if (redriven || retry || (open && r.entry === 1)) {
-      const step = r.due || r.entry > 1 ? 'head' : 'delay';
-      d.steps.push(step);
-      if (step === 'head') d.head = r;
-      else d.delayed = r.sequence;
-      // A new head of an open key holds it through its lease alone; the others hold it by name.
-      if (redriven || retry || step === 'delay') {
-        d.busyWith = r.message_id;
-        holder = r.message_id;
+export function keyRuns(
+  ranges: readonly Range[],
+  maxPerKey: number,
+  now: number,
+  blocked: ReadonlySet<string> = new Set(),
+): KeyRun[] {
+  const runs = new Map<string, KeyRun>();
+  const stopped = new Set<string>();
+  const holders: KeyRun[] = [];
+  for (const range of ranges)
+    for (let index = 0; index < range.count; index++) {
+      const status = entryStatus(range, index, now);
+      if (status === 'acked' || status === 'failed') continue;
+      const tag = range.keys?.[index] ?? `@${range.base + index}`;
+      const due = status === 'retrying' && (range.retrying.get(index)?.dueAt ?? now + 1) <= now;
+      if (stopped.has(tag)) {
+        if ((status === 'free' || due) && blocked.has(tag))
+          holders.push({ tag, entries: [{ range, index }], retry: due, holderOnly: true });
+        continue;
       }
-      d.unpark ||= redriven;
-      parked = false;
-      open = false;
-    } else {
-      d.steps.push('hold');
-      d.holding = true;
-      open = false;
+      const run = runs.get(tag);
+      if (status === 'free' && !run?.retry && (run?.entries.length ?? 0) < maxPerKey) {
+        if (run) run.entries.push({ range, index });
+        else runs.set(tag, { tag, entries: [{ range, index }], retry: false });
+        continue;
+      }
+      if (due && !run) runs.set(tag, { tag, entries: [{ range, index }], retry: true });
+      else if ((status === 'free' || due) && blocked.has(tag))
+        holders.push({ tag, entries: [{ range, index }], retry: due, holderOnly: true });
+      stopped.add(tag);
     }
+  return [...runs.values(), ...holders];
+}
+
+/**
+ * Up to `want` messages of `runs` for one receive: from a random run on (round to the first), so
+ * receivers looking at once mostly take different keys; a run is cut to what is still wanted
+ * (what it leaves stays first of its key).
+ */
+export function chooseRuns(
+  runs: readonly KeyRun[],
+  want: number,
+  random: () => number = Math.random,
+): KeyRun[] {
+  if (!runs.length || want <= 0) return [];
+  const start = Math.floor(random() * runs.length);
+  const chosen: KeyRun[] = [];
+  let left = want;
+  for (let step = 0; step < runs.length && left > 0; step++) {
+    const run = runs[(start + step) % runs.length] as KeyRun;
+    const entries = run.entries.slice(0, left);
+    chosen.push({ ...run, entries });
+    left -= entries.length;
   }
-  return d;
+  return chosen;
+}
+
+/** Runs as one pick per range, oldest range first: a lease write each. */
+export function runPicks(runs: readonly KeyRun[]): Pick[] {
+  const byRange = new Map<string, Pick>();
+  for (const run of runs)
+    for (const { range, index } of run.entries) {
+      const pick = byRange.get(range.start) ?? { range, indexes: [] };
+      pick.indexes.push(index);
+      byRange.set(range.start, pick);
+    }
+  return [...byRange.values()]
+    .sort((a, b) => a.range.base - b.range.base)
+    .map((p) => ({ range: p.range, indexes: p.indexes.sort((x, y) => x - y) }));
 }

@@ -54,6 +54,8 @@ export interface SegmentRef {
  */
 export interface Retrying {
   dueAt: number;
+  /** An ordered queue's entry retried in place: the attempt its next delivery is. */
+  attempt?: number;
 }
 
 export interface Range {
@@ -83,6 +85,13 @@ export interface Range {
   retrying: ReadonlyMap<number, Retrying>;
   /** Finished entries whose retry entry was admitted: the mark admission left (passOnMark). */
   passedOn: ReadonlyMap<number, string>;
+  /**
+   * An ordered queue's entries delivered again where they are (a failed attempt waits in place,
+   * so it stays first of its key): the attempt of the entry's current delivery.
+   */
+  attempts: ReadonlyMap<number, number>;
+  /** An ordered queue's key tag of each entry (core/ordering.ts keyTag). */
+  keys?: readonly string[];
 }
 
 export type EntryStatus = 'free' | 'leased' | 'expired' | 'retrying' | 'acked' | 'failed';
@@ -178,15 +187,17 @@ export function stuckEntries(
 /**
  * Whether a nacked entry waits in its range for its retry instead of moving to the delay store:
  * on an unordered pull queue, when the retry is due no later than a lease could have held the
- * entry anyway. The delay store costs an item and its index going in and out (~5 write units a
- * failed attempt); waiting costs the range one write and the retry's admission a share of one.
+ * entry anyway; on an ordered one always, where it is delivered again in place, first of its key
+ * (the gap cap moves a long wait out: stuckRetries). The delay store costs an item and its index
+ * going in and out (~5 write units a failed attempt); waiting costs the range one write and the
+ * retry's admission a share of one.
  */
 export function waitsInRange(
   config: { ordered: boolean; lease_seconds: number },
   dueAt: number,
   now: number,
 ): boolean {
-  return !config.ordered && dueAt - now <= config.lease_seconds * 1000;
+  return config.ordered || dueAt - now <= config.lease_seconds * 1000;
 }
 
 /** Entries whose retry is due: the sweep appends their retry entries. */

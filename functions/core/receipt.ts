@@ -26,6 +26,8 @@ const claimsSchema = z.object({
   b: z.optional(intIn(0)),
   /** delivered from its key's hold area (an ordered pull queue): the key holds the lease */
   h: z.optional(z.literal(1)),
+  /** an ordered queue's message that holds its key (a retry or redriven dead letter back through the log): its ack frees the key */
+  k: z.optional(z.literal(1)),
 });
 
 export type ReceiptClaims = z.infer<typeof claimsSchema>;
@@ -40,6 +42,8 @@ export interface Delivery {
   entry?: { range: string; index: number; bytes: number };
   /** Delivered from its key's hold area: `generation` is the key's lease generation. */
   held?: boolean;
+  /** Holds its key (store/key-states.ts `busy_with`): the ack frees the key. */
+  holdsKey?: boolean;
 }
 
 const MAC_BYTES = 16;
@@ -58,6 +62,7 @@ export class ReceiptSigner {
       d: d.deliveredAt,
       ...(d.entry ? { r: d.entry.range, i: d.entry.index, b: d.entry.bytes } : {}),
       ...(d.held ? { h: 1 as const } : {}),
+      ...(d.holdsKey ? { k: 1 as const } : {}),
     };
     const body = Buffer.from(JSON.stringify(claims)).toString('base64url');
     return `${body}.${this.mac(body).toString('base64url')}`;
@@ -88,6 +93,7 @@ export class ReceiptSigner {
         ? { entry: { range: claims.r, index: claims.i, bytes: claims.b ?? 0 } }
         : {}),
       ...(claims.h ? { held: true } : {}),
+      ...(claims.k ? { holdsKey: true } : {}),
     };
   }
 

@@ -136,7 +136,7 @@ export class Producer {
           this.deps.fastAdmission?.afterAppend(
             queue,
             config,
-            landed.map((l) => ({ shard: l.shard, key: l.p.message.key })),
+            landed.map((l) => ({ shard: l.shard })),
           ),
         ]);
         return new Map(named.map((l, i) => [l, marks[i]]));

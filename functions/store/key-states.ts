@@ -1,4 +1,5 @@
 import { BatchGetCommand, type DocumentClient, QueryCommand, UpdateCommand } from '../aws/dynamodb.js';
+import { writeToken } from '../core/ids.js';
 import { buildKeyCondition, buildUpdate, Raw } from './expression.js';
 import { GSI1, gsi, keyStateKey, timeSortKey } from './keys.js';
 import { isConditionFailed, retryUnprocessed } from './util.js';
@@ -20,12 +21,6 @@ export interface KeyState {
    * of the key. A token: who empties the hold area clears it only if nobody held more since.
    */
   holding?: number;
-  /** Ordered pull queues: the key's last head in the ranges (core/ordering.ts sequenceKey). */
-  head?: KeyHead;
-  /** Ordered pull queues: the last record admission decided for. */
-  sequenced?: string;
-  /** Ordered pull queues: the last record admission put in the delay store. */
-  delayed?: string;
   /** Ordered pull queues: the lease of the held message that holds the key (`busy_with`). */
   lease_expires_at?: number;
   lease_delivered_at?: number;
@@ -39,13 +34,6 @@ export interface KeyState {
   acking?: number;
 }
 
-export interface KeyHead {
-  message_id: string;
-  sequence: string;
-  /** Its place in the shard's admission order (store/ranges.ts entryAt finds its entry). */
-  position: number;
-}
-
 export interface HeldLease {
   expiresAt: number;
   deliveredAt: number;
@@ -57,25 +45,6 @@ const LEASE_ATTRIBUTES = ['lease_expires_at', 'lease_delivered_at', 'lease_consu
 /** The held message's lease `:g` holds the key and is live at `:now`. */
 const HELD_LIVE = '#busy_with = :m AND #lease_gen = :g AND #lease_expires_at > :now';
 const HELD_EXPIRED = '#busy_with = :m AND #lease_gen = :g AND #lease_expires_at <= :now';
-
-/** What admission writes to a key of an ordered pull queue (core/ordering.ts KeyDecision). */
-export interface SequencedKey {
-  /** The key's `sequenced` as read: the write lands only if no other try moved it since. */
-  prev?: string;
-  sequenced: string;
-  head?: KeyHead;
-  delayed?: string;
-  busyWith?: string | null;
-  /** `busy_with` as read: a change of it lands only if nobody took the key meanwhile. */
-  holder?: string;
-  unpark: boolean;
-  /**
-   * Decided on the key being free as read: lands only if nobody took or parked it since. A head
-   * fails by marking its key before its range, and the key is not read after its head's status,
-   * so a failure between the two reads shows a done head on a key read free.
-   */
-  opened?: boolean;
-}
 
 export class KeyStates {
   constructor(
@@ -141,7 +110,7 @@ export class KeyStates {
   }
 
   /** Set before the key's first held message is written, so no reader of the key misses the hold area. */
-  async setHolding(queue: string, key: string, token = holdingToken()): Promise<number> {
+  async setHolding(queue: string, key: string, token = writeToken()): Promise<number> {
     await this.update(queue, key, { set: { key, holding: token } });
     return token;
   }
@@ -160,50 +129,16 @@ export class KeyStates {
     });
   }
 
-  /** Admission's decisions for a key of an ordered pull queue: once per record, whatever the tries. */
-  sequence(queue: string, key: string, w: SequencedKey): Promise<boolean> {
-    const remove = [
-      ...(w.busyWith === null ? ['busy_with'] : []),
-      ...(w.unpark ? ['parked_at', 'dead_message_id', 'gsi1pk', 'gsi1sk'] : []),
-    ];
-    return this.update(queue, key, {
-      set: {
-        key,
-        sequenced: w.sequenced,
-        head: w.head,
-        delayed: w.delayed,
-        busy_with: w.busyWith ?? undefined,
-      },
-      remove,
-      condition: [
-        w.prev === undefined ? 'attribute_not_exists(#sequenced)' : '#sequenced = :prev',
-        ...(w.busyWith === undefined && !w.opened
-          ? []
-          : [w.holder === undefined ? 'attribute_not_exists(#busy_with)' : '#busy_with = :holder']),
-        ...(w.opened ? ['attribute_not_exists(#parked_at)'] : []),
-      ].join(' AND '),
-      values: {
-        ...(w.prev === undefined ? {} : { ':prev': w.prev }),
-        ...((w.busyWith !== undefined || w.opened) && w.holder !== undefined ? { ':holder': w.holder } : {}),
-      },
-    });
-  }
-
   /**
-   * A receiver takes the key for its first held message: free (or held by a head that was acked,
-   * `holder`), not parked, with a hold area, and sequenced as it was read (`sequenced`): the
-   * receiver judged the key free from its head then, and admission may have given it a new head
-   * since (a key whose hold area emptied opens to its next message). Answers the lease's
-   * generation, or undefined.
+   * A receiver takes the key for its first held message: free, not parked, with a hold area.
+   * Answers the lease's generation, or undefined.
    */
   async claimHeld(
     queue: string,
     key: string,
     messageId: string,
     lease: HeldLease,
-    judged: { holder: string | undefined; sequenced: string | undefined },
   ): Promise<number | undefined> {
-    const { holder, sequenced } = judged;
     const out = await this.write(
       queue,
       key,
@@ -215,15 +150,8 @@ export class KeyStates {
           lease_consumer: lease.consumerId,
           lease_gen: new Raw('if_not_exists(#lease_gen, :zero) + :one', { ':zero': 0, ':one': 1 }),
         },
-        condition: [
-          'attribute_exists(#holding) AND attribute_not_exists(#parked_at)',
-          holder === undefined ? 'attribute_not_exists(#busy_with)' : '#busy_with = :holder',
-          sequenced === undefined ? 'attribute_not_exists(#sequenced)' : '#sequenced = :sequenced',
-        ].join(' AND '),
-        values: {
-          ...(holder === undefined ? {} : { ':holder': holder }),
-          ...(sequenced === undefined ? {} : { ':sequenced': sequenced }),
-        },
+        condition:
+          'attribute_exists(#holding) AND attribute_not_exists(#parked_at) AND attribute_not_exists(#busy_with)',
       },
       'ALL_NEW',
     );
@@ -279,6 +207,7 @@ export class KeyStates {
   park(queue: string, key: string, messageId: string, shard: string, now: number): Promise<boolean> {
     return this.update(queue, key, {
       set: {
+        key,
         parked_at: now,
         dead_message_id: messageId,
         shard,
@@ -331,12 +260,4 @@ export class KeyStates {
       throw err;
     }
   }
-}
-
-/**
- * A `holding` token: its time (ms × 1000) and a draw. Unique enough: two holds of one key in the
- * same millisecond with the same draw are the only clash.
- */
-export function holdingToken(): number {
-  return Date.now() * 1000 + Math.floor(Math.random() * 1000);
 }

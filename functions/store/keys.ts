@@ -91,6 +91,10 @@ export function encodeKey(key: string): string {
   return Buffer.from(key, 'utf8').toString('base64url');
 }
 
+export function decodeKey(encoded: string): string {
+  return Buffer.from(encoded, 'base64url').toString('utf8');
+}
+
 /** Ordering state of one message key: who holds it, or that it is parked. */
 export function keyStateKey(queue: string, key: string): ItemKey {
   return { pk: `Q#${queue}#K#${encodeKey(key)}`, sk: 'K' };
@@ -162,6 +166,16 @@ export function keyHoldsMarkerPk(queue: string, shard: string): string {
 
 export function keyHoldsMarkerKey(queue: string, shard: string, key: string): ItemKey {
   return { pk: keyHoldsMarkerPk(queue, shard), sk: encodeKey(key) };
+}
+
+/** An ordered pull queue's blocked keys of one shard (store/key-blocks.ts). */
+export function keyBlocksKey(queue: string, shard: string): ItemKey {
+  return { pk: `Q#${queue}#KB#${shard}`, sk: 'B' };
+}
+
+/** A blocked key's attribute in its shard's blocks item. */
+export function keyBlockAttribute(key: string): string {
+  return `k${encodeKey(key)}`;
 }
 
 /** The last record of a shard the expiry watch counted (store/expiry-marks.ts). */

@@ -1,5 +1,6 @@
 import type { PutCommandInput } from '@aws-sdk/lib-dynamodb';
 import { type DocumentClient, GetCommand, PutCommand, QueryCommand, UpdateCommand } from '../aws/dynamodb.js';
+import { KEY_TAG_CHARS } from '../core/ordering.js';
 import { consumerTag, type Lease, type Range, type Retrying, withLeases } from '../core/ranges.js';
 import { rangeCursorKey, rangesPk, seqSortKey, TTL_ATTRIBUTE } from './keys.js';
 import { isConditionFailed } from './util.js';
@@ -18,10 +19,16 @@ import { isConditionFailed } from './util.js';
  *   R<entry> a nacked entry waiting for its retry: "w<due>" (base 36; its lease's `E` and `O`
  *     removed, so no ack or extend of it lands: the message's history item keeps the delivery),
  *     then its pass-on mark (passOnMark) once its retry entry was admitted, or "x" once it moved
- *     to the delay store. Top-level attributes: a write can set them on items that never had one.
+ *     to the delay store. An ordered queue retries in place: "w<due>.<attempt>" while it waits,
+ *     "a<attempt>" once delivered again. Top-level attributes: a write can set them on items that
+ *     never had one.
+ *   K an ordered queue's key tags, one per entry, KEY_TAG_CHARS each
  */
 
-export type NewRange = Omit<Range, 'leases' | 'acked' | 'failed' | 'held' | 'retrying' | 'passedOn'>;
+export type NewRange = Omit<
+  Range,
+  'leases' | 'acked' | 'failed' | 'held' | 'retrying' | 'passedOn' | 'attempts'
+>;
 
 /** What a retry's mark is set to when the gap cap moves it to the message's item instead. */
 const MOVED_MARK = 'x';
@@ -43,9 +50,9 @@ export class RangeStore {
   /**
    * Writes a new range once and answers it as written; undefined when a range already starts
    * there (a retried admission).
-   * `finished` entries are finished from the start (held, delayed, passed over); the `held` of them
-   * went to their key's hold area, to be delivered from there; `leases` are written as a lease
-   * write would (receivers that waited for the range: admitted-signal.ts).
+   * `finished` entries are finished from the start (delayed, passed over); `waiting` ones (an
+   * ordered queue's, produced with a delay) wait in place until their time; `leases` are written
+   * as a lease write would (receivers that waited for the range: admitted-signal.ts).
    */
   async create(
     queue: string,
@@ -53,11 +60,15 @@ export class RangeStore {
     ttl: number,
     entries: {
       finished?: readonly number[];
-      held?: readonly number[];
+      waiting?: ReadonlyMap<number, number>;
       leases?: ReadonlyMap<number, NewLease>;
     } = {},
   ): Promise<Range | undefined> {
-    const { finished = [], held = [], leases = new Map<number, NewLease>() } = entries;
+    const {
+      finished = [],
+      waiting = new Map<number, number>(),
+      leases = new Map<number, NewLease>(),
+    } = entries;
     const E: Record<string, number> = {};
     const O: Record<string, string> = {};
     const C: Record<string, string> = {};
@@ -82,7 +93,8 @@ export class RangeStore {
         O,
         C,
         ...(finished.length ? { F: new Set(finished) } : {}),
-        ...(held.length ? { H: new Set(held) } : {}),
+        ...Object.fromEntries([...waiting].map(([index, dueAt]) => [retryAttribute(index), waitMark(dueAt)])),
+        ...(range.keys ? { K: range.keys.join('') } : {}),
         [TTL_ATTRIBUTE]: ttl,
       },
       ConditionExpression: 'attribute_not_exists(pk)',
@@ -258,6 +270,46 @@ export class RangeStore {
   }
 
   /**
+   * An ordered queue's lease write: `free` entries and `due` retries waiting in place (each as its
+   * wait was read), all or none, each still unfinished. All or none, because a receiver holding a
+   * key's later entry but not its first would break the key's order; unfinished, because the sweep
+   * moves a blocked key's entries into its hold area by finishing them here.
+   */
+  leaseOrdered(
+    queue: string,
+    range: Pick<Range, 'shard' | 'start'>,
+    free: readonly number[],
+    due: readonly { index: number; retry: Retrying }[],
+    lease: NewLease,
+  ): Promise<Range | undefined> {
+    const names: Record<string, string> = { '#E': 'E', '#O': 'O', '#A': 'A', '#F': 'F' };
+    const values: Record<string, unknown> = { ':e': lease.expiresAt, ':o': leaseStamp(lease) };
+    const set: string[] = [];
+    const cond: string[] = ['attribute_exists(pk)'];
+    const all = [...free.map((index) => ({ index, retry: undefined })), ...due];
+    all.forEach(({ index, retry }, k) => {
+      names[`#k${k}`] = String(index);
+      names[`#r${k}`] = retryAttribute(index);
+      values[`:v${k}`] = index;
+      set.push(`#E.#k${k} = :e`, `#O.#k${k} = :o`);
+      const waits = retry ? `#r${k} = :w${k}` : `(attribute_not_exists(#r${k}) OR begins_with(#r${k}, :a))`;
+      if (retry) {
+        values[`:w${k}`] = waitMark(retry.dueAt, retry.attempt);
+        values[`:n${k}`] = `a${retry.attempt ?? 1}`;
+        set.push(`#r${k} = :n${k}`);
+      } else values[':a'] = 'a';
+      cond.push(`attribute_not_exists(#E.#k${k}) AND ${waits} AND ${unfinishedCondition(k)}`);
+    });
+    keepConsumerId(lease, { names, values, set });
+    return this.update(queue, range, {
+      UpdateExpression: `SET ${set.join(', ')}`,
+      ConditionExpression: cond.join(' AND '),
+      ExpressionAttributeNames: names,
+      ExpressionAttributeValues: values,
+    });
+  }
+
+  /**
    * Takes over leases an earlier invocation of a Lambda consumer left (the event source retries a
    * batch only once the invocation before is over, so that one crashed or timed out), each where
    * it is still the lease read in `range`, counting the takeover in its stamp. All or none.
@@ -345,9 +397,68 @@ export class RangeStore {
     });
   }
 
-  /** Acks live leases of one range: all or none. Answers the range as written. */
-  ack(queue: string, range: Pick<Range, 'shard' | 'start'>, indexes: readonly number[], now: number) {
-    return this.finish(queue, range, indexes, 'A', 'live', now);
+  /**
+   * Ends the leases of the delivery made at `deliveredAt` on `indexes` without an attempt: they
+   * are free again (the rest of an ordered queue's per-key batch whose earlier message failed).
+   * All or none.
+   */
+  endLeases(
+    queue: string,
+    range: Pick<Range, 'shard' | 'start'>,
+    indexes: readonly number[],
+    deliveredAt: number,
+  ): Promise<Range | undefined> {
+    const names: Record<string, string> = { '#E': 'E', '#O': 'O', '#A': 'A', '#F': 'F' };
+    const values: Record<string, unknown> = { ':o': `${deliveredAt.toString(36)}.` };
+    const remove: string[] = [];
+    const cond = indexes.map((index, k) => {
+      names[`#k${k}`] = String(index);
+      values[`:v${k}`] = index;
+      remove.push(`#E.#k${k}`, `#O.#k${k}`);
+      return `begins_with(#O.#k${k}, :o) AND ${unfinishedCondition(k)}`;
+    });
+    return this.update(queue, range, {
+      UpdateExpression: `REMOVE ${remove.join(', ')}`,
+      ConditionExpression: cond.join(' AND '),
+      ExpressionAttributeNames: names,
+      ExpressionAttributeValues: values,
+    });
+  }
+
+  /**
+   * Acks live leases of one range: all or none. Answers the range as written. `deliveredAt`, by
+   * entry: each lease must be that delivery (an ordered queue delivers an entry again in place).
+   */
+  ack(
+    queue: string,
+    range: Pick<Range, 'shard' | 'start'>,
+    indexes: readonly number[],
+    now: number,
+    deliveredAt?: ReadonlyMap<number, number>,
+  ) {
+    return this.finish(queue, range, indexes, 'A', 'live', now, deliveredAt);
+  }
+
+  /**
+   * An ordered queue's blocked key (parked, or held by a message outside the ranges): its entries
+   * here go to its hold area (written before), finished so the commit point passes them, and named
+   * in `H` as still to deliver from there. Only entries nobody leased: all or none.
+   */
+  hold(queue: string, range: Pick<Range, 'shard' | 'start'>, indexes: readonly number[]) {
+    const names: Record<string, string> = { '#E': 'E', '#A': 'A', '#F': 'F', '#H': 'H' };
+    const values: Record<string, unknown> = { ':set': new Set(indexes), ':w': 'w' };
+    const cond = indexes.map((index, k) => {
+      names[`#k${k}`] = String(index);
+      names[`#r${k}`] = retryAttribute(index);
+      values[`:v${k}`] = index;
+      return `attribute_not_exists(#E.#k${k}) AND (attribute_not_exists(#r${k}) OR begins_with(#r${k}, :w)) AND ${unfinishedCondition(k)}`;
+    });
+    return this.update(queue, range, {
+      UpdateExpression: 'ADD #F :set, #H :set',
+      ConditionExpression: cond.join(' AND '),
+      ExpressionAttributeNames: names,
+      ExpressionAttributeValues: values,
+    });
   }
 
   /**
@@ -386,8 +497,9 @@ export class RangeStore {
   }
 
   /**
-   * A nack whose retry waits in the range (core/ranges.ts waitsInRange): ends the live lease of
-   * the delivery made at `deliveredAt` and marks the entry waiting until `dueAt`.
+   * A failure whose retry waits in the range (core/ranges.ts waitsInRange): ends the lease of the
+   * delivery made at `deliveredAt` (live: a nack; expired: the sweep) and marks the entry waiting
+   * until `dueAt`; on an ordered queue, to be delivered again in place as `attempt`.
    */
   retry(
     queue: string,
@@ -396,10 +508,12 @@ export class RangeStore {
     deliveredAt: number,
     dueAt: number,
     now: number,
+    how: { lease?: 'live' | 'expired'; attempt?: number } = {},
   ): Promise<Range | undefined> {
+    const lease = how.lease === 'expired' ? '#E.#k0 <= :now' : liveCondition(0);
     return this.update(queue, range, {
       UpdateExpression: 'REMOVE #E.#k0, #O.#k0 SET #r0 = :w',
-      ConditionExpression: `${liveCondition(0)} AND begins_with(#O.#k0, :o) AND ${unfinishedCondition(0)}`,
+      ConditionExpression: `${lease} AND begins_with(#O.#k0, :o) AND ${unfinishedCondition(0)}`,
       ExpressionAttributeNames: {
         '#E': 'E',
         '#O': 'O',
@@ -409,7 +523,7 @@ export class RangeStore {
         '#r0': retryAttribute(index),
       },
       ExpressionAttributeValues: {
-        ':w': `w${dueAt.toString(36)}`,
+        ':w': waitMark(dueAt, how.attempt),
         ':o': `${deliveredAt.toString(36)}.`,
         ':now': now,
         ':v0': index,
@@ -454,19 +568,27 @@ export class RangeStore {
     });
   }
 
-  /** Moves a live lease to a new expiry. */
+  /** Moves a live lease (of the delivery made at `deliveredAt`, when given) to a new expiry. */
   extend(
     queue: string,
     range: Pick<Range, 'shard' | 'start'>,
     index: number,
     expiresAt: number,
     now: number,
+    deliveredAt?: number,
   ): Promise<Range | undefined> {
+    const names: Record<string, string> = { '#E': 'E', '#A': 'A', '#F': 'F', '#k0': String(index) };
+    const values: Record<string, unknown> = { ':e': expiresAt, ':now': now, ':v0': index };
+    if (deliveredAt !== undefined) {
+      names['#O'] = 'O';
+      values[':o0'] = `${deliveredAt.toString(36)}.`;
+    }
+    const same = deliveredAt !== undefined ? ' AND begins_with(#O.#k0, :o0)' : '';
     return this.update(queue, range, {
       UpdateExpression: 'SET #E.#k0 = :e',
-      ConditionExpression: `${liveCondition(0)} AND ${unfinishedCondition(0)}`,
-      ExpressionAttributeNames: { '#E': 'E', '#A': 'A', '#F': 'F', '#k0': String(index) },
-      ExpressionAttributeValues: { ':e': expiresAt, ':now': now, ':v0': index },
+      ConditionExpression: `${liveCondition(0)}${same} AND ${unfinishedCondition(0)}`,
+      ExpressionAttributeNames: names,
+      ExpressionAttributeValues: values,
     });
   }
 
@@ -477,19 +599,26 @@ export class RangeStore {
     into: 'A' | 'F',
     lease: 'live' | 'expired' | 'any',
     now: number,
+    deliveredAt?: ReadonlyMap<number, number>,
   ): Promise<Range | undefined> {
     const names: Record<string, string> = { '#E': 'E', '#A': 'A', '#F': 'F' };
     const values: Record<string, unknown> = { ':set': new Set(indexes) };
     const cond = indexes.map((index, k) => {
       names[`#k${k}`] = String(index);
       values[`:v${k}`] = index;
+      const at = deliveredAt?.get(index);
+      if (at !== undefined) {
+        names['#O'] = 'O';
+        values[`:o${k}`] = `${at.toString(36)}.`;
+      }
+      const same = at !== undefined ? ` AND begins_with(#O.#k${k}, :o${k})` : '';
       const leaseCond =
         lease === 'live'
           ? liveCondition(k)
           : lease === 'expired'
             ? `#E.#k${k} <= :now`
             : `attribute_exists(#E.#k${k})`;
-      return `${leaseCond} AND ${unfinishedCondition(k)}`;
+      return `${leaseCond}${same} AND ${unfinishedCondition(k)}`;
     });
     if (lease !== 'any' || into === 'A') values[':now'] = now;
     // An ack keeps its time (the latest of the range's), for trace.
@@ -568,18 +697,38 @@ function retryAttribute(index: number): string {
   return `R${index}`;
 }
 
-/** Waiting retries and pass-on marks, from an item's `R<entry>` attributes. */
+/** A waiting entry's mark: when it is due and, retried in place, as which attempt. */
+function waitMark(dueAt: number, attempt?: number): string {
+  return `w${dueAt.toString(36)}${attempt !== undefined ? `.${attempt}` : ''}`;
+}
+
+/** Waiting retries, in-place attempts and pass-on marks, from an item's `R<entry>` attributes. */
 function retriesOf(item: Item, finished: (index: number) => boolean) {
   const retrying = new Map<number, Retrying>();
   const passedOn = new Map<number, string>();
+  const attempts = new Map<number, number>();
   for (const [name, value] of Object.entries(item)) {
     if (!/^R\d+$/.test(name) || typeof value !== 'string') continue;
     const index = Number(name.slice(1));
     if (value.startsWith('w')) {
-      if (!finished(index)) retrying.set(index, { dueAt: Number.parseInt(value.slice(1), 36) });
-    } else if (value !== MOVED_MARK) passedOn.set(index, value);
+      const [due = '', attempt] = value.slice(1).split('.');
+      if (!finished(index))
+        retrying.set(index, {
+          dueAt: Number.parseInt(due, 36),
+          ...(attempt !== undefined ? { attempt: Number(attempt) } : {}),
+        });
+    } else if (value.startsWith('a')) attempts.set(index, Number(value.slice(1)));
+    else if (value !== MOVED_MARK) passedOn.set(index, value);
   }
-  return { retrying, passedOn };
+  return { retrying, passedOn, attempts };
+}
+
+/** An ordered queue's key tags, one per entry. */
+function keysOf(item: Item): string[] | undefined {
+  if (typeof item.K !== 'string') return undefined;
+  const keys: string[] = [];
+  for (let at = 0; at < item.K.length; at += KEY_TAG_CHARS) keys.push(item.K.slice(at, at + KEY_TAG_CHARS));
+  return keys;
 }
 
 function toRange(shard: string, item: Item): Range {
@@ -600,7 +749,8 @@ function toRange(shard: string, item: Item): Range {
   const acked = numbers(item.A);
   const failed = numbers(item.F);
   const held = numbers(item.H);
-  const { retrying, passedOn } = retriesOf(item, (index) => acked.has(index) || failed.has(index));
+  const { retrying, passedOn, attempts } = retriesOf(item, (index) => acked.has(index) || failed.has(index));
+  const keys = keysOf(item);
   return {
     shard,
     start: String(item.sk).replace(/^0+(?=.)/, ''),
@@ -616,5 +766,7 @@ function toRange(shard: string, item: Item): Range {
     held,
     retrying,
     passedOn,
+    attempts,
+    ...(keys ? { keys } : {}),
   };
 }

@@ -7,6 +7,8 @@ import { consumerNamespace } from '../core/config.js';
 import type { RuntimeConfig } from '../core/runtime-config.js';
 import { metricsOptions, publishGauges, SERVICE } from '../observability/metrics.js';
 import { buildServices } from '../services.js';
+import { BlockedKeys } from './blocked-keys.js';
+import { HeldSweep } from './held-sweep.js';
 import { Sweeper, type SweepReport } from './sweeper.js';
 
 export type SweepHandler = (event: unknown, context: Context) => Promise<SweepReport>;
@@ -32,7 +34,13 @@ export function createSweepHandler(
   metrics = new Metrics(metricsOptions(SERVICE.sweep, config.tenant.tenant)),
 ): SweepHandler {
   const services = buildServices(config, clients);
-  const sweeper = new Sweeper({ ...services, tenant: config.tenant, logger });
+  const sweeper = new Sweeper({
+    ...services,
+    blockedKeys: new BlockedKeys(services),
+    heldSweep: new HeldSweep(services),
+    tenant: config.tenant,
+    logger,
+  });
   const gaugeInterval = options.gaugeIntervalMs ?? 60_000;
   let gaugesAt = 0;
   const publishAllGauges = async () => {

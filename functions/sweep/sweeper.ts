@@ -1,7 +1,6 @@
 import type { Logger } from '@aws-lambda-powertools/logger';
 import type { FastAdmission } from '../admission/fast-admission.js';
 import type { RangeAdmission } from '../admission/range-admission.js';
-import type { HeldDelivery } from '../consume/held-delivery.js';
 import type { KeyOrder } from '../consume/key-order.js';
 import type { FailedEntry, RangeFailures } from '../consume/range-failures.js';
 import type { Requeue } from '../consume/requeue.js';
@@ -27,6 +26,8 @@ import { gsi, timeSortKey } from '../store/keys.js';
 import type { MessageStore } from '../store/messages.js';
 import type { RangeStore } from '../store/ranges.js';
 import type { SegmentStore } from '../store/segments.js';
+import type { BlockedKeys } from './blocked-keys.js';
+import type { HeldSweep } from './held-sweep.js';
 
 /**
  * sweep: puts due messages from the delay store back into the log (the next entry of each),
@@ -45,7 +46,9 @@ export interface SweeperDeps {
   ranges: RangeStore;
   segments: SegmentStore;
   rangeFailures: RangeFailures;
-  held: HeldDelivery;
+  /** Ordered pull queues: held deliveries whose leases ran out, blocked keys' waiting messages. */
+  heldSweep: HeldSweep;
+  blockedKeys: BlockedKeys;
   admission: RangeAdmission;
   /** Retries it appended are admitted at once, not at dispatch's next poll (issue 12). */
   fastAdmission?: Pick<FastAdmission, 'afterAppend'>;
@@ -154,7 +157,7 @@ export class Sweeper {
           );
         if (ns.config.ordered)
           if (ns.consumer === undefined)
-            report.expired += await this.deps.held.sweep(ns.name, ns.config, shard);
+            report.expired += await this.deps.heldSweep.sweep(ns.name, ns.config, shard);
           else report.released += await this.wakeHeld(ns.name, shard);
       }),
     );
@@ -244,8 +247,9 @@ export class Sweeper {
       if (target) await this.deps.rangeFailures.evict(config, target, now);
     });
     let appended = 0;
-    if (ns.consumer === undefined && !config.ordered) {
-      appended = await this.appendDueRetries(queue, shard, open, now);
+    if (ns.consumer === undefined) {
+      // An ordered queue's retries are delivered again in place (ordered-look.ts).
+      if (!config.ordered) appended = await this.appendDueRetries(queue, shard, open, now);
       await mapLimit(stuckRetries(open, gapCap(config)), 16, async ({ range, index }) => {
         const entry = await this.deps.segments.entryAt(queue, range, index);
         if (entry)
@@ -256,6 +260,8 @@ export class Sweeper {
           );
       });
     }
+    if (ns.consumer === undefined && config.ordered)
+      await this.deps.blockedKeys.sweep(queue, config, shard, open, now);
     const evictedExpired = await this.expireEvicted(queue, config, shard, now);
     await this.deps.admission.lowestOpen(queue, shard, open.at(-1));
     return { expired: moved.filter(Boolean).length + evictedExpired, appended };

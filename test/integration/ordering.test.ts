@@ -4,6 +4,7 @@ import type { Range } from '../../functions/core/ranges.js';
 import { buildServices } from '../../functions/services.js';
 import { queueApi, type Received } from '../helpers/queue-api.js';
 import { startTestRuntime, type TestRuntime } from '../helpers/runtime.js';
+import { until } from '../helpers/until.js';
 
 /** Ordered queues: one message in flight per key, in accepted order, and key parking. */
 
@@ -20,6 +21,7 @@ beforeAll(async () => {
       park: { ordered: true, shards: 1, backoff_seconds: [0], max_attempts: 3 },
       deep: { ordered: true, shards: 1, backoff_seconds: [0], max_attempts: 3 },
       held: { ordered: true, shards: 1, backoff_seconds: [0], max_attempts: 3 },
+      batch: { ordered: true, shards: 1, backoff_seconds: [0], max_attempts: 3, max_per_key: 5 },
     },
   });
 });
@@ -171,15 +173,32 @@ async function ackInTurn(queue: string, n: number): Promise<Received[]> {
  * Three messages of `key` on the `held` queue (`<key>-0..2`): the head received and acked, then the
  * first of the key's hold area received (with `options`).
  */
+/** Where a key's later messages wait: in their ranges, or (a parked key's) in its hold area. */
+type Waits = 'ranges' | 'hold area';
+
+/**
+ * A key's second message, delivered after its first: from its range (the first acked), or from
+ * the key's hold area (the first dead-lettered, the rest moved there by the sweep, then skipped).
+ */
 async function firstHeld(
   key: string,
   options: { lease_seconds?: number } = {},
+  from: Waits = 'hold area',
 ): Promise<Received | undefined> {
   const q = queueApi(t, 'held');
   await q.produce([0, 1, 2].map((i) => ({ message_id: `${key}-${i}`, key, payload: i })));
   const [head] = await q.receiveAll(1, 5000);
   expect(head?.message_id).toBe(`${key}-0`);
-  await q.ack([head?.receipt as string]);
+  if (from === 'ranges') await q.ack([head?.receipt as string]);
+  else {
+    await q.nack({ receipt: head?.receipt, retryable: false, error: 'poison' });
+    await until(async () => {
+      await t.runtime.sweep.fire();
+      const parked = (await t.api('/queues/held/keys/parked')).body.keys as { key: string; held: number }[];
+      return parked.some((p) => p.key === key && p.held === 2);
+    });
+    expect((await t.api(`/queues/held/keys/${key}/skip`, { body: { reason: 'test' } })).status).toBe(200);
+  }
   return (await q.receiveAll(1, 5000, options))[0];
 }
 
@@ -199,22 +218,27 @@ describe('a key with messages waiting behind its head', () => {
     expect((await ackInTurn('held', 2)).map((m) => m.message_id)).toEqual(['dl-0', 'dl-1']);
   }, 30_000);
 
-  it('takes back a held message whose lease ran out, as a failed attempt, and keeps the order', async () => {
-    const q = queueApi(t, 'held');
-    // hx-1 comes from the key's hold area; its lease runs out.
-    const held = await firstHeld('hx', { lease_seconds: 1 });
-    expect(held).toMatchObject({ message_id: 'hx-1', attempt: 1 });
-    await new Promise((r) => setTimeout(r, 1200));
-    expect((await q.ack([held?.receipt as string]))[0]?.status).toBe('stale_receipt');
-    const order = (await ackInTurn('held', 2)).map((m) => [m.message_id, m.attempt]);
-    expect(order).toEqual([
-      ['hx-1', 2],
-      ['hx-2', 1],
-    ]);
-    const trace = (await t.api('/queues/held/messages/hx-1')).body;
-    expect(trace.state).toBe('acked');
-    expect(trace.attempts).toEqual([expect.objectContaining({ attempt: 1, reason: 'lease_expired' })]);
-  }, 30_000);
+  it.each<Waits>(['ranges', 'hold area'])(
+    'takes back a message from its %s whose lease ran out, as a failed attempt, and keeps the order',
+    async (from) => {
+      const q = queueApi(t, 'held');
+      const key = `hx-${from === 'ranges' ? 'r' : 'h'}`;
+      // Its second message's lease runs out.
+      const held = await firstHeld(key, { lease_seconds: 1 }, from);
+      expect(held).toMatchObject({ message_id: `${key}-1`, attempt: 1 });
+      await new Promise((r) => setTimeout(r, 1200));
+      expect((await q.ack([held?.receipt as string]))[0]?.status).toBe('stale_receipt');
+      const order = (await ackInTurn('held', 2)).map((m) => [m.message_id, m.attempt]);
+      expect(order).toEqual([
+        [`${key}-1`, 2],
+        [`${key}-2`, 1],
+      ]);
+      const trace = (await t.api(`/queues/held/messages/${key}-1`)).body;
+      expect(trace.state).toBe('acked');
+      expect(trace.attempts).toEqual([expect.objectContaining({ attempt: 1, reason: 'lease_expired' })]);
+    },
+    30_000,
+  );
 });
 
 describe('a key left busy by an ack that stopped half way', () => {
@@ -233,20 +257,25 @@ describe('a key left busy by an ack that stopped half way', () => {
   }, 30_000);
 });
 
-describe('a held message given back', () => {
-  it('comes again first, with the same attempt and no history', async () => {
-    const q = queueApi(t, 'held');
-    const held = await firstHeld('gb');
-    expect(held?.message_id).toBe('gb-1');
-    const back = await q.nack({ receipt: held?.receipt, release: true });
-    expect(back.body).toMatchObject({ status: 'retry_scheduled', attempt: 1 });
-    const order = (await ackInTurn('held', 2)).map((m) => [m.message_id, m.attempt]);
-    expect(order).toEqual([
-      ['gb-1', 1],
-      ['gb-2', 1],
-    ]);
-    expect((await t.api('/queues/held/messages/gb-1')).body.attempts).toEqual([]);
-  }, 30_000);
+describe('a message of a busy key given back', () => {
+  it.each<Waits>(['ranges', 'hold area'])(
+    'comes again first from its %s, with the same attempt and no history',
+    async (from) => {
+      const q = queueApi(t, 'held');
+      const key = `gb-${from === 'ranges' ? 'r' : 'h'}`;
+      const held = await firstHeld(key, {}, from);
+      expect(held?.message_id).toBe(`${key}-1`);
+      const back = await q.nack({ receipt: held?.receipt, release: true });
+      expect(back.body).toMatchObject({ status: 'retry_scheduled', attempt: 1 });
+      const order = (await ackInTurn('held', 2)).map((m) => [m.message_id, m.attempt]);
+      expect(order).toEqual([
+        [`${key}-1`, 1],
+        [`${key}-2`, 1],
+      ]);
+      expect((await t.api(`/queues/held/messages/${key}-1`)).body.attempts).toEqual([]);
+    },
+    30_000,
+  );
 });
 
 describe('key parking', () => {
@@ -298,9 +327,17 @@ describe('key parking', () => {
     const meanwhile = await q.receiveAll(1, 3000);
     expect(meanwhile.map((m) => m.message_id)).toEqual(['free-1']);
     await q.ack(meanwhile.map((m) => m.receipt));
-    const parked = (await t.api('/queues/park/keys/parked')).body.keys;
-    // p-1 and p-2 waited in the key's hold area from their admission (p-0 was in flight); p-3 too.
-    expect(parked).toEqual([expect.objectContaining({ key: 'acct-1', dead_message_id: 'p-0', held: 3 })]);
+    // p-1 and p-2 waited in their ranges behind p-0; once the key is parked, the sweep moves them
+    // and p-3 into the key's hold area, so the shard's commit point passes them.
+    const parked = async () => (await t.api('/queues/park/keys/parked')).body.keys;
+    // A pass that began before p-3 was admitted moves it at the next one.
+    await until(async () => {
+      await t.runtime.sweep.fire();
+      return (await parked())[0]?.held === 3;
+    });
+    expect(await parked()).toEqual([
+      expect.objectContaining({ key: 'acct-1', dead_message_id: 'p-0', held: 3 }),
+    ]);
     const trace = await t.api('/queues/park/messages/p-3');
     expect(trace.body.state).toBe('held');
 
@@ -345,5 +382,43 @@ describe('key parking', () => {
     });
     const again = await t.api('/queues/park/keys/acct-2/skip', { body: { reason: 'twice' } });
     expect(again.status).toBe(404);
+  }, 30_000);
+});
+
+describe('per-key batches (max_per_key)', () => {
+  it("lease a key's consecutive messages in one answer, in order; a nack gives the rest back and its retry goes first", async () => {
+    const q = queueApi(t, 'batch');
+    await q.produce([
+      ...[0, 1, 2, 3, 4, 5].map((i) => ({ message_id: `A-${i}`, key: 'A', payload: i })),
+      { message_id: 'B-0', key: 'B', payload: 0 },
+      { message_id: 'B-1', key: 'B', payload: 1 },
+    ]);
+    const got = await q.receiveAll(7, 5000, { max_messages: 10 });
+    const ids = (key: string, ms: Received[]) => ms.filter((m) => m.key === key).map((m) => m.message_id);
+    expect(ids('A', got)).toEqual(['A-0', 'A-1', 'A-2', 'A-3', 'A-4']);
+    expect(ids('B', got)).toEqual(['B-0', 'B-1']);
+    // Nothing more of either key while their batches are out.
+    expect(await q.receive({ wait_seconds: 0 })).toEqual([]);
+    const receipt = (id: string) => got.find((m) => m.message_id === id)?.receipt as string;
+    expect((await q.ack([receipt('A-0')]))[0]?.status).toBe('acked');
+    const nack = await q.nack({ receipt: receipt('A-1'), error: 'A-1 failed', retry_after_seconds: 0 });
+    expect(nack.body).toMatchObject({ status: 'retry_scheduled', attempt: 2 });
+    // The rest of the batch went back with the nack: its receipts no longer ack.
+    expect((await q.ack([receipt('A-2')]))[0]?.status).toBe('stale_receipt');
+    await q.ack(['B-0', 'B-1'].map(receipt));
+    // A-1's retry comes alone, first; then the rest of the key, A-2 again at its first attempt.
+    const retry = await q.receiveAll(1, 5000, { max_messages: 10 });
+    expect(retry.map((m) => [m.message_id, m.attempt])).toEqual([['A-1', 2]]);
+    await q.ack(retry.map((m) => m.receipt));
+    const rest = await q.receiveAll(4, 5000, { max_messages: 10 });
+    expect(rest.map((m) => [m.message_id, m.attempt])).toEqual([
+      ['A-2', 1],
+      ['A-3', 1],
+      ['A-4', 1],
+      ['A-5', 1],
+    ]);
+    await q.ack(rest.map((m) => m.receipt));
+    const trace = (await t.api('/queues/batch/messages/A-1')).body;
+    expect(trace.attempts).toEqual([expect.objectContaining({ attempt: 1, error: 'A-1 failed' })]);
   }, 30_000);
 });

@@ -111,6 +111,7 @@ describe.each([DYNAMODB])('the lease layer store on %s', () => {
             held: new Set(),
             retrying: new Map(),
             passedOn: new Map(),
+            attempts: new Map(),
           },
           i,
           lease(now + 60_000),
@@ -131,6 +132,7 @@ describe.each([DYNAMODB])('the lease layer store on %s', () => {
             held: new Set(),
             retrying: new Map(),
             passedOn: new Map(),
+            attempts: new Map(),
           },
           [0],
           lease(now + 1, `w${k}`),
@@ -461,44 +463,33 @@ describe.each([DYNAMODB])('the lease layer store on %s', () => {
     expect(await ranges.ack(Q, r, [0], now)).toBeDefined();
   });
 
-  it("sequences a key once per record, and leases a held message in the key's own item", async () => {
+  it("leases a held message in the key's own item, only while nothing holds the key", async () => {
     const keys = new KeyStates(clients.doc, t.runtime.config.tableName);
-    const head = { message_id: 'h-1', sequence: '501', position: 41 };
-    const first = { sequenced: '501', head, unpark: false };
-    expect(await keys.sequence(Q, 'seq/1', first)).toBe(true);
-    // A second try of the same admission, or another admitter: refused.
-    expect(await keys.sequence(Q, 'seq/1', first)).toBe(false);
-    expect(await keys.sequence(Q, 'seq/1', { ...first, prev: '501', sequenced: '509' })).toBe(true);
-    // A change of the key's holder lands only on the holder read.
-    const release = { ...first, prev: '509', sequenced: '510', busyWith: null };
-    expect(await keys.sequence(Q, 'seq/1', { ...release, holder: 'h-0' })).toBe(false);
-    expect(await keys.setHolding(Q, 'seq/1', 11)).toBe(11);
-    const state = (await keys.getMany(Q, ['seq/1'])).get('seq/1');
-    expect(state).toMatchObject({ sequenced: '509', head });
-    expect(state?.holding).toBe(11);
-
     const now = Date.now();
     const hold = { expiresAt: now + 60_000, deliveredAt: now, consumerId: 'w-1' };
-    const judged = (holder?: string) => ({ holder, sequenced: '509' });
-    // Judged free from an older head: admission sequenced the key since, so the claim fails.
-    expect(
-      await keys.claimHeld(Q, 'seq/1', 'h-2', hold, { holder: undefined, sequenced: '501' }),
-    ).toBeUndefined();
-    expect(await keys.claimHeld(Q, 'seq/1', 'h-2', hold, judged())).toBe(1);
+    // No hold area: nothing to take.
+    expect(await keys.claimHeld(Q, 'held/1', 'h-2', hold)).toBeUndefined();
+    expect(await keys.setHolding(Q, 'held/1', 11)).toBe(11);
+    expect(await keys.claimHeld(Q, 'held/1', 'h-2', hold)).toBe(1);
     // The key is held by it: nobody else takes it, and only its live lease ends or extends.
-    expect(await keys.claimHeld(Q, 'seq/1', 'h-3', hold, judged())).toBeUndefined();
-    expect(await keys.extendHeld(Q, 'seq/1', 'h-2', 2, now + 90_000, now)).toBe(false);
-    expect(await keys.extendHeld(Q, 'seq/1', 'h-2', 1, now + 90_000, now)).toBe(true);
-    expect(await keys.endHeld(Q, 'seq/1', 'h-2', 1, now, { release: true, lease: 'expired' })).toBe(false);
-    expect(await keys.endHeld(Q, 'seq/1', 'h-2', 1, now, { release: true, lease: 'live' })).toBe(true);
-    expect(await keys.endHeld(Q, 'seq/1', 'h-2', 1, now, { release: true, lease: 'live' })).toBe(false);
-    expect(await keys.claimHeld(Q, 'seq/1', 'h-3', hold, judged())).toBe(2);
-    expect(await keys.endHeld(Q, 'seq/1', 'h-3', 2, now + 61_000, { release: false, lease: 'expired' })).toBe(
-      true,
-    );
-    // Kept by h-3 for its retry: a claim must name it.
-    expect(await keys.claimHeld(Q, 'seq/1', 'h-4', hold, judged())).toBeUndefined();
-    expect(await keys.claimHeld(Q, 'seq/1', 'h-4', hold, judged('h-3'))).toBe(3);
+    expect(await keys.claimHeld(Q, 'held/1', 'h-3', hold)).toBeUndefined();
+    expect(await keys.extendHeld(Q, 'held/1', 'h-2', 2, now + 90_000, now)).toBe(false);
+    expect(await keys.extendHeld(Q, 'held/1', 'h-2', 1, now + 90_000, now)).toBe(true);
+    expect(await keys.endHeld(Q, 'held/1', 'h-2', 1, now, { release: true, lease: 'expired' })).toBe(false);
+    expect(await keys.endHeld(Q, 'held/1', 'h-2', 1, now, { release: true, lease: 'live' })).toBe(true);
+    expect(await keys.endHeld(Q, 'held/1', 'h-2', 1, now, { release: true, lease: 'live' })).toBe(false);
+    expect(await keys.claimHeld(Q, 'held/1', 'h-3', hold)).toBe(2);
+    expect(
+      await keys.endHeld(Q, 'held/1', 'h-3', 2, now + 61_000, { release: false, lease: 'expired' }),
+    ).toBe(true);
+    // Kept by h-3 for its retry: nobody takes the key until it is released.
+    expect(await keys.claimHeld(Q, 'held/1', 'h-4', hold)).toBeUndefined();
+    expect(await keys.release(Q, 'held/1', 'h-3')).toBeDefined();
+    expect(await keys.claimHeld(Q, 'held/1', 'h-4', hold)).toBe(3);
+    // Parked: nothing of the hold area goes.
+    await keys.endHeld(Q, 'held/1', 'h-4', 3, now, { release: true, lease: 'live' });
+    expect(await keys.park(Q, 'held/1', 'h-4', '0', now)).toBe(true);
+    expect(await keys.claimHeld(Q, 'held/1', 'h-5', hold)).toBeUndefined();
   });
 
   it('clears a hold area mark only with the token read, and only when no held message holds the key', async () => {
@@ -507,13 +498,7 @@ describe.each([DYNAMODB])('the lease layer store on %s', () => {
     const newer = await keys.setHolding(Q, 'tok/1');
     expect(await keys.clearHolding(Q, 'tok/1', token)).toBe(false);
     const now = Date.now();
-    await keys.claimHeld(
-      Q,
-      'tok/1',
-      'x',
-      { expiresAt: now + 1000, deliveredAt: now },
-      { holder: undefined, sequenced: undefined },
-    );
+    await keys.claimHeld(Q, 'tok/1', 'x', { expiresAt: now + 1000, deliveredAt: now });
     expect(await keys.clearHolding(Q, 'tok/1', newer)).toBe(false);
     await keys.endHeld(Q, 'tok/1', 'x', 1, now, { release: true, lease: 'live' });
     expect(await keys.clearHolding(Q, 'tok/1', newer)).toBe(true);

@@ -30,6 +30,7 @@ function range(start: string, count = 20): Range {
     held: new Set<number>(),
     retrying: new Map(),
     passedOn: new Map(),
+    attempts: new Map(),
   };
 }
 

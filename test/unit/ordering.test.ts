@@ -1,11 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import {
+  chooseRuns,
+  type KeyRun,
   keyedStep,
-  type SequencedRecord,
-  type SequencerKeyView,
-  sequenceKey,
+  keyRuns,
+  keyTag,
+  runPicks,
 } from '../../functions/core/ordering.js';
-import { TAKEOVERS_PER_ATTEMPT, takenOverTooOften } from '../../functions/core/ranges.js';
+import { type Range, TAKEOVERS_PER_ATTEMPT, takenOverTooOften } from '../../functions/core/ranges.js';
 
 describe('keyedStep: what a Lambda consumer does with a message of a key', () => {
   it('delivers on a free key', () => {
@@ -40,102 +42,89 @@ describe('takenOverTooOften', () => {
   });
 });
 
-describe('sequenceKey: what admission does with the records of a key of an ordered pull queue', () => {
-  const rec = (n: number, extra: Partial<SequencedRecord> = {}): SequencedRecord => ({
-    message_id: `m-${n}`,
-    sequence: String(100 + n),
-    entry: 1,
-    due: true,
-    ...extra,
-  });
-  const fresh: SequencerKeyView = { headDone: true, headAcked: true };
+/** A range of an ordered queue whose entries carry `keys` (one letter a key). */
+function keyed(start: string, base: number, keys: string, over: Partial<Range> = {}): Range {
+  return {
+    shard: 's',
+    start,
+    last: start,
+    count: keys.length,
+    base,
+    enqueuedAt: 0,
+    segment: { id: start, offset: 0, store: 'ddb' },
+    leases: new Map(),
+    acked: new Set(),
+    failed: new Set(),
+    held: new Set(),
+    retrying: new Map(),
+    passedOn: new Map(),
+    attempts: new Map(),
+    keys: [...keys].map(keyTag),
+    ...over,
+  };
+}
 
-  it('makes the first record of a free key its head and holds the rest', () => {
-    const d = sequenceKey(fresh, [rec(1), rec(2), rec(3)]);
-    expect(d.steps).toEqual(['head', 'hold', 'hold']);
-    expect(d.head?.message_id).toBe('m-1');
-    expect(d.holding).toBe(true);
-    expect(d.busyWith).toBeUndefined();
-  });
+/** Each run as "<key letter>:<positions>" (a retry's positions marked `r`, a holder candidate `h`). */
+function shown(runs: readonly KeyRun[]): string[] {
+  const letter = (tag: string) => 'abcdefghxyz'.split('').find((k) => keyTag(k) === tag) ?? '?';
+  return runs.map(
+    (run) =>
+      `${letter(run.tag)}:${run.entries.map((e) => e.range.base + e.index).join(',')}${run.retry ? 'r' : ''}${run.holderOnly ? 'h' : ''}`,
+  );
+}
 
-  it('holds everything while the head is in flight, the key has held messages, or is parked', () => {
-    const head = { message_id: 'm-0', sequence: '100' };
-    expect(sequenceKey({ head, headDone: false, headAcked: false }, [rec(1)]).steps).toEqual(['hold']);
-    expect(sequenceKey({ ...fresh, holding: 7 }, [rec(1)]).steps).toEqual(['hold']);
-    expect(sequenceKey({ ...fresh, parked_at: 1, dead_message_id: 'm-0' }, [rec(1)]).steps).toEqual(['hold']);
-  });
+describe('keyRuns: what a receiver may lease of an ordered queue', () => {
+  const lease = { expiresAt: 10_000, deliveredAt: 0 };
 
-  it('lets a retry go first, even past held messages, and releases an acked holder lazily', () => {
-    const waiting: SequencerKeyView = {
-      busy_with: 'm-0',
-      head: { message_id: 'm-0', sequence: '100' },
-      headDone: true,
-      headAcked: false,
-      holding: 3,
-    };
-    const d = sequenceKey(waiting, [rec(5), rec(0, { entry: 2, sequence: '106' })]);
-    expect(d.steps).toEqual(['hold', 'head']);
-    expect(d.busyWith).toBe('m-0');
-    // Its retry was acked since: the key is open, and the holder goes with the next write.
-    const acked = {
-      ...waiting,
-      holding: undefined,
-      headAcked: true,
-      head: { message_id: 'm-0', sequence: '106' },
-    };
-    const next = sequenceKey(acked, [rec(7)]);
-    expect(next.steps).toEqual(['head']);
-    expect(next.busyWith).toBeNull();
+  it("takes each key's first unfinished entry, and nothing of a key behind an unfinished one", () => {
+    const r1 = keyed('1', 0, 'abab', { leases: new Map([[0, lease]]), acked: new Set([1]) });
+    const r2 = keyed('2', 4, 'cabc');
+    // a's first is leased: a waits. b's first is acked: its next (3) goes. c's first is 4.
+    expect(shown(keyRuns([r1, r2], 1, 0))).toEqual(['b:3', 'c:4']);
   });
 
-  it('holds a retry of another message while the key is held by a live one', () => {
-    const d = sequenceKey({ ...fresh, busy_with: 'm-1' }, [rec(2, { entry: 2 })]);
-    expect(d.steps).toEqual(['hold']);
+  it('takes up to max_per_key consecutive messages of a key, in order', () => {
+    const r = keyed('1', 0, 'aaabaaa');
+    expect(shown(keyRuns([r], 10, 0))).toEqual(['a:0,1,2,4,5,6', 'b:3']);
+    expect(shown(keyRuns([r], 2, 0))).toEqual(['a:0,1', 'b:3']);
   });
 
-  it('unparks a key for its redriven dead letter, which goes first', () => {
-    const parked = { ...fresh, parked_at: 1, dead_message_id: 'm-1', holding: 2 };
-    const d = sequenceKey(parked, [rec(3), rec(1, { entry: 3 })]);
-    expect(d.steps).toEqual(['hold', 'head']);
-    expect(d.unpark).toBe(true);
-    expect(d.busyWith).toBe('m-1');
+  it('finds every key behind a hot key whatever its backlog', () => {
+    const hot = keyed('1', 0, `${'a'.repeat(19)}b`, { leases: new Map([[0, lease]]) });
+    const more = keyed('2', 20, 'aaaaaaaaaacaaaaaaaad');
+    expect(shown(keyRuns([hot, more], 1, 0))).toEqual(['b:19', 'c:30', 'd:39']);
   });
 
-  it('keeps a delayed message in the delay store holding its key', () => {
-    const d = sequenceKey(fresh, [rec(1, { due: false }), rec(2)]);
-    expect(d.steps).toEqual(['delay', 'hold']);
-    expect(d.busyWith).toBe('m-1');
-    expect(d.head).toBeUndefined();
+  it('delivers a retry waiting in place when due, alone, and holds its key until then', () => {
+    const waiting = (dueAt: number) =>
+      keyed('1', 0, 'aab', { retrying: new Map([[0, { dueAt, attempt: 2 }]]) });
+    expect(shown(keyRuns([waiting(5000)], 10, 1000))).toEqual(['b:2']);
+    expect(shown(keyRuns([waiting(5000)], 10, 5000))).toEqual(['a:0r', 'b:2']);
   });
 
-  it('replays what an earlier try decided for records up to `sequenced`', () => {
-    const after: SequencerKeyView = {
-      head: { message_id: 'm-1', sequence: '101' },
-      headDone: false,
-      headAcked: false,
-      busy_with: 'm-4',
-      holding: 1,
-      sequenced: '104',
-      delayed: '104',
-    };
-    const d = sequenceKey(after, [rec(1), rec(2), rec(4, { due: false }), rec(5)]);
-    expect(d.steps).toEqual(['head', 'hold', 'delay', 'hold']);
+  it("offers a blocked key's later free entries as holder candidates", () => {
+    const r = keyed('1', 0, 'aaba');
+    expect(shown(keyRuns([r], 1, 0, new Set([keyTag('a')])))).toEqual(['a:0', 'b:2', 'a:1h', 'a:3h']);
+  });
+});
+
+describe('chooseRuns and runPicks', () => {
+  const r1 = keyed('1', 0, 'abcd');
+  const r2 = keyed('2', 4, 'aefg');
+  const runs = keyRuns([r1, r2], 2, 0);
+
+  it('take from a random run on, round to the first, cutting the last run to what is wanted', () => {
+    expect(shown(chooseRuns(runs, 3, () => 0))).toEqual(['a:0,4', 'b:1']);
+    // From the last run on, then round to the first.
+    expect(shown(chooseRuns(runs, 2, () => 0.99))).toEqual(['g:7', 'a:0']);
+    expect(chooseRuns(runs, 0)).toEqual([]);
   });
 
-  it('records which record it delayed, and replays a delay only for that one', () => {
-    const open: SequencerKeyView = { headDone: true, headAcked: false };
-    expect(sequenceKey(open, [rec(4, { due: false })]).delayed).toBe('104');
-    // m-2 was held, then taken from the hold area (it holds the key): held it stays.
-    const taken: SequencerKeyView = {
-      head: { message_id: 'm-1', sequence: '101' },
-      headDone: true,
-      headAcked: true,
-      busy_with: 'm-2',
-      holding: 1,
-      sequenced: '102',
-    };
-    const d = sequenceKey(taken, [rec(1), rec(2)]);
-    expect(d.steps).toEqual(['head', 'hold']);
-    expect(d.delayed).toBeUndefined();
+  it('group what was chosen by range, oldest first, for one write each', () => {
+    const picks = runPicks(chooseRuns(runs, 4, () => 0));
+    expect(picks.map((p) => [p.range.start, p.indexes])).toEqual([
+      ['1', [0, 1, 2]],
+      ['2', [0]],
+    ]);
   });
 });

@@ -1,0 +1,238 @@
+import type { LeasedEntry } from '../admission/admitted-signal.js';
+import type { QueueConfig } from '../core/config.js';
+import { chooseRuns, type KeyRun, keyedStep, keyRuns, keyTag, runPicks } from '../core/ordering.js';
+import { compareSequence, isFinished, type Range } from '../core/ranges.js';
+import type { KeyBlocks } from '../store/key-blocks.js';
+import type { KeyState, KeyStates } from '../store/key-states.js';
+import type { NewLease, RangeStore } from '../store/ranges.js';
+import type { SegmentEntry } from '../store/segments.js';
+
+/**
+ * A receiver's look at an ordered pull queue's ranges (docs: ordered queues). Every message of a
+ * key waits in its range until it is the key's first unfinished entry; the look reads the ranges
+ * from the shard's lowest unfinished one, takes each key's first free entries (a run, up to
+ * `max_per_key`), and leases them with one all-or-none write per range. Nothing is written or read
+ * per key, but for the keys the shard's blocks item names (parked, or held by a message outside
+ * the ranges): their state is read, and only a free key or its holder goes.
+ */
+
+export interface OrderedLookDeps {
+  ranges: RangeStore;
+  blocks: KeyBlocks;
+  keys: KeyStates;
+}
+
+/** An entry leased by an ordered look: the key's holder is flagged, so its ack frees the key. */
+export interface OrderedLeased extends LeasedEntry {
+  holdsKey: boolean;
+}
+
+/** Ranges read per page of a look. */
+const RANGES_PER_PAGE = 8;
+/**
+ * Ranges a look reads at most per shard: behind this many (1,280 entries) of busy keys' waiting
+ * messages it answers with what it found; the gap cap keeps a window's waiting keys fewer.
+ */
+export const MAX_RANGES = 64;
+
+export class OrderedLook {
+  /** Per queue and shard, the lowest range this instance saw unfinished: none below it is, ever. */
+  private readonly lowest = new Map<string, string>();
+
+  constructor(private readonly deps: OrderedLookDeps) {}
+
+  /** The runs of one shard, with the keys the shard blocks (read after the ranges). */
+  async runs(
+    queue: string,
+    config: QueueConfig,
+    shard: string,
+    want: number,
+    now: number,
+  ): Promise<{ runs: KeyRun[]; blocked: Map<string, number> }> {
+    const ranges = await this.read(queue, shard, config.max_per_key, want, now);
+    // After the ranges: a key's entry finished there by a failure was blocked before it.
+    const blocked = await this.deps.blocks.read(queue, shard);
+    const tags = new Set([...blocked.keys()].map(keyTag));
+    return { runs: keyRuns(ranges, config.max_per_key, now, tags), blocked };
+  }
+
+  /**
+   * Up to `want` entries of the shards' runs, leased for `lease`: the blocked keys' runs first
+   * checked against their state, the rest chosen at random, and written range by range in log
+   * order (a key's later entry is never leased without its earlier one). `segments` answers
+   * entries of runs (read before any lease is written, and cut to the answer's byte budget).
+   */
+  async lease(
+    queue: string,
+    looked: readonly { runs: KeyRun[]; blocked: Map<string, number> }[],
+    want: number,
+    lease: NewLease,
+    segments: (runs: readonly KeyRun[]) => Promise<Map<string, SegmentEntry>>,
+  ): Promise<OrderedLeased[]> {
+    const blockedKeys = new Set(looked.flatMap((l) => [...l.blocked.keys()]));
+    const blockedTags = new Set([...blockedKeys].map(keyTag));
+    const all = looked.flatMap((l) => l.runs);
+    const open = all.filter((run) => !blockedTags.has(run.tag));
+    const blockedRuns = all.filter((run) => blockedTags.has(run.tag));
+    const gated = blockedRuns.length
+      ? await this.gate(queue, blockedRuns, blockedKeys, await segments(blockedRuns.map(firstOnly)))
+      : [];
+    // A key's holder goes first: everything else of its key waits for it.
+    const holders = gated.filter((run) => run.holds);
+    const others = [...open, ...gated.filter((run) => !run.holds)];
+    const chosen = [...holders, ...chooseRuns(others, want - holders.length)];
+    const entries = await segments(chosen);
+    // What the answer's byte budget or a missing segment entry left of each run: a prefix.
+    const readable = chosen
+      .map((run) => ({ ...run, entries: prefix(run.entries, (e) => entries.has(entryName(e))) }))
+      .filter((run) => run.entries.length);
+    return this.write(queue, readable, lease, entries);
+  }
+
+  /**
+   * Runs of blocked keys (by tag), each by its first entry: a key whose state is free lets its
+   * first run go; a key held by a message lets only that message go (alone, as its holder).
+   */
+  private async gate(
+    queue: string,
+    runs: KeyRun[],
+    blockedKeys: ReadonlySet<string>,
+    entries: Map<string, SegmentEntry>,
+  ): Promise<GatedRun[]> {
+    const envelopeOf = (run: KeyRun) => entries.get(entryName(run.entries[0] as RunEntry))?.envelope;
+    const keys = [...new Set(runs.map((run) => envelopeOf(run)?.key ?? ''))].filter((k) =>
+      blockedKeys.has(k),
+    );
+    const states = keys.length ? await this.deps.keys.getMany(queue, keys) : new Map<string, KeyState>();
+    return runs.flatMap((run): GatedRun[] => {
+      const env = envelopeOf(run);
+      if (!env) return [];
+      // Another key with the same tag, not blocked itself.
+      if (!blockedKeys.has(env.key ?? '')) return run.holderOnly ? [] : [run];
+      const state = states.get(env.key ?? '');
+      if (state?.busy_with === env.message_id && state.parked_at === undefined)
+        return [{ ...firstOnly(run), holds: true }];
+      return !run.holderOnly && keyedStep(state, env.message_id) === 'deliver' ? [run] : [];
+    });
+  }
+
+  /** One all-or-none write per range, oldest first; a run that loses a range ends there. */
+  private async write(
+    queue: string,
+    runs: GatedRun[],
+    lease: NewLease,
+    entries: Map<string, SegmentEntry>,
+  ): Promise<OrderedLeased[]> {
+    const live = new Set(runs);
+    const leased: OrderedLeased[] = [];
+    for (const pick of runPicks(runs)) {
+      const mine = (run: GatedRun) => run.entries.filter((e) => e.range.start === pick.range.start);
+      let here = [...live].filter((run) => mine(run).length);
+      let written = await this.writeRange(queue, pick.range, here.flatMap(mine), lease);
+      if (!written) {
+        // Taken meanwhile: what a fresh read shows still as it was picked goes, once more.
+        const fresh = await this.deps.ranges.get(queue, pick.range.shard, pick.range.start);
+        here = fresh ? here.filter((run) => mine(run).every((e) => unchanged(fresh, e.range, e.index))) : [];
+        written = here.length
+          ? await this.writeRange(queue, pick.range, here.flatMap(mine), lease)
+          : undefined;
+      }
+      for (const run of live) if (mine(run).length && (!written || !here.includes(run))) live.delete(run);
+      if (!written) continue;
+      for (const run of here)
+        for (const e of mine(run))
+          leased.push({
+            range: written,
+            index: e.index,
+            entry: entries.get(entryName(e)) as SegmentEntry,
+            holdsKey: run.holds === true,
+          });
+    }
+    return leased;
+  }
+
+  private writeRange(
+    queue: string,
+    range: Range,
+    picked: readonly RunEntry[],
+    lease: NewLease,
+  ): Promise<Range | undefined> {
+    const free = picked.filter((e) => !range.retrying.has(e.index)).map((e) => e.index);
+    const due = picked.flatMap((e) => {
+      const retry = range.retrying.get(e.index);
+      return retry ? [{ index: e.index, retry }] : [];
+    });
+    return this.deps.ranges.leaseOrdered(queue, range, free, due, lease);
+  }
+
+  /**
+   * The shard's ranges from its lowest unfinished one (as far as this instance or the commit hint
+   * knows), page by page until the runs found cover `want` twice over (receivers looking at once
+   * then mostly take different keys), contiguous: a range an eventually consistent read missed
+   * ends what is read, since a key's earlier entry could be in it.
+   */
+  private async read(
+    queue: string,
+    shard: string,
+    maxPerKey: number,
+    want: number,
+    now: number,
+  ): Promise<Range[]> {
+    const at = `${queue}\u0000${shard}`;
+    const hint = await this.deps.ranges.commitHint(queue, shard);
+    const seen = this.lowest.get(at);
+    let start = seen !== undefined && (hint === undefined || compareSequence(seen, hint) > 0) ? seen : hint;
+    const ranges: Range[] = [];
+    for (;;) {
+      const page = await this.deps.ranges.from(
+        queue,
+        shard,
+        start,
+        RANGES_PER_PAGE + (ranges.length ? 1 : 0),
+      );
+      // Every page after the first starts with the last range of the one before.
+      for (const range of ranges.length ? page.slice(1) : page) {
+        const last = ranges.at(-1);
+        if (last && range.base !== last.base + last.count) return this.keep(at, ranges);
+        ranges.push(range);
+      }
+      const found = keyRuns(ranges, maxPerKey, now).reduce((n, r) => n + r.entries.length, 0);
+      if (page.length < RANGES_PER_PAGE || found >= 2 * want || ranges.length >= MAX_RANGES)
+        return this.keep(at, ranges);
+      start = ranges.at(-1)?.start;
+    }
+  }
+
+  private keep(at: string, ranges: Range[]): Range[] {
+    const lowest = ranges.find((r) => !isFinished(r));
+    if (lowest) this.lowest.set(at, lowest.start);
+    return ranges;
+  }
+}
+
+type RunEntry = KeyRun['entries'][number];
+
+/** A run past its key's gate: `holds` when its message holds the key (its ack frees it). */
+type GatedRun = KeyRun & { holds?: boolean };
+
+function firstOnly(run: KeyRun): KeyRun {
+  return { ...run, entries: run.entries.slice(0, 1) };
+}
+
+/** A picked entry's name in the segments read for a look. */
+export function entryName(e: { range: Pick<Range, 'shard' | 'start'>; index: number }): string {
+  return `${e.range.shard}/${e.range.start}/${e.index}`;
+}
+
+function prefix<T>(items: readonly T[], keep: (item: T) => boolean): T[] {
+  const cut = items.findIndex((item) => !keep(item));
+  return cut < 0 ? [...items] : items.slice(0, cut);
+}
+
+/** Whether an entry is still as a look picked it: free, or waiting in place as it was. */
+function unchanged(fresh: Range, picked: Range, index: number): boolean {
+  if (fresh.acked.has(index) || fresh.failed.has(index) || fresh.leases.has(index)) return false;
+  const was = picked.retrying.get(index);
+  const is = fresh.retrying.get(index);
+  return was === undefined ? is === undefined : is?.dueAt === was.dueAt && is.attempt === was.attempt;
+}
