@@ -48,7 +48,7 @@ export interface TenantAlarmsProps {
 }
 
 /**
- * DESIGN §5's alarms for every queue of a tenant, and their owner: one SNS topic, encrypted and
+ * The alarms (docs/alarms.md) for every queue of a tenant, and their owner: one SNS topic, encrypted and
  * TLS-only, that each alarm notifies when it goes off and when it clears.
  */
 export class TenantAlarms extends Construct {
