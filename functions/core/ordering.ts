@@ -1,7 +1,7 @@
 import { compareSequence } from './ranges.js';
 
 /**
- * Per-key ordering (DESIGN §1 "Ordering"): at most one message of a key in flight, messages
+ * Per-key ordering (docs/contract.md, "Ordering"): at most one message of a key in flight, messages
  * of a key in the order they were accepted. Pure rules over what the store reports.
  */
 
@@ -21,7 +21,7 @@ export interface PushKeyView extends KeyView {
 }
 
 /**
- * A key holds back only its own later messages (DESIGN §2a): a parked key everything but its
+ * A key holds back only its own later messages (docs/ordered-queues.md): a parked key everything but its
  * redriven dead message (which then goes first), a key busy with a retry everything but that
  * retry, a key with held messages every newer one (they join the hold area behind them).
  */
@@ -32,7 +32,7 @@ export function keyedStep(state: PushKeyView | undefined, messageId: string): Ke
 }
 
 /**
- * An ordered pull queue's admission (DESIGN §2a, appendix A.2): an admitter reading a shard in
+ * An ordered pull queue's admission (docs/ordered-queues.md): an admitter reading a shard in
  * log order (dispatch or produce's fast path; one conditional write per key keeps each record
  * decided once) decides for each new record of a key whether it becomes the key's **head** (the one
  * entry of the key in the ranges, leasable by any receiver with no key write), waits in the delay

@@ -47,7 +47,7 @@ export interface SweeperDeps {
   rangeFailures: RangeFailures;
   held: HeldDelivery;
   admission: RangeAdmission;
-  /** Retries it appended are admitted at once, not at dispatch's next poll (issue 12). */
+  /** Retries it appended are admitted at once, not at dispatch's next poll. */
   fastAdmission?: Pick<FastAdmission, 'afterAppend'>;
   requeue: Requeue;
   redrives: Redrives;

@@ -9,10 +9,10 @@ import { queueApi } from '../helpers/queue-api.js';
 import { startTestRuntime, type TestRuntime } from '../helpers/runtime.js';
 
 /**
- * A held delivery's ack against the sweep (stop 26's chaos finding): an ack that read the key's
- * lease live, and whose writes land after the lease ran out and the sweep failed the attempt,
- * must not answer `acked` while a retry of the message exists; and a failure that stopped before
- * its range write must not leave a copy in the hold area to deliver after its retry was acked.
+ * A held delivery's ack racing the sweep: an ack that read the key's lease live, and whose writes
+ * land after the lease ran out and the sweep failed the attempt, must not answer `acked` while a
+ * retry of the message exists; and a failure that stopped before its range write must not leave a
+ * copy in the hold area to deliver after its retry was acked.
  */
 
 let t: TestRuntime;
