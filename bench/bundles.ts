@@ -11,7 +11,7 @@ import { type LeaseqFunctionProps, leaseqFunctionBundling } from '../infra/lease
 
 /**
  * The Lambda bundles as the stack builds them (infra/leaseq-function.ts `leaseqFunctionBundling`),
- * for bench/bundle-report.ts and test/infra/bundle-size.test.ts. Issue 14's goal: every
+ * for bench/bundle-report.ts and test/infra/bundle-size.test.ts. The goal (docs/packaging.md): every
  * function's bundle ≤ 300 KB minified and its module init ≤ 150 ms.
  */
 

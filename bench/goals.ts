@@ -6,7 +6,8 @@ import type { ScalingReport } from './scaling.js';
 import { formatNumber, formatTable, INDEX_NOT_REPORTED } from './stats.js';
 
 /**
- * Issue 11's figures, each measured beside its goal: the table that judges the lease layer.
+ * The cost figures, each measured beside its goal (docs/performance.md): the table that judges
+ * the lease layer.
  * Per delivered message, all-in: base-table and index writes, failed conditional writes, reads,
  * and in the dollars every request of every service (bench/cost.ts).
  */
@@ -27,7 +28,7 @@ export interface GoalRow {
 export interface GoalInputs {
   costs: readonly RunCost[];
   throughput: readonly { queue: string; messagesPerSecond: number }[];
-  /** Issue 12's: produce sent → first delivery, and a retry's due time → its delivery. */
+  /** Latency: produce sent → first delivery, and a retry's due time → its delivery. */
   latency: readonly {
     queue: string;
     latencyMs?: { p50: number; p99: number };
@@ -188,7 +189,7 @@ export function goalRows(inputs: GoalInputs): GoalRow[] {
   ];
 }
 
-/** Issue 16's rebalance storm: seconds after a worker count change that fell below 80 % of before. */
+/** A rebalance storm: seconds after a worker count change that fell below 80 % of before. */
 function scalingRow(scaling: ScalingReport | PhaseFailure | undefined): GoalRow {
   const id = 'scaling-dips';
   const figure = 'dips when workers go 1 → 16 in one run';
@@ -209,7 +210,7 @@ function scalingRow(scaling: ScalingReport | PhaseFailure | undefined): GoalRow 
   };
 }
 
-/** Issue 12's latency figures (at the bench's poller cadence: a shard read a second, as on AWS). */
+/** The latency figures (at the bench's poller cadence: a shard read a second, as on AWS). */
 function latencyRows(inputs: GoalInputs): GoalRow[] {
   const row = (
     id: string,
@@ -357,9 +358,7 @@ function peerRow(inputs: GoalInputs): GoalRow {
 }
 
 export function printGoals(rows: readonly GoalRow[], baseline: readonly GoalRow[] | undefined): void {
-  console.log(
-    '\nGoals (issues 11 and 12): 1 KB payloads, produce 10, receive 10, ack 10; per delivered message, all-in:\n',
-  );
+  console.log('\nGoals: 1 KB payloads, produce 10, receive 10, ack 10; per delivered message, all-in:\n');
   const before = (id: string) => baseline?.find((r) => r.id === id)?.measured ?? '-';
   console.log(
     formatTable(

@@ -56,9 +56,10 @@ import { endToEnd, produce, WORKLOAD } from './workload.js';
 /**
  * `npm run bench [-- --messages N] [--backlog N] [--skip-peer] [--dynamodb-local] [--baseline FILE]`:
  * throughput, latency and AWS cost per message of the local runtime, measured over its HTTP API
- * in issue 11's workload (bench/workload.ts WORKLOAD), turned into dollars beside SQS; receive+ack
+ * in the goals' workload (bench/workload.ts WORKLOAD), turned into dollars beside SQS; receive+ack
  * and memory behind a small and a large backlog; BullMQ on a local Redis for the same workload;
- * and at the end each of issue 11's figures beside its goal. Writes bench/results/<time>.json.
+ * and at the end each cost and latency figure beside its goal (docs/performance.md). Writes
+ * bench/results/<time>.json.
  *
  * --messages N       messages per produce and end-to-end run, and per BullMQ run (default 2000)
  * --backlog N        the large backlog of the backlog phase, beside 1,000 (default 100000; 0 skips it)

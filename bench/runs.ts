@@ -3,7 +3,7 @@ import type { IdSource, OrderedKeys } from './workload.js';
 /**
  * What `npm run bench` runs: the produce runs, the end-to-end runs (each on a queue of its own, so
  * no run starts with another's messages or counters) and the backlog sizes; and which run each of
- * issue 11's figures is read from.
+ * the goals' figures is read from.
  */
 
 export const SHARDS = 2;
@@ -63,7 +63,7 @@ export const END_TO_END_RUNS: readonly EndToEndSpec[] = [
   { queue: 'c4-ordered-hot', ...C4, ordered: { ...ORDERED_KEYS, hotShare: 0.3 }, maxPerKey: 10 },
   { queue: 'c4-ordered-paced', ...PACED_C4, fastAdmission: 'always', ordered: ORDERED_KEYS },
   { queue: 'c4-ordered-nack', ...C4, nackFirstAttempt: true, ordered: ORDERED_KEYS },
-  // Issue 12: where latency matters most, 10 messages a second to one worker.
+  // Where latency matters most: 10 messages a second to one worker.
   {
     queue: 't1',
     workers: 1,
@@ -141,7 +141,7 @@ export interface PhaseFailure {
 /** The backlog phase: receive+ack behind SMALL_BACKLOG messages, and behind --backlog. */
 export const SMALL_BACKLOG = 1000;
 /**
- * Issue 11 states the ratio for 100,000, so it is --backlog's default. Producing them took 336 s
- * on 2 cores with the per-message layout (~300 msg/s): the phase dominates a default run.
+ * The backlog goal is stated for 100,000, so it is --backlog's default. Producing them takes
+ * minutes on 2 cores: the phase dominates a default run.
  */
 export const GOAL_BACKLOG = 100_000;

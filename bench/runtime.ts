@@ -21,7 +21,7 @@ export function startBenchRuntime(
     dataDir,
     port: 0,
     adminKey,
-    logLevel: 'SILENT',
+    logLevel: process.env.LEASEQ_BENCH_LOG === 'error' ? 'ERROR' : 'SILENT',
     sweepIntervalMs: 1000,
     idlePollMs: 1000,
     wakePollers: false,

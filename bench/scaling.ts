@@ -4,7 +4,7 @@ import { formatNumber, formatTable } from './stats.js';
 import { produce, type WorkerHooks, workerLoop } from './workload.js';
 
 /**
- * Issue 16's "rebalance storm", shown not to exist: leaseq has no partition assignment to
+ * A "rebalance storm", shown not to exist: leaseq has no partition assignment to
  * rebalance, a new worker just receives. Behind a backlog produced first, workers are added
  * 1 → 2 → 4 → 8 → 16 during one run, and the acks of every second are counted: a worker joining
  * should lift throughput (or leave it where the machine's cores cap it), never dip it.

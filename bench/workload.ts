@@ -8,7 +8,7 @@ import { type Endpoint, post } from './http.js';
  * message shape of WORKLOAD.
  */
 
-/** The workload issue 11's figures are stated for. */
+/** The workload the cost goals are stated for (docs/performance.md). */
 export const WORKLOAD = {
   /** JSON bytes of each payload. */
   payloadBytes: 1024,

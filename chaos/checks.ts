@@ -1,7 +1,7 @@
 import type { ApiRule, Delivery, History } from './history.js';
 
 /**
- * The invariants a chaos run must keep (DESIGN §1), checked on its history and on the queues'
+ * The invariants a chaos run must keep (docs/contract.md, "Guarantees"), checked on its history and on the queues'
  * state after the drain. Each answers every violation it found, with the history's own times
  * (seconds since the run started), so a failure names its messages and moments.
  */

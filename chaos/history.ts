@@ -59,7 +59,7 @@ export interface Delivery {
   settle?: Settle;
 }
 
-/** The API's error contract (DESIGN §1, §2): what a run's answers are checked against. */
+/** The API's error contract (docs/contract.md, "Authentication and errors" and "Rules for state"): what a run's answers are checked against. */
 export type ApiRule = 'no 500' | 'Retry-After on 503' | 'failed is retryable';
 
 export interface ApiViolation {

@@ -17,7 +17,7 @@ export const CHAOS_TENANT = {
   tenant: 'chaos',
   queues: {
     // Produce admits every request's records: kills and faults land between append and that
-    // admission, and produce races dispatch for the same shards and keys (issue 12).
+    // admission, and produce races dispatch for the same shards and keys.
     [QUEUES.unordered]: { ...TIMINGS, fast_admission: 'always' },
     [QUEUES.ordered]: { ...TIMINGS, ordered: true, fast_admission: 'always' },
     [QUEUES.pushed]: {

@@ -37,8 +37,8 @@ export const SOURCES = {
   /** A PUT payload unit is each 25 KB chunk of a record (bench/prices.ts). */
   putPayloadUnitBytes: 25 * 1024,
   /**
-   * DynamoDB units per delivered message on the lease layer: `npm run bench` (stop 23, dynalite,
-   * docs/architecture.md "What the bench says"), run c4-ids (4 workers, producer ids, as
+   * DynamoDB units per delivered message on the lease layer: `npm run bench` (dynalite,
+   * docs/performance.md "What a message costs, and why"), run c4-ids (4 workers, producer ids, as
    * leaseq/client assigns them): 1.42 WRU all-in (dynalite reports no index units; the lease path
    * writes none, checked on DynamoDB Local), 2.00 RRU, 1.91 DynamoDB requests.
    */
@@ -52,7 +52,7 @@ export const SOURCES = {
    * 10, plus empty long polls).
    */
   apiRequestsPerMessage: 0.33,
-  /** A warm API call's duration: docs/architecture.md "Latency", the produce hop (~45 ms, the longest). */
+  /** A warm API call's duration: docs/performance.md "On AWS, hop by hop", the produce hop (~45 ms, the longest). */
   apiSecondsPerRequest: 0.045,
   /** Lambda's default account concurrency (per region). */
   lambdaAccountConcurrency: 1_000,

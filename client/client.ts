@@ -33,7 +33,7 @@ import type {
 } from './types.js';
 
 /**
- * The client of leaseq's HTTP API (API.md). Every call retries throttling (429), an
+ * The client of leaseq's HTTP API (docs/contract.md, docs/http-api.md). Every call retries throttling (429), an
  * unavailable service (503) and network failures up to `maxRetries` times, honouring
  * Retry-After; any other non-2xx answer throws its typed error (errors.ts) at once.
  */

@@ -1,6 +1,6 @@
 /**
- * Typed errors of the client: one class per API error code (API.md "Authentication and
- * errors"), so callers can `instanceof` what they handle, plus the errors of the worker.
+ * Typed errors of the client: one class per API error code (docs/contract.md,
+ * "Authentication and errors"), so callers can `instanceof` what they handle, plus the errors of the worker.
  */
 
 /**

@@ -1,7 +1,7 @@
 /**
- * The bodies of leaseq's HTTP API (API.md), written for the client alone: the SDK runs in
+ * The bodies of leaseq's HTTP API (docs/contract.md), written for the client alone: the SDK runs in
  * services that do not have the server's code, so nothing here comes from functions/.
- * Field names are the wire's, so API.md documents them.
+ * Field names are the wire's, so docs/openapi.json documents them.
  */
 
 export interface ProduceMessage<T = unknown> {

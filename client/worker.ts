@@ -6,7 +6,7 @@ import { backoffMs, sleep } from './retry.js';
 import type { AckStatus, ExtendResult, ReceivedMessage } from './types.js';
 
 /**
- * A pull consumer loop (DESIGN §1 "Consumer"): long-polls for at most as many messages as
+ * A pull consumer loop (docs/contract.md, "Guarantees"): long-polls for at most as many messages as
  * it has free handler slots, runs each handler with heartbeats that keep its lease, acks
  * what returned and nacks what threw. Transient errors back off; the loop never dies.
  * With a batch handler instead, each slot takes up to `batchSize` messages at once (one bulk

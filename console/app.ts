@@ -8,7 +8,7 @@ import { forgetKey, storedKey } from './session.js';
 
 /**
  * The console's entry: draws the page the hash names, under the key of this tab. Plain
- * TypeScript and the DOM, no framework (docs/architecture.md, "Console").
+ * TypeScript and the DOM, no framework (docs/operations.md, "Console").
  */
 
 const main = document.getElementById('main') as HTMLElement;

@@ -1,9 +1,9 @@
 import type { QueueConfig } from '../functions/core/config.js';
 
-/** The thresholds of DESIGN §5's alarms, kept apart from CDK so they are tested without a stack. */
+/** The thresholds of the alarms (docs/alarms.md), kept apart from CDK so they are tested without a stack. */
 
 /**
- * Whose each alarm is, as the case study assigns them: what consumers do (or fail to) is the
+ * Whose each alarm is, (docs/alarms.md, "Why these thresholds"): what consumers do (or fail to) is the
  * consuming team's; the stream not being read, records lost to the retention, or a tenant's
  * produce rate leaving its usual band (a noisy neighbour of the shared account), the platform's;
  * producers refused over the queue's quota, the producing team's.

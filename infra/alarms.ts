@@ -48,7 +48,7 @@ export interface TenantAlarmsProps {
 }
 
 /**
- * DESIGN §5's alarms for every queue of a tenant, and their owner: one SNS topic, encrypted and
+ * The alarms (docs/alarms.md) for every queue of a tenant, and their owner: one SNS topic, encrypted and
  * TLS-only, that each alarm notifies when it goes off and when it clears.
  */
 export class TenantAlarms extends Construct {
@@ -291,7 +291,7 @@ export class TenantAlarms extends Construct {
   }
 
   /**
-   * Issue 16's noisy tenant: produce refused over the queue's quota (the producers', who set
+   * A noisy tenant: produce refused over the queue's quota (the producers', who set
    * their pace), and a produce rate above its learned band (the platform's: one tenant's surge
    * is every tenant's in the shared account's Kinesis, Lambda and DynamoDB limits).
    */
@@ -350,7 +350,7 @@ export class TenantAlarms extends Construct {
   }
 
   /**
-   * A redelivery storm's warning (issue 16): handlers running close to their lease (a pull
+   * A redelivery storm's warning: handlers running close to their lease (a pull
    * delivery until its ack or nack, a Lambda consumer's call) will soon outlive it, and every
    * message they hold comes back as a redelivery.
    */

@@ -145,7 +145,7 @@ export function leaseqBundling(define: Record<string, string> = {}): nodejs.Bund
     // esbuild's ESM output has no `require`; CJS dependencies inside the bundle need one.
     banner: "import { createRequire } from 'module';const require = createRequire(import.meta.url);",
     // Bundle the SDK instead of using the runtime's copy, so the version we test is the one that
-    // runs; and its init is half of the unbundled SDK's (docs/architecture.md "Bundles"). The
+    // runs; and its init is half of the unbundled SDK's (docs/decisions/0017-sdk-bundled-and-pinned.md). The
     // modules loaded on first use (LAZY_MODULES above) are files of their own beside the bundle.
     externalModules: LAZY_MODULES.map((m) => m.import),
     esbuildArgs: { '--alias': `@aws-sdk/credential-provider-node=${LAMBDA_CREDENTIALS}` },

@@ -382,7 +382,7 @@ export class LeaseqTenant extends Construct {
     );
     acknowledgeRoutes(
       health,
-      'GET /health is unauthenticated by contract (API.md: no scope), so load balancers and ' +
+      'GET /health is unauthenticated by contract (docs/contract.md: no scope), so load balancers and ' +
         'uptime checks can call it without a key; it answers {"status":"ok"} and reads no data.',
     );
 

@@ -1,7 +1,7 @@
 // `npm run build`: the package's dist/, JavaScript and declarations of what leaseq/client,
 // leaseq/consumer, leaseq/cdk and the `leaseq` bin load (tsconfig.build.json). dist/ mirrors the
 // repository's folders, so a module's URLs relative to itself hold in both; the files read that way
-// at run time that tsc does not emit are copied into place. docs/architecture.md, "The package".
+// at run time that tsc does not emit are copied into place. docs/packaging.md, "The package".
 import { execFileSync } from 'node:child_process';
 import { cpSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';

@@ -90,7 +90,7 @@ export function sizingReport(r: SizingResult): string {
       ['$/month Lambda (api)', usd(m.lambda)],
       ['$/month total', usd(m.total)],
     ]),
-    `units per message: docs/architecture.md "What the bench says" (c1 after the cost cuts, +4 index WRU); prices: ${PRICE_BASIS}`,
+    `units per message: docs/performance.md (c4-ids: producer ids, no index units); prices: ${PRICE_BASIS}`,
     ...r.notes.map((n) => `note: ${n}`),
   ].join('\n');
 }

@@ -4,7 +4,7 @@ import type { Demand } from './quotas.js';
 
 /**
  * The rate quotas a request draws on: its queue's and its API key's, in requests and in
- * bytes, for produce or consume (DESIGN §3, API.md `rate_limits`).
+ * bytes, for produce or consume (docs/access-and-quotas.md, "Rate quotas").
  */
 export function demandsFor(
   principal: Principal,

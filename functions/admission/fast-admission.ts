@@ -5,19 +5,19 @@ import type { RawRecord, ShardReader } from '../log/shard-reader.js';
 import { admissionEnvelope, type LogRecord, type RangeAdmission } from './range-admission.js';
 
 /**
- * Produce's fast path (issue 12): after an append, the shards it landed on are admitted at once,
- * so what produce accepted is receivable when it answers instead of after dispatch's next poll
- * (about a second on AWS). A pass reads the log after the shard's last range, one page, and
- * admits that run like dispatch would (range-admission.ts: any number of callers admit a shard
- * exactly once). Nothing depends on it: what a pass does not admit (an error, a full window, a
- * backlog longer than a page) dispatch admits, and dispatch passes over what a pass did.
- * Per shard, one pass runs at a time in an instance; requests that land meanwhile share the next
- * pass, which reads everything they appended.
- * A pass costs about what a dispatch batch does (a segment, a range or two), so passes under load
- * cut the log into ranges of a few entries where dispatch's second-long batches fill them: every
- * range costs its creation, a lease write and an ack write whatever it holds. `quiet` (the
- * default) therefore admits fast only while the shard took under a range's worth of records in
- * the last second in this instance; `always` buys latency with those units.
+ * Produce's fast path (docs/overview.md, "Admission at produce"): after an append, the shards it
+ * landed on are admitted at once, so what produce accepted is receivable when it answers instead of
+ * after dispatch's next poll (about a second on AWS). A pass reads the log after the shard's last
+ * range, one page, and admits that run like dispatch would (range-admission.ts: any number of
+ * callers admit a shard exactly once). Nothing depends on it: what a pass does not admit (an error,
+ * a full window, a backlog longer than a page) dispatch admits, and dispatch passes over what a
+ * pass did. Per shard, one pass runs at a time in an instance; requests that land meanwhile share
+ * the next pass, which reads everything they appended. A pass costs about what a dispatch batch
+ * does (a segment, a range or two), so passes under load cut the log into ranges of a few entries
+ * where dispatch's second-long batches fill them: every range costs its creation, a lease write and
+ * an ack write whatever it holds. `quiet` (the default) therefore admits fast only while the shard
+ * took under a range's worth of records in the last second in this instance; `always` buys latency
+ * with those units.
  */
 
 export interface FastAdmissionDeps {

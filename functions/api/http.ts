@@ -30,7 +30,7 @@ export function noContent(): HttpResponse {
   return { statusCode: 204, headers: {}, body: '' };
 }
 
-/** Maps any error to API.md's error format. Only a bug reaches the 500 branch. */
+/** Maps any error to the error format of docs/contract.md, "Authentication and errors". Only a bug reaches the 500 branch. */
 export function errorResponse(err: unknown): { response: HttpResponse; internal: boolean; code: string } {
   const known = asLeaseqError(err);
   if (!known) {
@@ -129,7 +129,7 @@ export function pathParam(
   return value;
 }
 
-/** Shapes of path parameters (API.md): ids, keys and names as the API defines them. */
+/** Shapes of path parameters (docs/contract.md): ids, keys and names as the API defines them. */
 export const PARAM = {
   messageId: { pattern: MESSAGE_ID, message: '1-128 of [A-Za-z0-9_.:-]' },
   key: { pattern: /^[\s\S]{1,256}$/u, message: '1-256 characters' },

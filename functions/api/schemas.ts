@@ -5,7 +5,7 @@ import { attributesSchema, MESSAGE_ID, type MessageAttributes, TRACEPARENT } fro
 import { intIn } from '../core/zod-mini.js';
 
 /**
- * Request bodies of the HTTP API (API.md), validated at the edge. Types come from here. Each is
+ * Request bodies of the HTTP API (docs/contract.md, docs/http-api.md), validated at the edge. Types come from here. Each is
  * `z.lazy`, built by its route's first request: a function instance builds the schemas of the
  * routes it serves, not all of them at init.
  */

@@ -20,7 +20,7 @@ import type { AnyArgs, AnyMiddleware, AnyResult, MiddlewareContext } from './sdk
  * POST of the input as JSON with the operation in `X-Amz-Target`, and the answer or the error
  * read back. The generated clients carry every operation's schema, endpoint rules and event
  * streams: ~190 KB of each Lambda bundle for the handful of calls leaseq makes
- * (docs/architecture.md, "Bundle size and init").
+ * (docs/decisions/0019-aws-json-without-generated-clients.md).
  */
 
 /** One call: its operation, its input, and how the answer becomes the output leaseq reads. */

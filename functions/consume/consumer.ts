@@ -22,7 +22,7 @@ import { PAUSE_CHECK_MS, type QueueControls } from '../store/queue-controls.js';
 import { type RangeConsumer, RECEIVE_MAX_BYTES } from './range-consumer.js';
 
 /**
- * Pull consumption (API.md "Consume (pull)"): receive with leases, ack, nack, extend. The edge's
+ * Pull consumption (docs/contract.md, "Consume (pull)"): receive with leases, ack, nack, extend. The edge's
  * checks and the long poll; the lease layer (range-consumer.ts) does the rest.
  */
 

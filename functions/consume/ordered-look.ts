@@ -126,8 +126,11 @@ export class OrderedLook {
     const live = new Set(runs);
     const leased: OrderedLeased[] = [];
     for (const pick of runPicks(runs)) {
-      const mine = (run: GatedRun) => run.entries.filter((e) => e.range.start === pick.range.start);
+      const mine = (run: GatedRun) =>
+        run.entries.filter((e) => e.range.start === pick.range.start && e.range.shard === pick.range.shard);
       let here = [...live].filter((run) => mine(run).length);
+      // Every run of this range lost an earlier one.
+      if (!here.length) continue;
       let written = await this.writeRange(queue, pick.range, here.flatMap(mine), lease);
       if (!written) {
         // Taken meanwhile: what a fresh read shows still as it was picked goes, once more.

@@ -12,15 +12,16 @@ import type { RangeStore } from '../store/ranges.js';
 import type { Invocation, Located } from './invocation.js';
 
 /**
- * Per-key order for a Lambda consumer of an ordered queue on the lease layer (DESIGN §2a,
- * appendix A.2). The event source hands a shard's records over in log order, one invocation per
- * shard at a time, and every message of a key is in one shard, so an invocation runs a key's
- * records one after another and nobody else writes the key meanwhile (but the sweep, a skip or
- * a redrive, each with a conditional write on the key). Nothing is written per key on the way of
- * a message that does not fail. When one fails, its key is marked first (busy with its retry, or
- * parked behind it dead), then the failure is written; the key's later messages then move to its
- * hold area in order (their entries finished, so the shard goes on) and come out of it, in order,
- * once the key is free again: after the retry's ack, in the same invocation, or on a wake record.
+ * Per-key order for a Lambda consumer of an ordered queue on the lease layer
+ * (docs/lambda-consumers.md, "Ordered queues"). The event source hands a shard's records over in
+ * log order, one invocation per shard at a time, and every message of a key is in one shard, so an
+ * invocation runs a key's records one after another and nobody else writes the key meanwhile (but
+ * the sweep, a skip or a redrive, each with a conditional write on the key). Nothing is written per
+ * key on the way of a message that does not fail. When one fails, its key is marked first (busy
+ * with its retry, or parked behind it dead), then the failure is written; the key's later messages
+ * then move to its hold area in order (their entries finished, so the shard goes on) and come out
+ * of it, in order, once the key is free again: after the retry's ack, in the same invocation, or on
+ * a wake record.
  */
 
 export interface KeyedDeliveryDeps {

@@ -21,7 +21,7 @@ import { KeyedDelivery } from './keyed-delivery.js';
 import { assertStream, type ConsumerRecord, consumerRecords, type MessageHandler } from './records.js';
 
 /**
- * A Lambda consumer on the lease layer (DESIGN §2a): each batch is admitted
+ * A Lambda consumer on the lease layer (docs/lambda-consumers.md): each batch is admitted
  * into the consumer's own namespace like dispatch admits a queue's (one segment, a few ranges),
  * leased one write per range as the invocation reaches it, handed to the user's handler, and
  * acked one write per range. A failing message takes the pull path's exception path (delay tier,

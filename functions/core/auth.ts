@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { ForbiddenError, UnauthenticatedError } from './errors.js';
 
-/** API keys and scopes (API.md "Authentication"): `produce|consume|admin:<queue|*>`. */
+/** API keys and scopes (docs/contract.md, "Authentication and errors"): `produce|consume|admin:<queue|*>`. */
 
 export type Action = 'produce' | 'consume' | 'admin';
 

@@ -1,5 +1,5 @@
 /**
- * `commit_stalled_seconds` (issue 16's poison on an ordered shard): how long a shard's commit
+ * `commit_stalled_seconds` (a poison message stalling an ordered shard): how long a shard's commit
  * point (its lowest unfinished entry) has not moved while there is something unfinished. A backlog
  * that drains moves it; a head that keeps failing, or a lease held far too long, does not. The
  * sweep keeps a mark per shard (the position and since when it has been there), a gauge interval

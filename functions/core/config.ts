@@ -3,7 +3,7 @@ import { SCOPE, SCOPE_MESSAGE } from './auth.js';
 import { issuesOf } from './validation.js';
 import { intIn } from './zod-mini.js';
 
-/** The tenant file (API.md "Tenant configuration"): one schema for the CDK stack and the local runtime. */
+/** The tenant file (docs/contract.md, "Tenant configuration"): one schema for the CDK stack and the local runtime. */
 
 export const QUEUE_NAME = /^[a-z0-9-]{1,64}$/;
 
@@ -15,7 +15,7 @@ export const consumerNameSchema = z
   .check(z.regex(/^[a-z0-9-]{1,32}$/, 'consumer names are 1-32 of [a-z0-9-]'));
 
 /**
- * A Lambda function subscribed to the queue's stream (DESIGN §2 "push consumers"), wrapped in
+ * A Lambda function subscribed to the queue's stream (docs/lambda-consumers.md), wrapped in
  * the consumer middleware (`leaseq/consumer`).
  */
 const lambdaConsumerSchema = z.strictObject({
@@ -39,7 +39,7 @@ const rateSchema = z.strictObject({
   bytes_per_sec: z.optional(z.number().check(z.positive(), z.maximum(1e12))),
 });
 
-/** Rate quotas of a queue or an API key (DESIGN §3): requests and bytes a second. */
+/** Rate quotas of a queue or an API key (docs/access-and-quotas.md, "Rate quotas"): requests and bytes a second. */
 export const rateLimitsSchema = z.strictObject({
   produce: z.optional(rateSchema),
   consume: z.optional(rateSchema),
@@ -73,7 +73,7 @@ export const queueConfigSchema = z
      * produce answers: `quiet` while a shard takes under a range's worth a second (above that,
      * dispatch's batches keep ranges full and units per message low), `always` (latency bought
      * with units under load), `off` (dispatch alone, about a second later on AWS).
-     * docs/architecture.md, "Latency".
+     * docs/overview.md, "Admission at produce".
      */
     fast_admission: z._default(z.enum(['quiet', 'always', 'off']), 'quiet'),
     /** A queue with Lambda consumers is consumed by them (push), not by dispatch (pull). */

@@ -1,5 +1,5 @@
 /**
- * Will the backlog drain, and when (issue 16's "backlog outliving retention")? From two samples of
+ * Will the backlog drain, and when, or will it outlive the retention? From two samples of
  * a queue's totals a minute apart (the sweep takes one with its gauges): the produce and ack rates
  * over that minute, and the backlog ÷ (ack rate − produce rate) when acks outpace produce.
  */

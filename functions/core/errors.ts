@@ -1,6 +1,6 @@
 /**
  * Typed errors with a stable `code`. The HTTP status of each lives here, in one place
- * (API.md "Authentication and errors").
+ * (docs/contract.md, "Authentication and errors").
  */
 
 /** Every code an error answer can carry: the contract's list (docs/openapi.json enumerates it). */

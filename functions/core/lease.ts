@@ -1,6 +1,6 @@
 import type { QueueConfig } from './config.js';
 
-/** Lease arithmetic (DESIGN §1 "Consumer"): every expiry is clamped to the max total lease. */
+/** Lease arithmetic (docs/contract.md, "Guarantees"): every expiry is clamped to the max total lease. */
 
 export function maxLeaseExpiry(config: Pick<QueueConfig, 'max_lease_seconds'>, deliveredAt: number): number {
   return deliveredAt + config.max_lease_seconds * 1000;

@@ -22,7 +22,7 @@ export interface PushKeyView extends KeyView {
 }
 
 /**
- * A key holds back only its own later messages (DESIGN §2a): a parked key everything but its
+ * A key holds back only its own later messages (docs/ordered-queues.md): a parked key everything but its
  * redriven dead message (which then goes first), a key busy with a retry everything but that
  * retry, a key with held messages every newer one (they join the hold area behind them).
  */
@@ -131,9 +131,10 @@ export function runPicks(runs: readonly KeyRun[]): Pick[] {
   const byRange = new Map<string, Pick>();
   for (const run of runs)
     for (const { range, index } of run.entries) {
-      const pick = byRange.get(range.start) ?? { range, indexes: [] };
+      const at = `${range.shard}/${range.start}`;
+      const pick = byRange.get(at) ?? { range, indexes: [] };
       pick.indexes.push(index);
-      byRange.set(range.start, pick);
+      byRange.set(at, pick);
     }
   return [...byRange.values()]
     .sort((a, b) => a.range.base - b.range.base)

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import type { PayloadRef } from './envelope.js';
 
 /**
- * The lease layer over the log (DESIGN §2a): the rules, with no AWS in them. Per shard, the
+ * The lease layer over the log (docs/lease-layer.md): the rules, with no AWS in them. Per shard, the
  * admitted log entries are cut into ranges of contiguous entries. A range knows, per entry, its
  * lease (expiry, delivery time, consumer) and whether it finished (acked, or failed onto the retry
  * path). Every entry is leased at most once in its range: a retry re-enters the log as a new
@@ -136,7 +136,7 @@ export function admittedTotal(head: Range | undefined): number {
 
 /**
  * The window (head − commit point): entries from the lowest unfinished range to the head,
- * finished ones above the commit point included, as DESIGN §2a counts it.
+ * finished ones above the commit point included, as docs/contract.md, "The lease layer", counts it.
  */
 export function windowSize(head: Range | undefined, lowestOpen: Range | undefined): number {
   if (!head || !lowestOpen) return 0;
@@ -145,8 +145,8 @@ export function windowSize(head: Range | undefined, lowestOpen: Range | undefine
 
 /**
  * The gap cap: a live lease further than this below its shard's head holds the commit point, and
- * with it the window, for its whole lease; past it the lease moves out of its range (DESIGN §2a:
- * "one slow message never stops a shard"). Half the window: the other half keeps flowing.
+ * with it the window, for its whole lease; past it the lease moves out of its range (docs/lease-layer.md,
+ * "The gap cap": one slow message never stops a shard). Half the window: the other half keeps flowing.
  */
 export function gapCap(config: { window_size: number }): number {
   return Math.max(1, Math.floor(config.window_size / 2));

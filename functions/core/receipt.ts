@@ -13,7 +13,7 @@ const claimsSchema = z.object({
   q: z.string(),
   /** message id */
   m: z.string(),
-  /** shard of the delivery (where its window counter lives) */
+  /** shard of the delivery */
   s: z.string(),
   /** lease generation */
   g: intIn(1),

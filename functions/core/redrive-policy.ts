@@ -1,4 +1,4 @@
-/** Redrive rules (API.md "Dead letters and operations"): which dead letters a job takes, and how fast. */
+/** Redrive rules (docs/contract.md, "Dead letters and operations"): which dead letters a job takes, and how fast. */
 
 export interface RedriveFilterSpec {
   message_ids?: string[];

@@ -2,7 +2,7 @@ import type { Envelope } from './envelope.js';
 import { InvalidRequestError, OutsideRetentionError } from './errors.js';
 
 /**
- * Replay rules (API.md "Dead letters and operations"): which records of the log a replay takes,
+ * Replay rules (docs/operations.md, "Replay by time"): which records of the log a replay takes,
  * the window it may ask for, and what its copy of a message is.
  */
 

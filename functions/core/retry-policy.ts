@@ -1,6 +1,6 @@
 import type { QueueConfig } from './config.js';
 
-/** What happens after a failed attempt (DESIGN §1 "Failure"). */
+/** What happens after a failed attempt (docs/contract.md, "Guarantees"). */
 
 export type FailureReason = 'nack' | 'lease_expired' | 'non_retryable';
 

@@ -1,7 +1,7 @@
 import type * as z from 'zod/mini';
 import type { ErrorIssue } from './errors.js';
 
-/** zod issues as API.md reports them: one per problem, each with its JSON path. */
+/** zod issues as the API reports them (docs/contract.md, "Authentication and errors"): one per problem, each with its JSON path. */
 
 export function formatPath(path: readonly PropertyKey[]): string {
   return path.reduce<string>(

@@ -3,13 +3,13 @@ import en from 'zod/v4/locales/en.js';
 
 /**
  * What the functions' schemas build on: zod/mini, which builds its schemas at a module's init
- * several times faster than classic zod (docs/architecture.md "Bundle size and init"). Every
+ * several times faster than classic zod (docs/decisions/0018-zod-mini-in-functions.md). Every
  * module that builds zod/mini schemas imports this one, for its helpers or for its effect:
  */
 
 /**
  * zod/mini installs no messages of its own (every issue would read "Invalid input"): the English
- * ones classic zod installs, so API.md's messages are the same whichever flavour checked the input.
+ * ones classic zod installs, so the API's messages are the same whichever flavour checked the input.
  */
 z.config(en());
 

@@ -2,7 +2,7 @@ import { type Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
 import type { MetricsOptions } from '@aws-lambda-powertools/metrics/types';
 
 /**
- * Queue metrics (DESIGN §5 names), emitted in CloudWatch embedded metric format by
+ * Queue metrics (named as in docs/contract.md, "Observability"), emitted in CloudWatch embedded metric format by
  * Powertools. Counters come from the requests that caused them; gauges from the sweep.
  */
 

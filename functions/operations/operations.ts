@@ -24,7 +24,7 @@ import { type AttemptView, attemptView, iso } from './views.js';
 
 /**
  * The owner's tools for a queue: dead letters (list, get, purge), parked keys (list, skip),
- * the audit trail and stats (API.md "Dead letters and operations"). `queue` is a queue's name
+ * the audit trail and stats (docs/contract.md, "Dead letters and operations"). `queue` is a queue's name
  * or a Lambda consumer's namespace (consumerNamespace), whose state is kept the same way.
  */
 

@@ -12,7 +12,7 @@ import type { RangeStore } from '../store/ranges.js';
 import type { SegmentStore } from '../store/segments.js';
 import { type AttemptView, attemptView, iso } from './views.js';
 
-/** "Where is message X?" in one call: its state and what happened to it (DESIGN §5). */
+/** "Where is message X?" in one call: its state and what happened to it (docs/contract.md, "Dead letters and operations"). */
 
 export type TraceState = 'pending' | 'leased' | 'delayed' | 'acked' | 'dead' | 'held' | 'purged';
 

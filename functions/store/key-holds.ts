@@ -12,7 +12,7 @@ import { keyHoldKey, keyHoldPk, keyHoldsMarkerKey, keyHoldsMarkerPk, TTL_ATTRIBU
 import { countAll, isConditionFailed } from './util.js';
 
 /**
- * The hold area of an ordered queue's Lambda consumer (DESIGN §2a "a per-key hold area"): the
+ * The hold area of an ordered queue's Lambda consumer (docs/ordered-queues.md): the
  * messages of a key that arrived while the key was busy with a retry or parked, in log order,
  * each with its envelope (a held message can wait longer than the log and its segments keep it).
  * Per shard, a marker per key with held messages, so the sweep finds the keys to wake without a

@@ -1,7 +1,9 @@
 /**
- * The DynamoDB layout: every item's keys are built here and nowhere else.
- * One table per tenant, string keys `pk` / `sk`, TTL attribute `ttl` (garbage collection
- * only: every read checks its own expiry).
+ * The DynamoDB layout (docs/dynamodb-layout.md): item keys are built here, but for the rate
+ * windows' (store/rate-windows.ts) and the sort keys that are data (an audit entry's or an event's
+ * time, a run-time API key's name), which their adapters build. One table per tenant, string
+ * keys `pk` / `sk`, TTL attribute `ttl` (garbage collection only: every read checks its own
+ * expiry).
  */
 
 export const TTL_ATTRIBUTE = 'ttl';

@@ -8,7 +8,7 @@ import type { ExpiryMarks } from '../store/expiry-marks.js';
 import type { RangeStore } from '../store/ranges.js';
 
 /**
- * `expired_unprocessed` (issue 16): records that leave a queue's stream before they were admitted
+ * `expired_unprocessed`: records that leave a queue's stream before they were admitted
  * (by the queue, or by one of its Lambda consumers) are lost to it, and the owner must hear it. Once a gauge interval the sweep reads each
  * shard's oldest page (from the trim horizon) and counts, once each, the records within
  * EXPIRY_MARGIN_MS of Kinesis trimming them that are still past the shard's last range. They

@@ -50,7 +50,7 @@ export interface SweeperDeps {
   heldSweep: HeldSweep;
   blockedKeys: BlockedKeys;
   admission: RangeAdmission;
-  /** Retries it appended are admitted at once, not at dispatch's next poll (issue 12). */
+  /** Retries it appended are admitted at once, not at dispatch's next poll. */
   fastAdmission?: Pick<FastAdmission, 'afterAppend'>;
   requeue: Requeue;
   redrives: Redrives;

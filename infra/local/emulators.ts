@@ -7,7 +7,7 @@ import { startDynamoDbLocal } from './dynamodb-local.js';
 import { removeTornS3Puts } from './s3-repair.js';
 
 /**
- * dynalite, kinesalite and s3rver on the data folder (EMULATORS.md), on a thread of their own
+ * dynalite, kinesalite and s3rver on the data folder (docs/local-runtime.md), on a thread of their own
  * (emulator-thread.mjs: why). Each folder is opened once: two servers on the same LevelDB folder
  * crash the thread. DynamoDB can be AWS's own DynamoDB Local instead of dynalite (a Java child
  * process).

@@ -7,7 +7,7 @@ import { loadTenantFile } from '../tenant-file.js';
 import { DYNAMODB_EMULATOR_ENV, dynamodbEmulatorSchema } from './emulators.js';
 import { startRuntime } from './runtime.js';
 
-/** `npm start`: the whole system on 127.0.0.1 (API.md "The local runtime"). */
+/** `npm start`: the whole system on 127.0.0.1 (docs/contract.md, "The local runtime"). */
 
 const { values } = parseArgs({
   options: {

@@ -15,7 +15,7 @@ import { ALARM_OWNERS, type AlarmKind } from '../../infra/alarm-rules.js';
 import { buildApp } from '../../infra/build-app.js';
 import { CapturedMetrics } from '../helpers/captured-metrics.js';
 
-// DESIGN §5's alarms: one set per queue, all telling the tenant's owner through one topic.
+// The alarms (docs/alarms.md): one set per queue, all telling the tenant's owner through one topic.
 
 const functionCode = lambda.Code.fromInline('export const handler = async () => ({ statusCode: 200 });');
 

@@ -15,14 +15,14 @@ import { leaseqBundling } from '../../infra/leaseq-function.js';
  * times are the bundle report's (`npm run bundle-report`), since timings on a shared machine
  * belong to benchmarks.
  *
- * Issue 14's goal is ≤ 300 KB per function, and every bundle is held to it. DynamoDB and Kinesis are
- * called through the SDK's signer, HTTP handler and retry strategy without its generated clients
- * (functions/aws/aws-json.ts), the S3 and KMS clients are in files of their own beside the bundle,
- * loaded on first use, and zod/mini is ~35 KB: what made them grow again (classic zod, zod's 40
- * locales, a generated client, the console's assets) fails here, by name.
+ * The goal is ≤ 300 KB per function (docs/packaging.md), and every bundle is held to it. DynamoDB
+ * and Kinesis are called through the SDK's signer, HTTP handler and retry strategy without its
+ * generated clients (functions/aws/aws-json.ts), the S3 and KMS clients are in files of their own
+ * beside the bundle, loaded on first use, and zod/mini is ~35 KB: what would make them grow again
+ * (classic zod, zod's 40 locales, a generated client, the console's assets) fails here, by name.
  */
 
-/** Minified bytes each bundle must stay under: issue 14's goal. */
+/** Minified bytes each bundle must stay under: the goal. */
 const CEILING: Record<string, number> = {
   api: 300 * KB,
   dispatch: 300 * KB,

@@ -3,7 +3,7 @@ import { queueApi } from '../helpers/queue-api.js';
 import { startTestRuntime, type TestRuntime } from '../helpers/runtime.js';
 import { tampered } from '../helpers/tampered.js';
 
-/** Every rule of API.md's consume section, each with its own test. */
+/** Every rule of docs/contract.md, "Consume (pull)", each with its own test. */
 
 let t: TestRuntime;
 

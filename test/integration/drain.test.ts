@@ -4,7 +4,7 @@ import { queueApi } from '../helpers/queue-api.js';
 import { startTestRuntime, type TestRuntime } from '../helpers/runtime.js';
 
 /**
- * The drain estimate of stats (issue 16's backlog outliving retention): the sweep samples the
+ * The drain estimate of stats (a backlog that would outlive the retention): the sweep samples the
  * totals with its gauges (here every second instead of a minute), stats sets the backlog beside
  * the rates between the last two samples.
  */

@@ -7,7 +7,7 @@ import { queueApi } from '../helpers/queue-api.js';
 import { startTestRuntime, type TestRuntime } from '../helpers/runtime.js';
 
 /**
- * expired_unprocessed (issue 16): records about to leave the stream unadmitted are counted once.
+ * expired_unprocessed: records about to leave the stream unadmitted are counted once.
  * Kinesis keeps records at least 24 h, so the watch is asked with a clock a retention ahead.
  */
 

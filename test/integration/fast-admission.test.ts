@@ -15,15 +15,15 @@ import { queueApi, type Received } from '../helpers/queue-api.js';
 import { DYNAMODB, startTestRuntime, type TestRuntime } from '../helpers/runtime.js';
 
 /**
- * Produce's fast admission (issue 12): what produce accepted is receivable when it answers, and
+ * Produce's fast admission: what produce accepted is receivable when it answers, and
  * admission stays exactly once with produce and dispatch both admitting one shard.
  */
 
 /**
- * Issue 12's bound for a loaded CI machine (the bench holds the real goal). AWS's DynamoDB Local
+ * The latency bound for a loaded CI machine (the bench holds the real goal). AWS's DynamoDB Local
  * (Java, `npm run test:dynamodb-local`) answers each of the path's ~10 calls several ms slower
- * than dynalite: measured 277 ms there once, and 518 ms on an ordered queue (a key read and
- * write more), so its bound is three times as wide.
+ * than dynalite (up to ~280 ms for the path, ~520 ms on an ordered queue: a key read and write
+ * more), so its bound is three times as wide.
  */
 const WITHIN_MS = DYNAMODB === 'dynamodb-local' ? 750 : 250;
 

@@ -20,7 +20,7 @@ import { until } from '../helpers/until.js';
 
 /**
  * A Lambda consumer (test/fixtures/lambda-consumer.ts) on the queue `events`, run by the local
- * runtime's event source mapping as Lambda runs it on AWS: the consumer contract of DESIGN §1.
+ * runtime's event source mapping as Lambda runs it on AWS: the consumer contract of docs/contract.md, "Guarantees".
  */
 
 let t: TestRuntime;

@@ -66,11 +66,10 @@ describe('cost', () => {
     const units = t.runtime.clients.meter.snapshot();
     // The retry waits in its range: two writes (the attempt's history item, the range's mark), a
     // share of the write that passes the entry on to its retry, and the retries' own small ranges
-    // and segment items, which carry no payload. Measured 3.8-3.95 here when dispatch admitted the
-    // retries, 4.5-4.7 since the sweep admits what each pass appended (issue 12: a retry due →
-    // delivered in a pass), where retries trickle back a few at a time (a pass every 100 ms), and
-    // 5.05 once with the whole suite beside it (slower passes cut smaller ranges);
-    // through the delay store it was 4.5 and 2 index units, the per-message layout 13.9.
+    // and segment items, which carry no payload. Measured 4.5-4.7 here, where the sweep admits what
+    // each pass appended (a retry due → delivered in a pass) and retries trickle back a few at a
+    // time (a pass every 100 ms), and up to ~5.1 with the whole suite beside it (slower passes cut
+    // smaller ranges); the delay store would cost about as much and 2 index units more.
     expect(units.writeUnits / N).toBeLessThan(5.5);
     // No index: the delay store is not used (reported by DynamoDB Local).
     expect(units.indexWriteUnits).toBe(0);

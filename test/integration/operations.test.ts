@@ -67,7 +67,7 @@ describe('redrive', () => {
     const span = last.at - first.at;
     const measured = (last.moved - first.moved) / span;
     expect(measured).toBeLessThanOrEqual(rate * 1.1 + 1 / span);
-    // Slower is the machine's share (a loaded CI machine measured 3.2 a second once): half is a bug.
+    // Slower is the machine's share (a loaded CI machine can measure 3.2 a second for 4): half is a bug.
     expect(measured).toBeGreaterThanOrEqual(rate / 2);
     // They are back in the queue with a fresh attempt count and their history kept.
     const q = queueApi(t, 'rate');

@@ -203,7 +203,7 @@ async function firstHeld(
 }
 
 describe('a key with messages waiting behind its head', () => {
-  it('holds its later messages behind one produced with a delay (defect 4)', async () => {
+  it('holds its later messages behind one produced with a delay', async () => {
     const q = queueApi(t, 'held');
     // Delayed past what the steps before the empty receive take on a loaded machine (2-4 s seen).
     await q.produce([{ message_id: 'dl-0', key: 'late', payload: 0, delay_seconds: 6 }]);
@@ -279,7 +279,7 @@ describe('a message of a busy key given back', () => {
 });
 
 describe('key parking', () => {
-  it('a poison key on a shard does not stop 500 other keys on the same shard', async () => {
+  it('a poison key on a shard does not hold up 500 other keys on the same shard', async () => {
     const q = queueApi(t, 'poison');
     const bad = Array.from({ length: 5 }, (_, i) => ({ message_id: `bad-${i}`, key: 'bad', payload: i }));
     const others = Array.from({ length: 500 }, (_, i) => ({

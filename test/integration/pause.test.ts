@@ -5,7 +5,7 @@ import { queueApi } from '../helpers/queue-api.js';
 import { startTestRuntime, type TestRuntime } from '../helpers/runtime.js';
 
 /**
- * Pausing a queue's deliveries during an incident (issue 16): receive answers nothing and the
+ * Pausing a queue's deliveries during an incident: receive answers nothing and the
  * queue's Lambda consumers hold their batches while produce goes on; resume delivers everything,
  * and both are in the audit trail with who and why.
  */

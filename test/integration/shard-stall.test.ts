@@ -5,7 +5,7 @@ import { queueApi } from '../helpers/queue-api.js';
 import { startTestRuntime, type TestRuntime } from '../helpers/runtime.js';
 
 /**
- * Poison on an ordered shard (issue 16): per shard, the oldest unacked age and how long the
+ * Poison on an ordered shard: per shard, the oldest unacked age and how long the
  * commit point has not moved, so one stuck shard shows however healthy the others are; a backlog
  * that moves is not a stall.
  */

@@ -20,7 +20,7 @@ const issuesOf = (raw: unknown): { path: string; message: string }[] => {
 };
 
 describe('tenant configuration', () => {
-  it('fills every queue default of API.md', () => {
+  it('fills every queue default of the contract', () => {
     const config = parseTenantConfig({ tenant: 'acme', queues: { jobs: {} } });
     expect(config.queues.jobs).toEqual({
       ordered: false,
