@@ -1,7 +1,7 @@
 import type { LeasedEntry } from '../admission/admitted-signal.js';
 import type { QueueConfig } from '../core/config.js';
 import { chooseRuns, type KeyRun, keyedStep, keyRuns, keyTag, runPicks } from '../core/ordering.js';
-import { compareSequence, isFinished, type Range } from '../core/ranges.js';
+import { isFinished, type Range } from '../core/ranges.js';
 import type { KeyBlocks } from '../store/key-blocks.js';
 import type { KeyState, KeyStates } from '../store/key-states.js';
 import type { NewLease, RangeStore } from '../store/ranges.js';
@@ -27,6 +27,11 @@ export interface OrderedLeased extends LeasedEntry {
   holdsKey: boolean;
 }
 
+/**
+ * After a lease write lost, how long this instance reads a range before writing to it: receivers
+ * outnumber what is free, and more of them would lose again.
+ */
+export const CONTENDED_MS = 10_000;
 /** Ranges read per page of a look. */
 const RANGES_PER_PAGE = 8;
 /**
@@ -38,6 +43,8 @@ export const MAX_RANGES = 64;
 export class OrderedLook {
   /** Per queue and shard, the lowest range this instance saw unfinished: none below it is, ever. */
   private readonly lowest = new Map<string, string>();
+  /** Per queue, until when this instance reads a range before it writes a lease: its last lost write. */
+  private readonly contendedUntil = new Map<string, number>();
 
   constructor(private readonly deps: OrderedLookDeps) {}
 
@@ -129,17 +136,26 @@ export class OrderedLook {
       const mine = (run: GatedRun) =>
         run.entries.filter((e) => e.range.start === pick.range.start && e.range.shard === pick.range.shard);
       let here = [...live].filter((run) => mine(run).length);
-      // Every run of this range lost an earlier one.
-      if (!here.length) continue;
-      let written = await this.writeRange(queue, pick.range, here.flatMap(mine), lease);
-      if (!written) {
-        // Taken meanwhile: what a fresh read shows still as it was picked goes, once more.
+      // What a fresh read shows still as it was picked.
+      const still = async () => {
         const fresh = await this.deps.ranges.get(queue, pick.range.shard, pick.range.start);
-        here = fresh ? here.filter((run) => mine(run).every((e) => unchanged(fresh, e.range, e.index))) : [];
+        return fresh ? here.filter((run) => mine(run).every((e) => unchanged(fresh, e.range, e.index))) : [];
+      };
+      // Contended: a consistent read first finds most of what was taken since the look for a read
+      // unit, where the write would fail for a write unit.
+      if (here.length && (this.contendedUntil.get(queue) ?? 0) > Date.now()) here = await still();
+      let written = here.length
+        ? await this.writeRange(queue, pick.range, here.flatMap(mine), lease)
+        : undefined;
+      if (here.length && !written) {
+        this.contendedUntil.set(queue, Date.now() + CONTENDED_MS);
+        // Taken meanwhile: once more with what is still as it was picked.
+        here = await still();
         written = here.length
           ? await this.writeRange(queue, pick.range, here.flatMap(mine), lease)
           : undefined;
       }
+      // A run that did not get its entries here ends here: its later ones wait for them.
       for (const run of live) if (mine(run).length && (!written || !here.includes(run))) live.delete(run);
       if (!written) continue;
       for (const run of here)
@@ -182,9 +198,8 @@ export class OrderedLook {
     now: number,
   ): Promise<Range[]> {
     const at = `${queue}\u0000${shard}`;
-    const hint = await this.deps.ranges.commitHint(queue, shard);
-    const seen = this.lowest.get(at);
-    let start = seen !== undefined && (hint === undefined || compareSequence(seen, hint) > 0) ? seen : hint;
+    // What this instance saw unfinished last is at or below the commit point: no read of the hint.
+    let start = this.lowest.get(at) ?? (await this.deps.ranges.commitHint(queue, shard));
     const ranges: Range[] = [];
     for (;;) {
       const page = await this.deps.ranges.from(

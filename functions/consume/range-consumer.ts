@@ -26,7 +26,7 @@ import type { RangeStore } from '../store/ranges.js';
 import type { SegmentEntry, SegmentStore } from '../store/segments.js';
 import type { StorageMeter } from '../store/storage.js';
 import type { HeldDelivery, HeldLeased } from './held-delivery.js';
-import { entryName, type OrderedLeased, OrderedLook } from './ordered-look.js';
+import { CONTENDED_MS, entryName, type OrderedLeased, OrderedLook } from './ordered-look.js';
 import type { RangeFailures } from './range-failures.js';
 
 /**
@@ -54,11 +54,6 @@ export interface RangeConsumerDeps {
   now?: () => number;
 }
 
-/**
- * After a lease write lost, how long this instance reads a range before writing to it: receivers
- * outnumber what is free, and more of them would lose again.
- */
-const CONTENDED_MS = 10_000;
 /** Ranges read per shard per look: enough free entries for a receive of 100 behind a few busy ranges. */
 const RANGES_PER_LOOK = 8;
 /**

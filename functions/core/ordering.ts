@@ -104,9 +104,11 @@ export function keyRuns(
 }
 
 /**
- * Up to `want` messages of `runs` for one receive: from a random run on (round to the first), so
- * receivers looking at once mostly take different keys; a run is cut to what is still wanted
- * (what it leaves stays first of its key).
+ * Up to `want` messages of `runs` (in log order) for one receive: from a random run on, the runs
+ * of its range first (round to the range's first), then the ranges after it, round to the first:
+ * receivers looking at once mostly take different keys, and each takes from as few ranges as it
+ * can (a lease write and its ack write cost a unit per range). A run is cut to what is still
+ * wanted (what it leaves stays first of its key).
  */
 export function chooseRuns(
   runs: readonly KeyRun[],
@@ -114,11 +116,25 @@ export function chooseRuns(
   random: () => number = Math.random,
 ): KeyRun[] {
   if (!runs.length || want <= 0) return [];
+  const rangeOf = (run: KeyRun) => {
+    const { range } = run.entries[0] as KeyRun['entries'][number];
+    return `${range.shard}/${range.start}`;
+  };
   const start = Math.floor(random() * runs.length);
+  const drawn = rangeOf(runs[start] as KeyRun);
+  const inRange = runs.flatMap((run, i) => (rangeOf(run) === drawn ? [i] : []));
+  const after = (inRange.at(-1) ?? start) + 1;
+  const order = [
+    ...inRange.filter((i) => i >= start),
+    ...inRange.filter((i) => i < start),
+    ...runs.flatMap((_, i) => (i >= after ? [i] : [])),
+    ...runs.flatMap((_, i) => (i < after && !inRange.includes(i) ? [i] : [])),
+  ];
   const chosen: KeyRun[] = [];
   let left = want;
-  for (let step = 0; step < runs.length && left > 0; step++) {
-    const run = runs[(start + step) % runs.length] as KeyRun;
+  for (const i of order) {
+    if (left <= 0) break;
+    const run = runs[i] as KeyRun;
     const entries = run.entries.slice(0, left);
     chosen.push({ ...run, entries });
     left -= entries.length;

@@ -1,7 +1,10 @@
 import { performance } from 'node:perf_hooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { entryName, OrderedLook } from '../../functions/consume/ordered-look.js';
+import type { KeyRun } from '../../functions/core/ordering.js';
 import type { Range } from '../../functions/core/ranges.js';
 import { buildServices } from '../../functions/services.js';
+import type { SegmentEntry } from '../../functions/store/segments.js';
 import { queueApi, type Received } from '../helpers/queue-api.js';
 import { startTestRuntime, type TestRuntime } from '../helpers/runtime.js';
 import { until } from '../helpers/until.js';
@@ -22,6 +25,7 @@ beforeAll(async () => {
       deep: { ordered: true, shards: 1, backoff_seconds: [0], max_attempts: 3 },
       held: { ordered: true, shards: 1, backoff_seconds: [0], max_attempts: 3 },
       batch: { ordered: true, shards: 1, backoff_seconds: [0], max_attempts: 3, max_per_key: 5 },
+      span: { ordered: true, shards: 1, max_per_key: 10 },
     },
   });
 });
@@ -421,4 +425,65 @@ describe('per-key batches (max_per_key)', () => {
     const trace = (await t.api('/queues/batch/messages/A-1')).body;
     expect(trace.attempts).toEqual([expect.objectContaining({ attempt: 1, error: 'A-1 failed' })]);
   }, 30_000);
+});
+
+describe('a look whose key batch spans two ranges', () => {
+  it("leases none of the second range's entries when another receiver took the first's since the look", async () => {
+    const q = queueApi(t, 'span');
+    const services = buildServices(t.runtime.config, t.runtime.clients);
+    const config = t.runtime.config.tenant.queues.span;
+    if (!config) throw new Error('no queue span');
+    // Each round: 15 messages of other keys, then 10 of one key, so the key's batch spans the
+    // first range (positions 15-19) and the second (20-24). The second round runs contended (the
+    // first round's lost write makes this instance read a range before it writes it).
+    const look = new OrderedLook(services);
+    for (const round of [0, 1]) {
+      const key = `span-${round}`;
+      await q.produce([
+        ...Array.from({ length: 15 }, (_, i) => ({ key: `other-${round}-${i}`, payload: i })),
+        ...Array.from({ length: 10 }, (_, i) => ({ message_id: `${key}-${i}`, key, payload: i })),
+      ]);
+      await t.runtime.eventSource.drained(10_000);
+      const shard = (await t.records('span'))[0]?.shardId as string;
+      const now = Date.now();
+      const seen = await look.runs('span', config, shard, 100, now);
+      const run = seen.runs.find((r) => r.entries.length === 10);
+      expect(new Set(run?.entries.map((e) => e.range.start)).size).toBe(2);
+      const segments = async (runs: readonly KeyRun[]) =>
+        new Map(
+          await Promise.all(
+            runs.flatMap((r) =>
+              r.entries.map(
+                async (e) =>
+                  [entryName(e), await services.segments.entryAt('span', e.range, e.index)] as const,
+              ),
+            ),
+          ),
+        ) as Map<string, SegmentEntry>;
+      const lease = (consumerId: string) => ({ expiresAt: now + 60_000, deliveredAt: now, consumerId });
+      const looked = [{ runs: run ? [run] : [], blocked: seen.blocked }];
+      // Another receiver takes the key's first five (its batch of the first range) meanwhile.
+      const other = await new OrderedLook(services).lease('span', looked, 5, lease('early'), segments);
+      expect(other.map((l) => l.entry.envelope.message_id)).toEqual(
+        [0, 1, 2, 3, 4].map((i) => `${key}-${i}`),
+      );
+      const leased = await look.lease('span', looked, 10, lease('late'), segments);
+      // The key's later five wait for the first five: the late look leased none of them.
+      expect(leased).toEqual([]);
+      const first = other[0]?.range as Range;
+      expect(
+        await services.ranges.ack(
+          'span',
+          first,
+          other.map((l) => l.index),
+          Date.now(),
+        ),
+      ).toBeDefined();
+      const rest = await q.receiveAll(20, 5000, { max_messages: 20 });
+      expect(rest.filter((m) => m.key === key).map((m) => m.message_id)).toEqual(
+        [5, 6, 7, 8, 9].map((i) => `${key}-${i}`),
+      );
+      await q.ack(rest.map((m) => m.receipt));
+    }
+  }, 60_000);
 });

@@ -113,10 +113,12 @@ describe('chooseRuns and runPicks', () => {
   const r2 = keyed('2', 4, 'aefg');
   const runs = keyRuns([r1, r2], 2, 0);
 
-  it('take from a random run on, round to the first, cutting the last run to what is wanted', () => {
+  it("take the drawn run's range first (round to its first run), then the ranges after it, cutting the last run to what is wanted", () => {
     expect(shown(chooseRuns(runs, 3, () => 0))).toEqual(['a:0,4', 'b:1']);
-    // From the last run on, then round to the first.
-    expect(shown(chooseRuns(runs, 2, () => 0.99))).toEqual(['g:7', 'a:0']);
+    // Drawn: d (range 1's last run); then range 1 round to its first, then range 2.
+    expect(shown(chooseRuns(runs, 5, () => 3 / 7))).toEqual(['d:3', 'a:0,4', 'b:1', 'c:2']);
+    // Drawn: the last run; its range first, then round to the first range.
+    expect(shown(chooseRuns(runs, 5, () => 0.99))).toEqual(['g:7', 'e:5', 'f:6', 'a:0,4']);
     expect(chooseRuns(runs, 0)).toEqual([]);
   });
 
