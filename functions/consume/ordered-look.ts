@@ -186,9 +186,9 @@ export class OrderedLook {
 
   /**
    * The shard's ranges from its lowest unfinished one (as far as this instance or the commit hint
-   * knows), page by page until the runs found cover `want` twice over (receivers looking at once
-   * then mostly take different keys), contiguous: a range an eventually consistent read missed
-   * ends what is read, since a key's earlier entry could be in it.
+   * knows), page by page until the runs found cover `want` (a page more a look costs more read
+   * units than the receivers racing for fewer runs lose), contiguous: a range an eventually
+   * consistent read missed ends what is read, since a key's earlier entry could be in it.
    */
   private async read(
     queue: string,
@@ -215,7 +215,7 @@ export class OrderedLook {
         ranges.push(range);
       }
       const found = keyRuns(ranges, maxPerKey, now).reduce((n, r) => n + r.entries.length, 0);
-      if (page.length < RANGES_PER_PAGE || found >= 2 * want || ranges.length >= MAX_RANGES)
+      if (page.length < RANGES_PER_PAGE || found >= want || ranges.length >= MAX_RANGES)
         return this.keep(at, ranges);
       start = ranges.at(-1)?.start;
     }
