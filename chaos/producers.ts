@@ -21,6 +21,11 @@ export interface ProducerOptions {
   ratePerSecond: number;
   /** Ordered queues: how many keys the messages spread over. */
   keys?: number;
+  /**
+   * Ordered queues: the first key is a hot one, in every batch it can be in (its previous message
+   * must be in the log first), so it has a backlog of its own.
+   */
+  hotKey?: boolean;
   /** Prefix of the message ids, unique per producer. */
   name: string;
 }
@@ -88,6 +93,9 @@ export class Producer {
       (k) => !busy.has(k),
     );
     const chosen: string[] = [];
+    const hot = `${this.o.name}-k0`;
+    if (this.o.hotKey && count > 0 && free.includes(hot))
+      chosen.push(free.splice(free.indexOf(hot), 1)[0] as string);
     while (chosen.length < count && free.length) {
       chosen.push(free.splice(this.o.random.int(0, free.length - 1), 1)[0] as string);
     }

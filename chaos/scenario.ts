@@ -99,8 +99,8 @@ export async function runScenario(o: ScenarioOptions): Promise<ScenarioResult> {
   const admin = new AdminApi(o.baseUrl, o.adminKey);
   const producers = [
     new Producer({ ...common(o, client), queue: QUEUES.unordered, name: 'w' }),
-    new Producer({ ...common(o, client), queue: QUEUES.ordered, name: 'o', keys: o.keys }),
-    new Producer({ ...common(o, client), queue: QUEUES.pushed, name: 'p', keys: o.keys }),
+    new Producer({ ...common(o, client), queue: QUEUES.ordered, name: 'o', keys: o.keys, hotKey: true }),
+    new Producer({ ...common(o, client), queue: QUEUES.pushed, name: 'p', keys: o.keys, hotKey: true }),
   ];
   const consumers = [QUEUES.unordered, QUEUES.ordered].flatMap((queue) =>
     Array.from(
