@@ -368,7 +368,7 @@ export class RangeConsumer {
         let ok = newly.includes(index) || before;
         // Finished in the range without an ack: its lease may have moved to the message's item.
         if (!ok && fresh?.failed.has(index)) {
-          const outcome = await this.deps.messages.ack(queue, x.d.messageId, x.d.generation, now, tombstone);
+          const outcome = await this.deps.messages.ack(queue, x.d.messageId, x.d, now, tombstone);
           ok = outcome.outcome !== 'stale';
           if (outcome.outcome === 'acked') {
             acked++;
@@ -465,7 +465,7 @@ export class RangeConsumer {
     if ((await this.deps.ranges.extend(queue, range, index, expiresAt, now, d.deliveredAt)) !== undefined)
       return true;
     // A lease the gap cap moved out of its range is extended in the message's item.
-    return this.deps.messages.extend(queue, d.messageId, d.generation, expiresAt, now);
+    return this.deps.messages.extend(queue, d.messageId, d, expiresAt, now);
   }
 
   /** The entry of a live delivery, with its envelope: in its range, or evicted to the message's item. */

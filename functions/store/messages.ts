@@ -105,6 +105,12 @@ const RANGED_HERE_OR_BEFORE =
 /** Bodies up to this size ride in the state item, which then stays under 1 KB. */
 const INLINE_BODY_BYTES = 512;
 
+/**
+ * A moved lease's delivery: its entry and its delivery time (an ordered queue delivers an entry
+ * again in place, so the entry alone does not name one delivery).
+ */
+const THIS_DELIVERY = '#gen = :gen AND #delivered_at = :d';
+
 export class MessageStore {
   constructor(
     private readonly doc: DocumentClient,
@@ -433,15 +439,16 @@ export class MessageStore {
   async ack(
     queue: string,
     messageId: string,
-    generation: number,
+    delivery: { generation: number; deliveredAt: number },
     now: number,
     tombstoneTtl: number,
   ): Promise<{ outcome: 'acked' | 'already_acked' | 'stale'; key?: string; bytes?: number }> {
+    const { generation, deliveredAt } = delivery;
     const acked = await this.updateState(queue, messageId, {
       set: { state: 'acked', acked_at: now, [TTL_ATTRIBUTE]: tombstoneTtl },
       remove: ['gsi1pk', 'gsi1sk', 'body'],
-      condition: '#state = :leased AND #gen = :gen AND #lease_expires_at > :now',
-      values: { ':leased': 'leased', ':gen': generation, ':now': now },
+      condition: `#state = :leased AND ${THIS_DELIVERY} AND #lease_expires_at > :now`,
+      values: { ':leased': 'leased', ':gen': generation, ':d': deliveredAt, ':now': now },
     });
     if (acked) {
       return {
@@ -451,21 +458,22 @@ export class MessageStore {
       };
     }
     const item = await this.get(queue, messageId);
-    return { outcome: item?.state === 'acked' && item.gen === generation ? 'already_acked' : 'stale' };
+    const same = item?.gen === generation && item.delivered_at === deliveredAt;
+    return { outcome: item?.state === 'acked' && same ? 'already_acked' : 'stale' };
   }
 
-  /** Moves the live lease `generation` to a new expiry. False when the receipt is stale. */
+  /** Moves the live lease of `delivery` to a new expiry. False when the receipt is stale. */
   async extend(
     queue: string,
     messageId: string,
-    generation: number,
+    delivery: { generation: number; deliveredAt: number },
     expiresAt: number,
     now: number,
   ): Promise<boolean> {
     const moved = await this.updateState(queue, messageId, {
       set: { lease_expires_at: expiresAt, gsi1sk: timeSortKey(expiresAt, messageId) },
-      condition: '#state = :leased AND #gen = :gen AND #lease_expires_at > :now',
-      values: { ':leased': 'leased', ':gen': generation, ':now': now },
+      condition: `#state = :leased AND ${THIS_DELIVERY} AND #lease_expires_at > :now`,
+      values: { ':leased': 'leased', ':gen': delivery.generation, ':d': delivery.deliveredAt, ':now': now },
     });
     return moved !== undefined;
   }

@@ -487,3 +487,24 @@ describe('a look whose key batch spans two ranges', () => {
     }
   }, 60_000);
 });
+
+describe('an entry delivered again in place', () => {
+  it('refuses every receipt of its earlier delivery: ack, extend and nack', async () => {
+    const q = queueApi(t, 'held');
+    await q.produce([{ message_id: 'again-0', key: 'again', payload: 0 }]);
+    const [first] = await q.receiveAll(1, 5000, { lease_seconds: 1 });
+    expect(first).toMatchObject({ message_id: 'again-0', attempt: 1 });
+    await new Promise((r) => setTimeout(r, 1200));
+    await t.runtime.sweep.fire();
+    const [second] = await q.receiveAll(1, 5000);
+    expect(second).toMatchObject({ message_id: 'again-0', attempt: 2 });
+    // The same entry, a new delivery: the first one's receipt names a lease that is gone.
+    expect((await q.ack([first?.receipt as string]))[0]?.status).toBe('stale_receipt');
+    expect((await q.extend({ receipt: first?.receipt, lease_seconds: 30 })).status).toBe(409);
+    expect((await q.nack({ receipt: first?.receipt })).status).toBe(409);
+    expect((await q.ack([second?.receipt as string]))[0]?.status).toBe('acked');
+    // Sent again after its answer was lost, the second delivery's ack is still acked; the first's stale.
+    expect((await q.ack([second?.receipt as string]))[0]?.status).toBe('acked');
+    expect((await q.ack([first?.receipt as string]))[0]?.status).toBe('stale_receipt');
+  }, 30_000);
+});
