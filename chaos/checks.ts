@@ -100,8 +100,10 @@ function noAcceptedMessageLost(
  * (answered `acked`, or never answered); one answered stale did not land.
  * - Each message's first such ack comes in `seq` order.
  * - No message is delivered before such an ack of every earlier message of its key was sent,
- *   or that message was dead-lettered (which parks the key until the drain skips it).
- * - No two messages of a key are in flight at once: delivered, not settled, lease running.
+ *   or that message was dead-lettered (which parks the key until the drain skips it), but for
+ *   earlier ones in the same answer (a per-key batch, `max_per_key`).
+ * - No two messages of a key are in flight at once (delivered, not settled, lease running), a
+ *   key's batch of one answer counting as one; a nack of one of a batch gives back the rest.
  * A message delivered again after such an ack of its own (at-least-once, after a kill) is a
  * duplicate, counted in the figures, not an order violation.
  */
@@ -132,10 +134,14 @@ function keyOrder(history: History, end: EndState, queue: string, at: At): Invar
     const released = (seq: number) => Math.min(firstAck.get(seq) ?? Number.POSITIVE_INFINITY, deadAt(seq));
     const redeliveredAfterAck = (d: Delivery) =>
       d.seq !== undefined && (firstAck.get(d.seq) ?? Number.POSITIVE_INFINITY) < d.receivedAt;
+    // The same answer: one receive's per-key batch.
+    const sameAnswer = (a: Delivery, b: Delivery) =>
+      a.consumer === b.consumer && a.receivedAt === b.receivedAt;
     for (const d of list) {
       if (d.seq === undefined) continue;
+      const batch = new Set(list.filter((e) => sameAnswer(e, d)).map((e) => e.seq));
       for (let j = 0; j < d.seq; j++) {
-        if (released(j) <= d.receivedAt) continue;
+        if (released(j) <= d.receivedAt || batch.has(j)) continue;
         violations.push(
           `${key}: seq ${d.seq} delivered ${at(d.receivedAt)} (attempt ${d.attempt}) before seq ${j} was acked ` +
             `(first ack sent ${at(firstAck.get(j))}, dead ${at(end.dead.get(idOfSeq.get(j) ?? ''))})`,
@@ -143,12 +149,22 @@ function keyOrder(history: History, end: EndState, queue: string, at: At): Invar
         break;
       }
       if (redeliveredAfterAck(d)) continue;
+      // When a delivery stopped holding its key: settled, given back by a nack of an earlier
+      // message of its batch, or its lease over.
+      const heldUntil = (e: Delivery) =>
+        Math.min(
+          e.settle?.sentAt ?? Number.POSITIVE_INFINITY,
+          ...list
+            .filter((b) => sameAnswer(b, e) && (b.seq ?? 0) < (e.seq ?? 0) && b.settle?.kind === 'nack')
+            .map((b) => b.settle?.sentAt ?? Number.POSITIVE_INFINITY),
+          e.leaseExpiresAt,
+        );
       const overlapping = list.find(
         (e) =>
           e.id !== d.id &&
+          !sameAnswer(e, d) &&
           e.receivedAt <= d.receivedAt &&
-          (e.settle === undefined || e.settle.sentAt > d.receivedAt) &&
-          e.leaseExpiresAt > d.receivedAt &&
+          heldUntil(e) > d.receivedAt &&
           !redeliveredAfterAck(e),
       );
       if (overlapping) {

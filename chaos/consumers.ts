@@ -5,6 +5,7 @@ import {
   type ReceivedMessage,
   StaleReceiptError,
 } from '../client/index.js';
+import { groupBy } from './checks.js';
 import type { Delivery, History, SettleOutcome } from './history.js';
 import type { Random } from './random.js';
 
@@ -72,11 +73,18 @@ export class Consumer {
       }
       const receivedAt = Date.now();
       const deliveries = got.map((m) => history.delivered(queue, name, m, receivedAt));
-      await Promise.all(deliveries.map((d) => this.handle(d)));
+      // A key's messages of one answer (an ordered queue's per-key batch) in turn, as the Worker
+      // runs them: one that is not acked in time ends its key's turn, the rest come back.
+      await Promise.all(
+        [...groupBy(deliveries, (d) => d.key ?? d.id)].map(async ([, turn]) => {
+          for (const d of turn) if (!(await this.handle(d))) return;
+        }),
+      );
     }
   }
 
-  private async handle(d: Delivery): Promise<void> {
+  /** Answers whether it was acked in time (the key's next message may go). */
+  private async handle(d: Delivery): Promise<boolean> {
     if (this.draining) return this.ack(d);
     const { nack, deadLetter, slowAck, drop } = this.o.behaviour;
     const roll = this.o.random.next();
@@ -84,13 +92,13 @@ export class Consumer {
     if (roll < nack + deadLetter) return this.nack(d, false);
     if (roll < nack + deadLetter + slowAck) {
       await sleep(this.o.leaseSeconds * 1000 + this.o.random.int(200, 2000));
-      return this.ack(d);
+      return this.ack(d).then(() => false);
     }
-    if (roll < nack + deadLetter + slowAck + drop) return;
+    if (roll < nack + deadLetter + slowAck + drop) return false;
     return this.ack(d);
   }
 
-  private async ack(d: Delivery): Promise<void> {
+  private async ack(d: Delivery): Promise<boolean> {
     const settle = this.o.history.settling(d, 'ack');
     try {
       const [result] = await this.o.client.ack(this.o.queue, [d.receipt]);
@@ -98,13 +106,15 @@ export class Consumer {
       const outcome: SettleOutcome =
         result?.status === 'acked' ? 'acked' : result?.status === 'stale_receipt' ? 'stale' : 'invalid';
       this.o.history.settled(settle, outcome);
+      return outcome === 'acked';
     } catch (err) {
       this.o.history.failed('ack', err);
       this.o.history.settled(settle, 'unknown');
+      return false;
     }
   }
 
-  private async nack(d: Delivery, retryable: boolean): Promise<void> {
+  private async nack(d: Delivery, retryable: boolean): Promise<false> {
     const settle = this.o.history.settling(d, 'nack');
     try {
       await this.o.client.nack(this.o.queue, d.receipt, { retryable, error: 'chaos: simulated failure' });
@@ -114,6 +124,7 @@ export class Consumer {
       this.o.history.failed('nack', err);
       this.o.history.settled(settle, err instanceof StaleReceiptError ? 'stale' : 'unknown');
     }
+    return false;
   }
 }
 
