@@ -8,7 +8,7 @@ import type { Counters } from '../store/counters.js';
 import type { KeyBlocks } from '../store/key-blocks.js';
 import type { KeyStates } from '../store/key-states.js';
 import type { HistoryRecord, MessageStore, SegmentSource } from '../store/messages.js';
-import type { RangeStore } from '../store/ranges.js';
+import { deliveryStamp, type RangeStore } from '../store/ranges.js';
 import type { SegmentStore } from '../store/segments.js';
 import type { StorageMeter } from '../store/storage.js';
 import { MAX_RANGES } from './ordered-look.js';
@@ -190,7 +190,8 @@ export class RangeFailures {
           ([, lease]) => lease.deliveredAt === e.lease.deliveredAt && lease.consumerId === e.lease.consumerId,
         )
         .map(([index]) => index);
-      if (rest.length) await this.deps.ranges.endLeases(e.queue, range, rest, e.lease.deliveredAt);
+      if (rest.length)
+        await this.deps.ranges.endLeases(e.queue, range, rest, deliveryStamp(e.lease.deliveredAt));
     });
   }
 

@@ -300,13 +300,7 @@ export class RangeStore {
       } else values[':a'] = 'a';
       cond.push(`attribute_not_exists(#E.#k${k}) AND ${waits} AND ${unfinishedCondition(k)}`);
     });
-    keepConsumerId(lease, { names, values, set });
-    return this.update(queue, range, {
-      UpdateExpression: `SET ${set.join(', ')}`,
-      ConditionExpression: cond.join(' AND '),
-      ExpressionAttributeNames: names,
-      ExpressionAttributeValues: values,
-    });
+    return this.writeLease(queue, range, lease, { set, cond, names, values });
   }
 
   /**
@@ -358,12 +352,22 @@ export class RangeStore {
       set.push(`#E.#k${k} = :e`, `#O.#k${k} = :o${k}`);
       cond.push(`${how.condition(k)} AND attribute_not_exists(#r${k})`);
     });
-    keepConsumerId(lease, { names, values, set });
+    return this.writeLease(queue, range, lease, { set, cond, names, values });
+  }
+
+  /** A lease write: `set` and `cond` joined, the lease's consumer id kept once per range. */
+  private writeLease(
+    queue: string,
+    range: Pick<Range, 'shard' | 'start'>,
+    lease: NewLease,
+    w: { set: string[]; cond: string[]; names: Record<string, string>; values: Record<string, unknown> },
+  ): Promise<Range | undefined> {
+    keepConsumerId(lease, w);
     return this.update(queue, range, {
-      UpdateExpression: `SET ${set.join(', ')}`,
-      ConditionExpression: cond.join(' AND '),
-      ExpressionAttributeNames: names,
-      ExpressionAttributeValues: values,
+      UpdateExpression: `SET ${w.set.join(', ')}`,
+      ConditionExpression: w.cond.join(' AND '),
+      ExpressionAttributeNames: w.names,
+      ExpressionAttributeValues: w.values,
     });
   }
 
@@ -379,43 +383,35 @@ export class RangeStore {
     indexes: readonly number[],
     lease: NewLease,
   ): Promise<Range | undefined> {
-    const names: Record<string, string> = { '#E': 'E', '#O': 'O', '#A': 'A', '#F': 'F' };
     // This lease's stamp, whether it was written by a lease or by a takeover (which adds its count).
-    const values: Record<string, unknown> = { ':e': lease.expiresAt, ':o': leaseStamp(lease) };
-    const remove: string[] = [];
-    const cond = indexes.map((index, k) => {
-      names[`#k${k}`] = String(index);
-      values[`:v${k}`] = index;
-      remove.push(`#E.#k${k}`, `#O.#k${k}`);
-      return `#E.#k${k} = :e AND begins_with(#O.#k${k}, :o) AND ${unfinishedCondition(k)}`;
-    });
-    return this.update(queue, range, {
-      UpdateExpression: `REMOVE ${remove.join(', ')}`,
-      ConditionExpression: cond.join(' AND '),
-      ExpressionAttributeNames: names,
-      ExpressionAttributeValues: values,
-    });
+    return this.endLeases(queue, range, indexes, leaseStamp(lease), lease.expiresAt);
   }
 
   /**
-   * Ends the leases of the delivery made at `deliveredAt` on `indexes` without an attempt: they
-   * are free again (the rest of an ordered queue's per-key batch whose earlier message failed).
+   * Ends the leases whose stamp begins with `stamp` (and, when given, that expire at `expiresAt`)
+   * on `indexes` without an attempt: they are free again. The rest of an ordered queue's per-key
+   * batch whose earlier message failed goes back with its delivery's stamp (`deliveryStamp`).
    * All or none.
    */
   endLeases(
     queue: string,
     range: Pick<Range, 'shard' | 'start'>,
     indexes: readonly number[],
-    deliveredAt: number,
+    stamp: string,
+    expiresAt?: number,
   ): Promise<Range | undefined> {
     const names: Record<string, string> = { '#E': 'E', '#O': 'O', '#A': 'A', '#F': 'F' };
-    const values: Record<string, unknown> = { ':o': `${deliveredAt.toString(36)}.` };
+    const values: Record<string, unknown> = {
+      ':o': stamp,
+      ...(expiresAt !== undefined ? { ':e': expiresAt } : {}),
+    };
+    const same = expiresAt !== undefined ? (k: number) => `#E.#k${k} = :e AND ` : () => '';
     const remove: string[] = [];
     const cond = indexes.map((index, k) => {
       names[`#k${k}`] = String(index);
       values[`:v${k}`] = index;
       remove.push(`#E.#k${k}`, `#O.#k${k}`);
-      return `begins_with(#O.#k${k}, :o) AND ${unfinishedCondition(k)}`;
+      return `${same(k)}begins_with(#O.#k${k}, :o) AND ${unfinishedCondition(k)}`;
     });
     return this.update(queue, range, {
       UpdateExpression: `REMOVE ${remove.join(', ')}`,
@@ -524,7 +520,7 @@ export class RangeStore {
       },
       ExpressionAttributeValues: {
         ':w': waitMark(dueAt, how.attempt),
-        ':o': `${deliveredAt.toString(36)}.`,
+        ':o': deliveryStamp(deliveredAt),
         ':now': now,
         ':v0': index,
       },
@@ -581,7 +577,7 @@ export class RangeStore {
     const values: Record<string, unknown> = { ':e': expiresAt, ':now': now, ':v0': index };
     if (deliveredAt !== undefined) {
       names['#O'] = 'O';
-      values[':o0'] = `${deliveredAt.toString(36)}.`;
+      values[':o0'] = deliveryStamp(deliveredAt);
     }
     const same = deliveredAt !== undefined ? ' AND begins_with(#O.#k0, :o0)' : '';
     return this.update(queue, range, {
@@ -609,7 +605,7 @@ export class RangeStore {
       const at = deliveredAt?.get(index);
       if (at !== undefined) {
         names['#O'] = 'O';
-        values[`:o${k}`] = `${at.toString(36)}.`;
+        values[`:o${k}`] = deliveryStamp(at);
       }
       const same = at !== undefined ? ` AND begins_with(#O.#k${k}, :o${k})` : '';
       const leaseCond =
@@ -679,9 +675,14 @@ function leaseTag(lease: NewLease): string {
   return lease.consumerId === undefined ? '' : consumerTag(lease.consumerId);
 }
 
+/** How every lease stamp of the delivery made at `deliveredAt` begins. */
+export function deliveryStamp(deliveredAt: number): string {
+  return `${deliveredAt.toString(36)}.`;
+}
+
 /** What a lease writes to `O`: its delivery time, its consumer's tag, and its takeovers if any. */
 function leaseStamp(lease: NewLease & { takeovers?: number }): string {
-  const stamp = `${lease.deliveredAt.toString(36)}.${leaseTag(lease)}`;
+  const stamp = `${deliveryStamp(lease.deliveredAt)}${leaseTag(lease)}`;
   return lease.takeovers ? `${stamp}.${lease.takeovers}` : stamp;
 }
 

@@ -6,6 +6,7 @@ import { KeyHolds } from '../../functions/store/key-holds.js';
 import { KeyStates } from '../../functions/store/key-states.js';
 import { RangeStore } from '../../functions/store/ranges.js';
 import { SEGMENT_ITEM_MAX_BYTES, SegmentStore } from '../../functions/store/segments.js';
+import { aRange } from '../helpers/ranges.js';
 import { DYNAMODB, startTestRuntime, type TestRuntime } from '../helpers/runtime.js';
 
 /**
@@ -100,44 +101,11 @@ describe.each([DYNAMODB])('the lease layer store on %s', () => {
     expect(await ranges.lease(Q, await got(r.start), [0, 1], lease(now + 60_000))).toBeDefined();
     expect(await ranges.lease(Q, await got(r.start), [1, 2], lease(now + 60_000))).toBeUndefined();
     const racers = await Promise.all(
-      [[2], [3], [4], [5]].map((i) =>
-        ranges.lease(
-          Q,
-          {
-            ...r,
-            leases: new Map(),
-            acked: new Set(),
-            failed: new Set(),
-            held: new Set(),
-            retrying: new Map(),
-            passedOn: new Map(),
-            attempts: new Map(),
-          },
-          i,
-          lease(now + 60_000),
-        ),
-      ),
+      [[2], [3], [4], [5]].map((i) => ranges.lease(Q, asAdmitted(r), i, lease(now + 60_000))),
     );
     expect(racers.every((x) => x !== undefined)).toBe(true);
     const same = await Promise.all(
-      Array.from({ length: 8 }, (_, k) =>
-        ranges.lease(
-          Q,
-          {
-            ...r,
-            start: r.start,
-            leases: new Map(),
-            acked: new Set(),
-            failed: new Set(),
-            held: new Set(),
-            retrying: new Map(),
-            passedOn: new Map(),
-            attempts: new Map(),
-          },
-          [0],
-          lease(now + 1, `w${k}`),
-        ),
-      ),
+      Array.from({ length: 8 }, (_, k) => ranges.lease(Q, asAdmitted(r), [0], lease(now + 1, `w${k}`))),
     );
     expect(same.filter((x) => x !== undefined)).toHaveLength(0);
     const read = await got(r.start);
@@ -511,3 +479,8 @@ describe.each([DYNAMODB])('the lease layer store on %s', () => {
     return r;
   }
 });
+
+/** A range as its admission wrote it, before any lease: what a receiver that looked then holds. */
+function asAdmitted(r: Pick<Range, 'shard' | 'start' | 'last' | 'count' | 'base' | 'segment'>): Range {
+  return aRange(r.start, { shard: r.shard, last: r.last, count: r.count, base: r.base, segment: r.segment });
+}

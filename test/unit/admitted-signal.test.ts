@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { AdmittedSignal, type Handoff, type LeaseTerms } from '../../functions/admission/admitted-signal.js';
 import type { Range } from '../../functions/core/ranges.js';
 import type { SegmentEntry } from '../../functions/store/segments.js';
+import { aRange } from '../helpers/ranges.js';
 
 /** Which of `waiters` (in the order they started waiting) have woken by the next tick. */
 async function woken(waits: Promise<unknown>[]): Promise<boolean[]> {
@@ -16,22 +17,7 @@ function terms(wants: number, consumerId = 'w', maxBytes = 1000): LeaseTerms {
 }
 
 function range(start: string, count = 20): Range {
-  return {
-    shard: 'shardId-000000000000',
-    start,
-    last: start,
-    count,
-    base: 0,
-    enqueuedAt: 0,
-    segment: { id: start, offset: 0, store: 'ddb' },
-    leases: new Map(),
-    acked: new Set<number>(),
-    failed: new Set<number>(),
-    held: new Set<number>(),
-    retrying: new Map(),
-    passedOn: new Map(),
-    attempts: new Map(),
-  };
+  return aRange(start, { count });
 }
 
 const entryOf = (slot: number, index: number): SegmentEntry =>

@@ -8,6 +8,7 @@ import {
   runPicks,
 } from '../../functions/core/ordering.js';
 import { type Range, TAKEOVERS_PER_ATTEMPT, takenOverTooOften } from '../../functions/core/ranges.js';
+import { aRange } from '../helpers/ranges.js';
 
 describe('keyedStep: what a Lambda consumer does with a message of a key', () => {
   it('delivers on a free key', () => {
@@ -44,24 +45,7 @@ describe('takenOverTooOften', () => {
 
 /** A range of an ordered queue whose entries carry `keys` (one letter a key). */
 function keyed(start: string, base: number, keys: string, over: Partial<Range> = {}): Range {
-  return {
-    shard: 's',
-    start,
-    last: start,
-    count: keys.length,
-    base,
-    enqueuedAt: 0,
-    segment: { id: start, offset: 0, store: 'ddb' },
-    leases: new Map(),
-    acked: new Set(),
-    failed: new Set(),
-    held: new Set(),
-    retrying: new Map(),
-    passedOn: new Map(),
-    attempts: new Map(),
-    keys: [...keys].map(keyTag),
-    ...over,
-  };
+  return aRange(start, { shard: 's', count: keys.length, base, keys: [...keys].map(keyTag), ...over });
 }
 
 /** Each run as "<key letter>:<positions>" (a retry's positions marked `r`, a holder candidate `h`). */

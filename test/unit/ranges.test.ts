@@ -22,27 +22,12 @@ import {
   waitsInRange,
   windowSize,
 } from '../../functions/core/ranges.js';
+import { aRange } from '../helpers/ranges.js';
 
 /** The lease layer's rules, with time passed in: no AWS. */
 
 function range(start: string, over: Partial<Range> = {}): Range {
-  return {
-    shard: 'shardId-000000000000',
-    start,
-    last: start,
-    count: 5,
-    base: 0,
-    enqueuedAt: 0,
-    segment: { id: start, offset: 0, store: 'ddb' },
-    leases: new Map(),
-    acked: new Set(),
-    failed: new Set(),
-    held: new Set(),
-    retrying: new Map(),
-    passedOn: new Map(),
-    attempts: new Map(),
-    ...over,
-  };
+  return aRange(start, { count: 5, ...over });
 }
 
 const lease = (expiresAt: number): Lease => ({ expiresAt, deliveredAt: expiresAt - 1000 });
