@@ -33,6 +33,7 @@ beforeAll(async () => {
       hooks: { shards: 1, backoff_seconds: [0], max_attempts: 1 },
       lost: { shards: 1, lease_seconds: 1, max_lease_seconds: 3, backoff_seconds: [0] },
       batch: { shards: 1, backoff_seconds: [0] },
+      keyed: { shards: 1, ordered: true, max_per_key: 10, backoff_seconds: [0] },
     },
   });
   client = clientOf(t);
@@ -430,4 +431,40 @@ describe('a lease that reaches the max total lease', () => {
     await until('the second ack', async () => (await client.stats('lost')).acked_total === 1);
     expect(errors.every((e) => e.id === 'lost-1' && ['heartbeat', 'ack'].includes(e.phase))).toBe(true);
   });
+});
+
+describe("an ordered queue's per-key batches", () => {
+  it("run a key's messages in turn, beside other keys, and give back the rest of a batch when one fails", async () => {
+    await client.produce('keyed', [
+      ...Array.from({ length: 8 }, (_, i) => ({ message_id: `k-${i}`, key: 'k', payload: i })),
+      { message_id: 'other-0', key: 'other', payload: 0 },
+    ]);
+    const runs: { id: string; start: number; end: number }[] = [];
+    let failedOnce = false;
+    const { worker, errors } = startWorker<number>({
+      queue: 'keyed',
+      concurrency: 4,
+      handler: async (message) => {
+        const start = Date.now();
+        // k-3 fails its first time: k-4 … k-7 of that batch must not run before its retry.
+        if (message.message_id === 'k-3' && !failedOnce) {
+          failedOnce = true;
+          throw new Error('k-3 failed');
+        }
+        await sleep(message.key === 'k' ? 100 : 10);
+        runs.push({ id: message.message_id, start, end: Date.now() });
+      },
+    });
+    await until('every message handled', () => runs.length === 9, 30_000);
+    await worker.stop();
+    const ofK = runs.filter((r) => r.id.startsWith('k-'));
+    // Handled once each, in order, never two at once.
+    expect(ofK.map((r) => r.id)).toEqual(Array.from({ length: 8 }, (_, i) => `k-${i}`));
+    for (let i = 1; i < ofK.length; i++)
+      expect(ofK[i]?.start).toBeGreaterThanOrEqual(ofK[i - 1]?.end as number);
+    // The other key did not wait for k's batch: it finished before k's last message began.
+    expect(runs.find((r) => r.id === 'other-0')?.end).toBeLessThan(ofK.at(-1)?.start as number);
+    expect(errors.filter((e) => e.phase === 'handler').map((e) => e.id)).toEqual(['k-3']);
+    expect((await client.stats('keyed')).depth).toBe(0);
+  }, 60_000);
 });
