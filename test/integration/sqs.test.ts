@@ -67,7 +67,7 @@ beforeAll(async () => {
       jobs: { shards: 2, lease_seconds: 30 },
       batch: { shards: 1 },
       groups: { shards: 2, ordered: true },
-      batches: { shards: 1, ordered: true, max_per_key: 5, backoff_seconds: [0] },
+      keyed: { shards: 1, ordered: true, max_per_key: 5, backoff_seconds: [0] },
       visibility: { shards: 1, lease_seconds: 30, backoff_seconds: [0], max_attempts: 10 },
       purge: { shards: 1 },
       limited: { shards: 1, rate_limits: { produce: { requests_per_sec: 1 } } },
@@ -328,7 +328,7 @@ describe('per-key batches on an ordered queue (max_per_key)', () => {
   it('receive several messages of a group in order, as SQS FIFO does, and nothing more of it until they are done', async () => {
     await sqs.send(
       new SendMessageBatchCommand({
-        QueueUrl: url('batches'),
+        QueueUrl: url('keyed'),
         Entries: [
           ...[0, 1, 2, 3, 4, 5].map((i) => ({ Id: `a${i}`, MessageBody: `a:${i}`, MessageGroupId: 'a' })),
           ...[0, 1].map((i) => ({ Id: `b${i}`, MessageBody: `b:${i}`, MessageGroupId: 'b' })),
@@ -341,7 +341,7 @@ describe('per-key batches on an ordered queue (max_per_key)', () => {
       while (!got.length && Date.now() < deadline) {
         const { Messages = [] } = await sqs.send(
           new ReceiveMessageCommand({
-            QueueUrl: url('batches'),
+            QueueUrl: url('keyed'),
             MaxNumberOfMessages: 10,
             WaitTimeSeconds: 1,
           }),
@@ -356,11 +356,11 @@ describe('per-key batches on an ordered queue (max_per_key)', () => {
     expect(bodies(first, 'a')).toEqual(['a:0', 'a:1', 'a:2', 'a:3', 'a:4']);
     expect(bodies(first, 'b')).toEqual(['b:0', 'b:1']);
     const { Messages: none = [] } = await sqs.send(
-      new ReceiveMessageCommand({ QueueUrl: url('batches'), MaxNumberOfMessages: 10 }),
+      new ReceiveMessageCommand({ QueueUrl: url('keyed'), MaxNumberOfMessages: 10 }),
     );
     expect(none).toEqual([]);
     for (const m of first)
-      await sqs.send(new DeleteMessageCommand({ QueueUrl: url('batches'), ReceiptHandle: m.ReceiptHandle }));
+      await sqs.send(new DeleteMessageCommand({ QueueUrl: url('keyed'), ReceiptHandle: m.ReceiptHandle }));
     expect(bodies(await receive(), 'a')).toEqual(['a:5']);
   }, 30_000);
 });
