@@ -336,10 +336,11 @@ export class RangeFailures {
     const at = { shard: e.range.shard, seq: e.sequence };
     const item = await messages.evictLease(at, e.envelope, e.lease, sourceOf(e));
     if (!item) return false;
-    if (await ranges.fail(e.queue, e.range, e.index, 'live', now)) return true;
+    if (await ranges.moveLease(e.queue, e.range, e.index, e.lease, now)) return true;
     const fresh = await ranges.get(e.queue, e.range.shard, e.range.start);
     const status = fresh ? entryStatus(fresh, e.index, now) : 'acked';
-    // Expired meanwhile: the item's lease expires too, and the sweep fails it from there.
+    // Expired meanwhile: the item's lease expires too, and the sweep fails it from there. Extended
+    // meanwhile (still leased): undone, and moved with its new expiry on a later pass.
     if (status === 'expired' && (await ranges.fail(e.queue, e.range, e.index, 'any', now))) return true;
     if (status !== 'failed')
       await messages.undoFailFromRange(item, retentionTtls(config, now).tombstoneTtl, false);

@@ -564,6 +564,32 @@ export class RangeStore {
     });
   }
 
+  /**
+   * The gap cap: a live lease moved to the message's item is finished here, only while the range
+   * holds exactly the lease the item took, so an extend that landed in the range meanwhile is not
+   * lost (the move is then undone and tried again with the new expiry).
+   */
+  moveLease(
+    queue: string,
+    range: Pick<Range, 'shard' | 'start'>,
+    index: number,
+    lease: { expiresAt: number; deliveredAt: number },
+    now: number,
+  ): Promise<Range | undefined> {
+    return this.update(queue, range, {
+      UpdateExpression: 'ADD #F :set',
+      ConditionExpression: `#E.#k0 = :e AND ${liveCondition(0)} AND begins_with(#O.#k0, :o0) AND ${unfinishedCondition(0)}`,
+      ExpressionAttributeNames: { '#E': 'E', '#O': 'O', '#A': 'A', '#F': 'F', '#k0': String(index) },
+      ExpressionAttributeValues: {
+        ':set': new Set([index]),
+        ':e': lease.expiresAt,
+        ':now': now,
+        ':o0': deliveryStamp(lease.deliveredAt),
+        ':v0': index,
+      },
+    });
+  }
+
   /** Moves a live lease (of the delivery made at `deliveredAt`, when given) to a new expiry. */
   extend(
     queue: string,

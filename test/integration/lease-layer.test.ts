@@ -7,6 +7,8 @@ import {
 } from '../../functions/aws/kinesis.js';
 import { streamName } from '../../functions/core/config.js';
 import { type Envelope, encodeEnvelope } from '../../functions/core/envelope.js';
+import { entryStatus } from '../../functions/core/ranges.js';
+import { buildServices } from '../../functions/services.js';
 import { queueApi } from '../helpers/queue-api.js';
 import { startTestRuntime, type TestRuntime } from '../helpers/runtime.js';
 
@@ -30,6 +32,7 @@ beforeAll(async () => {
       // Due after the checks that it waits (three requests; 1 s was close on a loaded machine).
       waits: { shards: 1, backoff_seconds: [3] },
       waitgap: { shards: 1, window_size: 6, lease_seconds: 20 },
+      gaprace: { shards: 1, window_size: 6, lease_seconds: 60 },
     },
   });
 });
@@ -218,6 +221,45 @@ describe('the gap cap', () => {
     const trace = await t.api('/queues/gap/messages/slow-2');
     expect(trace.body.attempts.map((a: { reason: string }) => a.reason)).toEqual(['lease_expired', 'nack']);
   }, 60_000);
+});
+
+describe('the gap cap and an extend at once', () => {
+  it('keeps an extend that lands between the sweep reading a lease and moving it', async () => {
+    const { ranges, segments, rangeFailures } = buildServices(t.runtime.config, t.runtime.clients);
+    const q = queueApi(t, 'gaprace');
+    await q.produce([{ message_id: 'racing', payload: 0 }]);
+    const [held] = await q.receiveAll(1, 10_000, { lease_seconds: 2 });
+    expect(held?.message_id).toBe('racing');
+    // The sweep's view of the lease, read before the holder's extend lands.
+    const [range] = await ranges.from('gaprace', 'shardId-000000000000', undefined, 10, true);
+    const [[index, lease] = []] = range?.leases ?? [];
+    const entry = range && index !== undefined ? await segments.entryAt('gaprace', range, index) : undefined;
+    if (!range || index === undefined || !lease || !entry) throw new Error('the lease is not in its range');
+    expect(entry.envelope.message_id).toBe('racing');
+    expect((await q.extend({ receipt: held?.receipt, lease_seconds: 60 })).status).toBe(200);
+
+    const config = t.runtime.config.tenant.queues.gaprace;
+    const target = {
+      queue: 'gaprace',
+      range,
+      index,
+      sequence: entry.sequence,
+      envelope: entry.envelope,
+      lease,
+    };
+    expect(config && (await rangeFailures.evict(config, target, Date.now()))).toBe(false);
+    const after = await ranges.get('gaprace', 'shardId-000000000000', range.start);
+    expect(after && entryStatus(after, index, Date.now())).toBe('leased');
+    expect(after?.leases.get(index)?.expiresAt).toBeGreaterThan(Date.now() + 30_000);
+
+    // Past the lease the sweep read: still the holder's, not delivered again.
+    await new Promise((r) => setTimeout(r, 2500));
+    expect(await q.receive({ max_messages: 10, wait_seconds: 1 })).toEqual([]);
+    expect((await q.ack([held?.receipt as string]))[0]?.status).toBe('acked');
+    const trace = await t.api('/queues/gaprace/messages/racing');
+    expect(trace.body.state).toBe('acked');
+    expect(trace.body.attempts).toEqual([]);
+  }, 30_000);
 });
 
 /** Every record of a one-shard queue's stream, oldest first. */
