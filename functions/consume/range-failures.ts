@@ -108,7 +108,7 @@ export class RangeFailures {
   ): Promise<boolean> {
     const marked =
       outcome.kind === 'retry'
-        ? await this.deps.keys.claim(queue, key, messageId)
+        ? (await this.deps.keys.claim(queue, key, messageId)) !== undefined
         : await this.deps.keys.park(queue, key, messageId, shard, now);
     await this.deps.blocks.block(queue, shard, key);
     return marked;
@@ -323,16 +323,26 @@ export class RangeFailures {
    * entry in the range so the commit point can pass it. Taken back if the lease was acked first.
    */
   async evict(config: QueueConfig, e: FailedEntry, now: number): Promise<boolean> {
-    const { messages, ranges } = this.deps;
+    const { keys, blocks } = this.deps;
+    const id = e.envelope.message_id;
     // An ordered queue's head: its key names it first, so the key stays closed once the entry is
     // finished in its range (the moved lease's ack releases it: RangeConsumer.ack).
     const key = keyOrdered(e.queue, config) ? e.envelope.key : undefined;
-    const holds = { kind: 'retry' as const, nextAttempt: e.envelope.attempt, dueAt: now };
-    if (
-      key !== undefined &&
-      !(await this.blockKey(e.queue, e.range.shard, key, e.envelope.message_id, holds, now))
-    )
-      return false;
+    const claim = key !== undefined ? await keys.claim(e.queue, key, id) : undefined;
+    if (key !== undefined) {
+      await blocks.block(e.queue, e.range.shard, key);
+      if (!claim) return false;
+    }
+    const moved = await this.moveLease(config, e, now);
+    // Not moved: the lease stays in its range, where its ack does not touch the key, so a key this
+    // move took is given back (one that held the key before keeps it).
+    if (!moved && key !== undefined && claim === 'taken') await keys.release(e.queue, key, id);
+    return moved;
+  }
+
+  /** The lease into the message's item, then its entry finished in the range; undone if that fails. */
+  private async moveLease(config: QueueConfig, e: FailedEntry, now: number): Promise<boolean> {
+    const { messages, ranges } = this.deps;
     const at = { shard: e.range.shard, seq: e.sequence };
     const item = await messages.evictLease(at, e.envelope, e.lease, sourceOf(e));
     if (!item) return false;

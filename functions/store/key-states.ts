@@ -87,13 +87,24 @@ export class KeyStates {
     return out;
   }
 
-  /** Takes the key for `messageId` when it is free (or already that message's). */
-  claim(queue: string, key: string, messageId: string): Promise<boolean> {
-    return this.update(queue, key, {
-      set: { key, busy_with: messageId },
-      condition: '(attribute_not_exists(#busy_with) OR #busy_with = :m) AND attribute_not_exists(#parked_at)',
-      values: { ':m': messageId },
-    });
+  /**
+   * Takes the key for `messageId` when it is free (or already that message's). Answers `taken`
+   * when this write took it, `already` when the message held it before, undefined when neither.
+   */
+  async claim(queue: string, key: string, messageId: string): Promise<'taken' | 'already' | undefined> {
+    const before = await this.write(
+      queue,
+      key,
+      {
+        set: { key, busy_with: messageId },
+        condition:
+          '(attribute_not_exists(#busy_with) OR #busy_with = :m) AND attribute_not_exists(#parked_at)',
+        values: { ':m': messageId },
+      },
+      'ALL_OLD',
+    );
+    if (!before) return undefined;
+    return before.busy_with === messageId ? 'already' : 'taken';
   }
 
   /**

@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ScanCommand } from '../../functions/aws/dynamodb.js';
 import { windowSize } from '../../functions/core/ranges.js';
 import { buildServices } from '../../functions/services.js';
 import { queueApi, type Received } from '../helpers/queue-api.js';
+import { windowOccupancy } from '../helpers/ranges.js';
 import { startTestRuntime, type TestRuntime } from '../helpers/runtime.js';
 
 /** Backpressure of the lease window, and a restart with messages in every state. */
@@ -24,26 +24,6 @@ afterAll(async () => {
   await t?.close();
 });
 
-/**
- * Admitted, unfinished entries per shard (neither acked nor moved to the retry path), read in one
- * Scan of the lease layer's ranges so an entry is never counted twice.
- */
-async function occupancy(queue: string): Promise<number[]> {
-  const out = await t.runtime.clients.doc.send(
-    new ScanCommand({
-      TableName: t.runtime.config.tableName,
-      FilterExpression: 'begins_with(pk, :pk)',
-      ExpressionAttributeValues: { ':pk': `Q#${queue}#G#` },
-    }),
-  );
-  const perShard = new Map<string, number>();
-  const size = (set: unknown) => (set instanceof Set ? set.size : 0);
-  for (const item of out.Items ?? [])
-    perShard.set(item.pk, (perShard.get(item.pk) ?? 0) + item.n - size(item.A) - size(item.F));
-  expect(out.LastEvaluatedKey).toBeUndefined();
-  return [...perShard.values(), 0];
-}
-
 describe('window backpressure', () => {
   it('delivers all 200 messages while never admitting more than window_size unacked per shard', async () => {
     const q = queueApi(t, 'win');
@@ -55,7 +35,7 @@ describe('window backpressure', () => {
     let sampling = true;
     const sampler = (async () => {
       while (sampling) {
-        peak = Math.max(peak, ...(await occupancy('win')));
+        peak = Math.max(peak, ...(await windowOccupancy(t, 'win')));
         await new Promise((r) => setTimeout(r, 10));
       }
     })();
@@ -63,7 +43,7 @@ describe('window backpressure', () => {
     const deadline = Date.now() + 60_000;
     while (seen.size < ids.length && Date.now() < deadline) {
       const got = await q.receive({ max_messages: 10, wait_seconds: 1 });
-      const counts = await occupancy('win');
+      const counts = await windowOccupancy(t, 'win');
       peak = Math.max(peak, ...counts);
       for (const m of got) seen.add(m.message_id);
       if (got.length) await q.ack(got.map((m) => m.receipt));
@@ -88,7 +68,7 @@ describe('derived window', () => {
     const deadline = Date.now() + 5000;
     let held = 0;
     while (held < 2 && Date.now() < deadline) {
-      held = (await occupancy('count')).reduce((a, b) => a + b, 0);
+      held = (await windowOccupancy(t, 'count', 1)).reduce((a, b) => a + b, 0);
       await new Promise((r) => setTimeout(r, 50));
     }
     expect(held).toBe(2);

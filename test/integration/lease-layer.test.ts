@@ -33,6 +33,7 @@ beforeAll(async () => {
       waits: { shards: 1, backoff_seconds: [3] },
       waitgap: { shards: 1, window_size: 6, lease_seconds: 20 },
       gaprace: { shards: 1, window_size: 6, lease_seconds: 60 },
+      gapracekeyed: { shards: 1, window_size: 6, lease_seconds: 60, ordered: true },
     },
   });
 });
@@ -223,34 +224,38 @@ describe('the gap cap', () => {
   }, 60_000);
 });
 
-describe('the gap cap and an extend at once', () => {
+describe('the gap cap racing the holder', () => {
+  const services = () => buildServices(t.runtime.config, t.runtime.clients);
+
+  /** The sweep's view of a one-shard queue's only lease, as it reads it before moving it. */
+  async function sweepView(queue: string) {
+    const { ranges, segments } = services();
+    const [range] = await ranges.from(queue, 'shardId-000000000000', undefined, 10, true);
+    const [[index, lease] = []] = range?.leases ?? [];
+    const entry = range && index !== undefined ? await segments.entryAt(queue, range, index) : undefined;
+    if (!range || index === undefined || !lease || !entry) throw new Error('the lease is not in its range');
+    return { queue, range, index, sequence: entry.sequence, envelope: entry.envelope, lease };
+  }
+
+  const evict = (target: Awaited<ReturnType<typeof sweepView>>) => {
+    const config = t.runtime.config.tenant.queues[target.queue];
+    if (!config) throw new Error(`no queue ${target.queue}`);
+    return services().rangeFailures.evict(config, target, Date.now());
+  };
+
   it('keeps an extend that lands between the sweep reading a lease and moving it', async () => {
-    const { ranges, segments, rangeFailures } = buildServices(t.runtime.config, t.runtime.clients);
     const q = queueApi(t, 'gaprace');
     await q.produce([{ message_id: 'racing', payload: 0 }]);
     const [held] = await q.receiveAll(1, 10_000, { lease_seconds: 2 });
     expect(held?.message_id).toBe('racing');
-    // The sweep's view of the lease, read before the holder's extend lands.
-    const [range] = await ranges.from('gaprace', 'shardId-000000000000', undefined, 10, true);
-    const [[index, lease] = []] = range?.leases ?? [];
-    const entry = range && index !== undefined ? await segments.entryAt('gaprace', range, index) : undefined;
-    if (!range || index === undefined || !lease || !entry) throw new Error('the lease is not in its range');
-    expect(entry.envelope.message_id).toBe('racing');
+    const target = await sweepView('gaprace');
+    expect(target.envelope.message_id).toBe('racing');
     expect((await q.extend({ receipt: held?.receipt, lease_seconds: 60 })).status).toBe(200);
 
-    const config = t.runtime.config.tenant.queues.gaprace;
-    const target = {
-      queue: 'gaprace',
-      range,
-      index,
-      sequence: entry.sequence,
-      envelope: entry.envelope,
-      lease,
-    };
-    expect(config && (await rangeFailures.evict(config, target, Date.now()))).toBe(false);
-    const after = await ranges.get('gaprace', 'shardId-000000000000', range.start);
-    expect(after && entryStatus(after, index, Date.now())).toBe('leased');
-    expect(after?.leases.get(index)?.expiresAt).toBeGreaterThan(Date.now() + 30_000);
+    expect(await evict(target)).toBe(false);
+    const after = await services().ranges.get('gaprace', 'shardId-000000000000', target.range.start);
+    expect(after && entryStatus(after, target.index, Date.now())).toBe('leased');
+    expect(after?.leases.get(target.index)?.expiresAt).toBeGreaterThan(Date.now() + 30_000);
 
     // Past the lease the sweep read: still the holder's, not delivered again.
     await new Promise((r) => setTimeout(r, 2500));
@@ -259,6 +264,24 @@ describe('the gap cap and an extend at once', () => {
     const trace = await t.api('/queues/gaprace/messages/racing');
     expect(trace.body.state).toBe('acked');
     expect(trace.body.attempts).toEqual([]);
+  }, 30_000);
+
+  it("gives back an ordered key the move took when the holder's ack lands in its range first", async () => {
+    const q = queueApi(t, 'gapracekeyed');
+    await q.produce([
+      { message_id: 'rk-head', key: 'a', payload: 0 },
+      { message_id: 'rk-next', key: 'a', payload: 1 },
+    ]);
+    const [head] = await q.receiveAll(1, 10_000, { max_messages: 1 });
+    expect(head?.message_id).toBe('rk-head');
+    const target = await sweepView('gapracekeyed');
+    expect((await q.ack([head?.receipt as string]))[0]?.status).toBe('acked');
+
+    expect(await evict(target)).toBe(false);
+    expect((await services().keys.getMany('gapracekeyed', ['a'])).get('a')?.busy_with).toBeUndefined();
+    const [next] = await q.receiveAll(1, 10_000);
+    expect(next?.message_id).toBe('rk-next');
+    expect((await q.ack([next?.receipt as string]))[0]?.status).toBe('acked');
   }, 30_000);
 });
 

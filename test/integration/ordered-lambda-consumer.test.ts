@@ -182,7 +182,7 @@ describe('an ordered queue with a Lambda consumer', () => {
     await until(() => allIn(['h-1', 'h-2'], 'acked'));
     // As if the invocation that acked h-1's retry died before releasing the key: busy for good,
     // and a new message of the key goes to the hold area behind it.
-    expect(await services().keys.claim(NS, 'hk', 'h-1')).toBe(true);
+    expect(await services().keys.claim(NS, 'hk', 'h-1')).toBe('taken');
     await q.produce([{ message_id: 'h-3', key: 'hk', payload: { n: 3 } }]);
     await until(() => allIn(['h-3'], 'held'));
     // The event source offers that invocation's batch again: h-1's retry, acked already.
