@@ -41,6 +41,14 @@ export interface ReceivedMessage<T = unknown> {
   attempt: number;
   enqueued_at: string;
   lease_expires_at: string;
+  /** Typed attributes, as the producer (or an SQS client's MessageAttributes) gave them. */
+  attributes?: Record<string, { data_type: string; string_value?: string; binary_value?: string }>;
+  /** The version of the queue's payload schema the payload was checked against. */
+  schema_ref?: string;
+  /** The producer's W3C trace context. */
+  traceparent?: string;
+  /** Set on a replay's copy, its retries and its redrives: the replay's id. */
+  replay_id?: string;
 }
 
 export type AckStatus = 'acked' | 'stale_receipt' | 'invalid_receipt';
@@ -164,6 +172,12 @@ export interface DeadLetter<T = unknown> {
   enqueued_at: string;
   dead_at: string;
   attempts: FailedAttempt[];
+  /** The version of the queue's payload schema the payload was checked against. */
+  schema_ref?: string;
+  /** The producer's W3C trace context. */
+  traceparent?: string;
+  /** Set on a replay's copy, its retries and its redrives: the replay's id. */
+  replay_id?: string;
 }
 
 export interface DlqPage<T = unknown> {

@@ -5,6 +5,7 @@ import { mapLimit } from '../core/async.js';
 import { commitStall, sameMarks } from '../core/commit-stall.js';
 import { namespaceParts, type QueueConfig, storageQuotaBytes, streamName } from '../core/config.js';
 import { drainView } from '../core/drain.js';
+import { deliveryContext } from '../core/envelope.js';
 import '../core/zod-mini.js';
 import { InvalidRequestError, MessageNotFoundError, NotFoundError } from '../core/errors.js';
 import { entryStatus, isFinished, type Range } from '../core/ranges.js';
@@ -63,6 +64,9 @@ export interface DeadLetter {
   enqueued_at: string;
   dead_at: string;
   attempts: AttemptView[];
+  schema_ref?: string;
+  traceparent?: string;
+  replay_id?: string;
 }
 
 const cursorSchema = z.strictObject({
@@ -180,6 +184,7 @@ export class Operations {
         enqueued_at: body?.produced_at ?? iso(item.produced_at),
         dead_at: iso(item.dead_at),
         attempts: history.map(attemptView),
+        ...deliveryContext(body ?? {}),
       };
     });
   }

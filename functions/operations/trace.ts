@@ -229,7 +229,12 @@ export class Tracer {
       enqueued_at: producedAt !== undefined ? iso(producedAt) : null,
       attempts: history.map(attemptView),
       events,
-      ...deliveryContext((first ?? ranged)?.envelope ?? {}),
+      ...deliveryContext((first ?? ranged)?.envelope ?? (await this.storedBody(state)) ?? {}),
     };
+  }
+
+  /** A message out of the lease layer (delayed, dead, acked there): its body as its item keeps it. */
+  private async storedBody(state: StateItem | undefined) {
+    return state ? (await this.deps.messages.bodies([state])).get(state.pk) : undefined;
   }
 }

@@ -80,6 +80,7 @@ export type StoredBody = Pick<
   | 'attributes'
   | 'schema_ref'
   | 'traceparent'
+  | 'replay'
   | 'produced_at'
   | 'payload'
   | 'claim'
@@ -704,6 +705,8 @@ export function storedBody(env: Envelope): StoredBody {
     ...(env.attributes ? { attributes: env.attributes } : {}),
     ...(env.schema_ref !== undefined ? { schema_ref: env.schema_ref } : {}),
     ...(env.traceparent !== undefined ? { traceparent: env.traceparent } : {}),
+    // A replay's copy stays one through its retries, the DLQ and a redrive (deliveries show `replay_id`).
+    ...(env.replay !== undefined ? { replay: env.replay } : {}),
     produced_at: env.produced_at,
     ...(env.claim ? { claim: env.claim } : { payload: env.payload }),
   };

@@ -20,6 +20,7 @@ beforeAll(async () => {
       slow: { shards: 1 },
       ordered: { shards: 1, ordered: true },
       twice: { shards: 1 },
+      retried: { shards: 1, max_attempts: 3, backoff_seconds: [0] },
     },
   });
 });
@@ -178,6 +179,42 @@ describe('replay', () => {
     await requeue.replay('twice', [record?.envelope as never], 'next-job', now);
     expect((await drain('twice', 1)).map((m) => m.replay_id)).toEqual(['next-job']);
   }, 30_000);
+
+  it('keeps a copy a replay through its retries, the DLQ and a redrive', async () => {
+    const q = queueApi(t, 'retried');
+    const from = Date.now();
+    await handled('retried', ['nacked', 'expired', 'dead']);
+    const res = await t.api('/queues/retried/replay', { body: { from: iso(from), rate_per_sec: 100 } });
+    const replayId = res.body.replay_id;
+    expect((await waitReplay('retried', replayId)).replayed).toBe(3);
+    const first = await q.receiveAll(3, 10_000, { lease_seconds: 1 });
+    const byId = new Map(first.map((m) => [m.message_id, m]));
+    expect([...byId.keys()].sort()).toEqual(['dead', 'expired', 'nacked']);
+    for (const m of first) expect(m).toMatchObject({ attempt: 1, replay_id: replayId });
+
+    // A nack's retry waits in its range; an expired lease's goes through the message's item.
+    expect((await q.nack({ receipt: byId.get('nacked')?.receipt, retry_after_seconds: 0 })).status).toBe(200);
+    expect((await q.nack({ receipt: byId.get('dead')?.receipt, retryable: false })).body.status).toBe(
+      'dead_lettered',
+    );
+    const again = await q.receiveAll(2, 15_000);
+    expect(again.map((m) => [m.message_id, m.attempt, m.replay_id]).sort()).toEqual([
+      ['expired', 2, replayId],
+      ['nacked', 2, replayId],
+    ]);
+    await q.ack(again.map((m) => m.receipt));
+
+    const dead = await t.api('/queues/retried/dlq/dead');
+    expect(dead.body).toMatchObject({ message_id: 'dead', replay_id: replayId });
+    expect((await t.api('/queues/retried/messages/dead')).body.replay_id).toBe(replayId);
+    const redrive = await t.api('/queues/retried/redrive', {
+      body: { rate_per_sec: 100, filter: { message_ids: ['dead'] } },
+    });
+    expect(redrive.status).toBe(202);
+    const [back] = await q.receiveAll(1, 15_000);
+    expect(back).toMatchObject({ message_id: 'dead', attempt: 1, replay_id: replayId });
+    await q.ack([back?.receipt as string]);
+  }, 60_000);
 
   it('refuses a window the log no longer keeps, or one that ends before it starts', async () => {
     const past = await t.api('/queues/window/replay', { body: { from: iso(Date.now() - 97 * 3_600_000) } });
