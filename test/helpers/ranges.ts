@@ -1,7 +1,5 @@
-import { expect } from 'vitest';
-import { QueryCommand } from '../../functions/aws/dynamodb.js';
 import type { Range } from '../../functions/core/ranges.js';
-import { rangesPk } from '../../functions/store/keys.js';
+import { RangeStore } from '../../functions/store/ranges.js';
 import type { TestRuntime } from './runtime.js';
 
 /** A range as the store reads it back, nothing leased or finished but what `over` says. */
@@ -27,25 +25,17 @@ export function aRange(start: string, over: Partial<Range> = {}): Range {
 
 /**
  * Admitted, unfinished entries per shard of `queue` (neither acked nor moved to the retry path or
- * a hold area), read in one consistent Query of each shard's ranges so an entry is never counted
- * twice. Shards are named as the emulator names them, `shardId-000000000000` on.
+ * a hold area), read consistently from the shard's commit point on (every range before it is
+ * finished), so an entry is never counted twice. Shards are named as the emulator names them.
  */
 export async function windowOccupancy(t: TestRuntime, queue: string, shards = 2): Promise<number[]> {
-  // An entry acked from its key's hold area is in both A and F: counted finished once.
-  const finished = (item: Record<string, unknown>) =>
-    new Set([...(item.A instanceof Set ? item.A : []), ...(item.F instanceof Set ? item.F : [])]).size;
+  const ranges = new RangeStore(t.runtime.clients.doc, t.runtime.config.tableName);
   return Promise.all(
     Array.from({ length: shards }, async (_, i) => {
-      const out = await t.runtime.clients.doc.send(
-        new QueryCommand({
-          TableName: t.runtime.config.tableName,
-          KeyConditionExpression: 'pk = :pk',
-          ExpressionAttributeValues: { ':pk': rangesPk(queue, `shardId-${String(i).padStart(12, '0')}`) },
-          ConsistentRead: true,
-        }),
-      );
-      expect(out.LastEvaluatedKey).toBeUndefined();
-      return (out.Items ?? []).reduce((n, item) => n + item.n - finished(item), 0);
+      const shard = `shardId-${String(i).padStart(12, '0')}`;
+      const open = await ranges.from(queue, shard, await ranges.commitHint(queue, shard), 100_000, true);
+      // An entry acked from its key's hold area is in both: counted finished once.
+      return open.reduce((n, r) => n + r.count - new Set([...r.acked, ...r.failed]).size, 0);
     }),
   );
 }
