@@ -119,25 +119,24 @@ export function goalRows(inputs: GoalInputs): GoalRow[] {
     perMessage(id, figure, run, (c) => c.perMessage.writeUnitsAllIn, limit, { exact: indexReported });
   const readUnits = (id: string, figure: string, run: string) =>
     perMessage(id, figure, run, (c) => c.perMessage.readUnits, LIMITS.readUnits);
+  const dollars = (id: string, figure: string, run: string, limit: number, beside: string) =>
+    perMessage(id, figure, run, (c) => c.total, limit, {
+      exact: indexReported,
+      dollars: true,
+      goal: `≤ $${limit.toFixed(2)} (${beside})`,
+    });
   const sqs = (queue: SqsCost['queue'], mode: SqsCost['mode']) =>
     inputs.sqs.find((s) => s.queue === queue && s.mode === mode)?.usdPerMillion ?? Number.NaN;
   return [
     writeUnits('wru-server-ids', 'WRU / msg, server ids', RUN.headline, LIMITS.writeUnitsServerIds),
     writeUnits('wru-producer-ids', 'WRU / msg, producer ids', RUN.producerIds, LIMITS.writeUnitsProducerIds),
     readUnits('rru', 'RRU / msg', RUN.headline),
-    perMessage(
+    dollars(
       'usd-per-million',
       '$ / million msgs all-in',
       RUN.headline,
-      (c) => c.total,
       LIMITS.usdPerMillion,
-      {
-        exact: indexReported,
-        dollars: true,
-        goal:
-          `≤ $${LIMITS.usdPerMillion.toFixed(2)} (SQS std batched $${sqs('standard', 'batched').toFixed(2)}, ` +
-          `FIFO unbatched $${sqs('FIFO', 'unbatched').toFixed(2)})`,
-      },
+      `SQS std batched $${sqs('standard', 'batched').toFixed(2)}, FIFO unbatched $${sqs('FIFO', 'unbatched').toFixed(2)}`,
     ),
     writeUnits('wru-ordered', 'WRU / msg, ordered', RUN.ordered, LIMITS.writeUnitsOrdered),
     writeUnits(
@@ -148,17 +147,12 @@ export function goalRows(inputs: GoalInputs): GoalRow[] {
     ),
     readUnits('rru-ordered', 'RRU / msg, ordered', RUN.ordered),
     readUnits('rru-ordered-hot', 'RRU / msg, ordered, a hot key', RUN.orderedHot),
-    perMessage(
+    dollars(
       'usd-per-million-ordered',
       '$ / million msgs all-in, ordered',
       RUN.ordered,
-      (c) => c.total,
       LIMITS.usdPerMillionOrdered,
-      {
-        exact: indexReported,
-        dollars: true,
-        goal: `≤ $${LIMITS.usdPerMillionOrdered.toFixed(2)} (SQS FIFO batched $${sqs('FIFO', 'batched').toFixed(2)})`,
-      },
+      `SQS FIFO batched $${sqs('FIFO', 'batched').toFixed(2)}`,
     ),
     writeUnits(
       'wru-failed-attempt',
