@@ -31,6 +31,19 @@ function readJson(path: string, shown: string): unknown {
   try {
     return JSON.parse(text);
   } catch (err) {
-    throw new ConfigError(`${shown}: not valid JSON: ${(err as Error).message}`, []);
+    const message = (err as Error).message;
+    throw new ConfigError(`${shown}${jsonErrorPlace(text, message)}: not valid JSON: ${message}`, []);
   }
+}
+
+/** `:line:column` of a JSON.parse error's "position N", or nothing when it does not say. */
+export function jsonErrorPlace(text: string, message: string): string {
+  const lineCol = /line (\d+) column (\d+)/.exec(message);
+  if (lineCol) return `:${lineCol[1]}:${lineCol[2]}`;
+  const pos = /position (\d+)/.exec(message);
+  if (!pos) return '';
+  const before = text.slice(0, Number(pos[1]));
+  const line = before.split('\n').length;
+  const column = Number(pos[1]) - before.lastIndexOf('\n');
+  return `:${line}:${column}`;
 }

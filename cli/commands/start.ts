@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Command } from 'commander';
@@ -49,37 +49,11 @@ export function registerStart(program: Command): void {
 
 /** The checks `npm start` makes on the tenant file, as a UsageError naming the file (and line). */
 export function checkTenantFile(path: string): void {
-  const full = resolve(path);
-  let text: string;
   try {
-    text = readFileSync(full, 'utf8');
-  } catch {
-    throw new UsageError(`${path}: not found`);
-  }
-  try {
-    JSON.parse(text);
-  } catch (err) {
-    throw new UsageError(
-      `${path}${jsonErrorPlace(text, (err as Error).message)}: not valid JSON: ${(err as Error).message}`,
-    );
-  }
-  try {
-    const tenant = parseTenantConfig(loadTenantFile(full, path), path);
+    const tenant = parseTenantConfig(loadTenantFile(resolve(path), path), path);
     checkPayloadSchemas(tenant, path);
   } catch (err) {
     if (err instanceof ConfigError) throw new UsageError(err.message);
     throw err;
   }
-}
-
-/** `:line:column` of a JSON.parse error's "position N", or nothing when it does not say. */
-export function jsonErrorPlace(text: string, message: string): string {
-  const lineCol = /line (\d+) column (\d+)/.exec(message);
-  if (lineCol) return `:${lineCol[1]}:${lineCol[2]}`;
-  const pos = /position (\d+)/.exec(message);
-  if (!pos) return '';
-  const before = text.slice(0, Number(pos[1]));
-  const line = before.split('\n').length;
-  const column = Number(pos[1]) - before.lastIndexOf('\n');
-  return `:${line}:${column}`;
 }

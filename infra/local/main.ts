@@ -6,20 +6,45 @@ import { checkPayloadSchemas } from '../../functions/core/payload-schema.js';
 import { loadTenantFile } from '../tenant-file.js';
 import { DYNAMODB_EMULATOR_ENV, dynamodbEmulatorSchema } from './emulators.js';
 import { startRuntime } from './runtime.js';
+import { checkPortFree, nearestOption, StartupError } from './startup-checks.js';
 
 /** `npm start`: the whole system on 127.0.0.1 (docs/contract.md, "The local runtime"). */
 
-const { values } = parseArgs({
-  options: {
-    config: { type: 'string' },
-    port: { type: 'string' },
-    'data-dir': { type: 'string' },
-  },
-});
+const OPTIONS = {
+  config: { type: 'string' },
+  port: { type: 'string' },
+  'data-dir': { type: 'string' },
+} as const;
+
+/** The flags, or a StartupError naming the unknown one and the flag it is near. */
+function flags() {
+  try {
+    return parseArgs({ options: OPTIONS }).values;
+  } catch (err) {
+    const unknown = /Unknown option '([^']+)'/.exec((err as Error).message)?.[1];
+    const near =
+      unknown &&
+      nearestOption(
+        unknown,
+        Object.keys(OPTIONS).map((o) => `--${o}`),
+      );
+    throw new StartupError(
+      unknown
+        ? `unknown option '${unknown}'${near ? ` (did you mean ${near}?)` : ''}: the options are --config, --port and --data-dir`
+        : (err as Error).message,
+    );
+  }
+}
+
+const PORT_ERROR = 'not a port number (0 to 65535)';
 
 const optionsSchema = z.object({
   config: z.string().min(1),
-  port: z.coerce.number().int().min(0).max(65_535),
+  port: z.coerce
+    .number({ error: PORT_ERROR })
+    .int({ error: PORT_ERROR })
+    .min(0, { error: PORT_ERROR })
+    .max(65_535, { error: PORT_ERROR }),
   dataDir: z.string().min(1),
   adminKey: z.string().min(16, 'LEASEQ_ADMIN_KEY must be at least 16 characters').optional(),
   dynamodb: dynamodbEmulatorSchema,
@@ -28,6 +53,7 @@ const optionsSchema = z.object({
 async function main(): Promise<void> {
   // Locally, EMF documents on stdout are noise; LEASEQ_METRICS=stdout shows them.
   if (process.env.LEASEQ_METRICS !== 'stdout') process.env.POWERTOOLS_METRICS_DISABLED = 'true';
+  const values = flags();
   const options = optionsSchema.parse({
     config: values.config ?? process.env.LEASEQ_CONFIG ?? 'tenants/local.json',
     port: values.port ?? process.env.PORT ?? 4000,
@@ -38,6 +64,7 @@ async function main(): Promise<void> {
   const configPath = resolve(options.config);
   const tenant = parseTenantConfig(loadTenantFile(configPath), configPath);
   checkPayloadSchemas(tenant, configPath);
+  await checkPortFree(options.port);
   const runtime = await startRuntime({
     tenant,
     dataDir: resolve(options.dataDir),
@@ -80,11 +107,17 @@ async function main(): Promise<void> {
   process.on('SIGTERM', () => void stop('SIGTERM'));
 }
 
+// A mistake in what was asked for is one line and exit 2 (as `leaseq start`); anything else is a bug.
 main().catch((err: unknown) => {
-  if (err instanceof ConfigError || err instanceof z.core.$ZodError) {
+  if (err instanceof ConfigError || err instanceof StartupError) {
     process.stderr.write(`leaseq: ${err.message}\n`);
-  } else {
-    process.stderr.write(`leaseq: failed to start: ${(err as Error).stack ?? String(err)}\n`);
+    process.exit(2);
   }
+  if (err instanceof z.ZodError) {
+    const issue = err.issues[0];
+    process.stderr.write(`leaseq: ${issue?.path.join('.') || 'options'}: ${issue?.message ?? err.message}\n`);
+    process.exit(2);
+  }
+  process.stderr.write(`leaseq: failed to start: ${(err as Error).stack ?? String(err)}\n`);
   process.exit(1);
 });

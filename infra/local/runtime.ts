@@ -32,6 +32,7 @@ import { startGateway } from './http-gateway.js';
 import { repairIndex } from './index-repair.js';
 import { ensureResources } from './resources.js';
 import { type Schedule, startSchedule } from './schedule.js';
+import { lockDataDir } from './startup-checks.js';
 
 /**
  * The embedded default: the same handlers as on AWS, with the emulators playing DynamoDB,
@@ -82,6 +83,16 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
   // A schema that does not compile must refuse to start, not fail every produce.
   checkPayloadSchemas(options.tenant);
   mkdirSync(options.dataDir, { recursive: true });
+  const unlock = lockDataDir(options.dataDir);
+  try {
+    return await startOn(options, unlock);
+  } catch (err) {
+    unlock();
+    throw err;
+  }
+}
+
+async function startOn(options: RuntimeOptions, unlock: () => void): Promise<Runtime> {
   const adminKey = options.adminKey ?? loadOrCreateAdminKey(options.dataDir);
   const secretsKey = loadOrCreateSecretsKey(options.dataDir);
   const sqsCredentials = loadOrCreateSqsCredentials(options.dataDir);
@@ -185,6 +196,7 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
         await eventSource.stop();
         clients.destroy();
         await emulators.close();
+        unlock();
       },
     };
   } catch (err) {

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { jsonErrorPlace } from '../../cli/commands/start.js';
 import { drainText } from '../../cli/commands/stats.js';
 import { bytes, duration, num, percent, preview, usd } from '../../cli/output.js';
 import { SIZING_DEFAULTS, size } from '../../cli/sizing.js';
+import { jsonErrorPlace } from '../../infra/tenant-file.js';
 
 /** The sizing arithmetic against a hand calculation, and the formatting helpers. */
 

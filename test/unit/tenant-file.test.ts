@@ -42,13 +42,13 @@ describe('a tenant file with schema files', () => {
     );
   });
 
-  it('answers a tenant file that is missing or not JSON with its name', () => {
+  it('answers a tenant file that is missing or not JSON with its name (and where)', () => {
     expect(() => loadTenantFile(join(dir, 'absent.json'), 'tenants/absent.json')).toThrow(
       'tenants/absent.json: not found',
     );
     writeFileSync(join(dir, 'bad.json'), '{');
     expect(() => loadTenantFile(join(dir, 'bad.json'), 'tenants/bad.json')).toThrow(
-      /^tenants\/bad.json: not valid JSON/,
+      /^tenants\/bad.json:1:2: not valid JSON/,
     );
   });
 });
