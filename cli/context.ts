@@ -140,15 +140,5 @@ export async function confirm(question: string): Promise<boolean> {
   }
 }
 
-export const sleep = (ms: number, signal?: AbortSignal) =>
-  new Promise<void>((resolve) => {
-    const timer = setTimeout(resolve, ms);
-    signal?.addEventListener(
-      'abort',
-      () => {
-        clearTimeout(timer);
-        resolve();
-      },
-      { once: true },
-    );
-  });
+/** The client's: resolves after `ms` or at once on abort, and leaves no listener behind on the signal. */
+export { sleep } from '../client/retry.js';
