@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
-import { ConfigError } from '../functions/core/config.js';
+import { ConfigError, parseTenantConfig, type TenantConfig } from '../functions/core/config.js';
+import { checkPayloadSchemas } from '../functions/core/payload-schema.js';
 
 /**
  * Reads a tenant file for `npm start` and `cdk synth`: its JSON, with each queue's `"schema":
@@ -19,6 +20,13 @@ export function loadTenantFile(path: string, shown = path): unknown {
     (queue as { schema: unknown }).schema = readJson(file, `${shown}: queues.${name}.schema (${schema})`);
   }
   return raw;
+}
+
+/** The tenant file, parsed and checked as `npm start` and `leaseq start` need it (ConfigError naming `shown`). */
+export function readTenant(path: string, shown = path): TenantConfig {
+  const tenant = parseTenantConfig(loadTenantFile(path, shown), shown);
+  checkPayloadSchemas(tenant, shown);
+  return tenant;
 }
 
 function readJson(path: string, shown: string): unknown {

@@ -3,9 +3,8 @@ import { existsSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Command } from 'commander';
-import { ConfigError, parseTenantConfig } from '../../functions/core/config.js';
-import { checkPayloadSchemas } from '../../functions/core/payload-schema.js';
-import { loadTenantFile } from '../../infra/tenant-file.js';
+import { ConfigError } from '../../functions/core/config.js';
+import { readTenant } from '../../infra/tenant-file.js';
 import { UsageError } from '../context.js';
 
 /**
@@ -50,8 +49,7 @@ export function registerStart(program: Command): void {
 /** The checks `npm start` makes on the tenant file, as a UsageError naming the file (and line). */
 export function checkTenantFile(path: string): void {
   try {
-    const tenant = parseTenantConfig(loadTenantFile(resolve(path), path), path);
-    checkPayloadSchemas(tenant, path);
+    readTenant(resolve(path), path);
   } catch (err) {
     if (err instanceof ConfigError) throw new UsageError(err.message);
     throw err;

@@ -1,9 +1,8 @@
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
-import { ConfigError, parseTenantConfig } from '../../functions/core/config.js';
-import { checkPayloadSchemas } from '../../functions/core/payload-schema.js';
-import { loadTenantFile } from '../tenant-file.js';
+import { ConfigError } from '../../functions/core/config.js';
+import { readTenant } from '../tenant-file.js';
 import { DYNAMODB_EMULATOR_ENV, dynamodbEmulatorSchema } from './emulators.js';
 import { startRuntime } from './runtime.js';
 import { checkPortFree, nearestOption, StartupError } from './startup-checks.js';
@@ -22,15 +21,11 @@ function flags() {
     return parseArgs({ options: OPTIONS }).values;
   } catch (err) {
     const unknown = /Unknown option '([^']+)'/.exec((err as Error).message)?.[1];
-    const near =
-      unknown &&
-      nearestOption(
-        unknown,
-        Object.keys(OPTIONS).map((o) => `--${o}`),
-      );
+    const known = Object.keys(OPTIONS).map((o) => `--${o}`);
+    const near = unknown && nearestOption(unknown, known);
     throw new StartupError(
       unknown
-        ? `unknown option '${unknown}'${near ? ` (did you mean ${near}?)` : ''}: the options are --config, --port and --data-dir`
+        ? `unknown option '${unknown}'${near ? ` (did you mean ${near}?)` : ''}: the options are ${known.join(', ')}`
         : (err as Error).message,
     );
   }
@@ -62,8 +57,7 @@ async function main(): Promise<void> {
     dynamodb: process.env[DYNAMODB_EMULATOR_ENV] || undefined,
   });
   const configPath = resolve(options.config);
-  const tenant = parseTenantConfig(loadTenantFile(configPath), configPath);
-  checkPayloadSchemas(tenant, configPath);
+  const tenant = readTenant(configPath);
   await checkPortFree(options.port);
   const runtime = await startRuntime({
     tenant,
