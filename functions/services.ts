@@ -25,7 +25,6 @@ import { BufferedAdds } from './store/buffered-adds.js';
 import { CommitMarks } from './store/commit-marks.js';
 import { Counters } from './store/counters.js';
 import { DedupStore } from './store/dedup.js';
-import { ExpiryMarks } from './store/expiry-marks.js';
 import { KeyBlocks } from './store/key-blocks.js';
 import { KeyHolds } from './store/key-holds.js';
 import { KeyStates } from './store/key-states.js';
@@ -39,7 +38,6 @@ import { SegmentStore } from './store/segments.js';
 import { SqsCredentialStore } from './store/sqs-credentials.js';
 import { StorageMeter } from './store/storage.js';
 import { TotalsSamples } from './store/totals-samples.js';
-import { ExpiryWatch } from './sweep/expiry-watch.js';
 
 /**
  * The adapters and services of one function instance, built once from its config and
@@ -111,14 +109,7 @@ export function buildServices(config: RuntimeConfig, clients: AwsClients) {
     }),
     admission,
     fastAdmission: new FastAdmission({ tenant, admission, reader }),
-    expiryWatch: new ExpiryWatch({
-      tenant,
-      shards,
-      reader,
-      ranges,
-      counters,
-      marks: new ExpiryMarks(clients.doc, table),
-    }),
+    reader,
     /** Admissions of this table's queues in this process. */
     admissions: {
       announcesAll: config.admissionsInProcess === true,

@@ -7,7 +7,9 @@ import { consumerNamespace } from '../core/config.js';
 import type { RuntimeConfig } from '../core/runtime-config.js';
 import { metricsOptions, publishGauges, SERVICE } from '../observability/metrics.js';
 import { buildServices } from '../services.js';
+import { ExpiryMarks } from '../store/expiry-marks.js';
 import { BlockedKeys } from './blocked-keys.js';
+import { ExpiryWatch } from './expiry-watch.js';
 import { HeldSweep } from './held-sweep.js';
 import { Sweeper, type SweepReport } from './sweeper.js';
 
@@ -34,6 +36,8 @@ export function createSweepHandler(
   metrics = new Metrics(metricsOptions(SERVICE.sweep, config.tenant.tenant)),
 ): SweepHandler {
   const services = buildServices(config, clients);
+  // Only the sweep watches for expiries: built here, not in every function's services.
+  const expiryWatch = new ExpiryWatch({ ...services, marks: new ExpiryMarks(clients.doc, config.tableName) });
   const sweeper = new Sweeper({
     ...services,
     blockedKeys: new BlockedKeys(services),
@@ -51,7 +55,7 @@ export function createSweepHandler(
       for (const namespace of [queue, ...queueConfig.consumers.map((c) => consumerNamespace(queue, c.name))])
         await services.storage.expireDeadLetters(namespace, Date.now());
       // Counted into the totals first, published as this interval's new ones (the alarm clears after).
-      const expired = await services.expiryWatch.check(queue, queueConfig);
+      const expired = await expiryWatch.check(queue, queueConfig);
       const expiredTotal = [...expired.values()].reduce((a, n) => a + n, 0);
       const s = await services.operations.stats(queue, queueConfig, { keepMarks: true });
       // The stats' drain rates come from these, a gauge interval apart (none for an unused queue).
