@@ -8,6 +8,7 @@ import type { AwsClients } from './aws/clients.js';
 import { ClaimStore } from './claims/claims.js';
 import { HeldDelivery } from './consume/held-delivery.js';
 import { KeyOrder } from './consume/key-order.js';
+import { OrderedLook } from './consume/ordered-look.js';
 import { RangeFailures } from './consume/range-failures.js';
 import { Requeue } from './consume/requeue.js';
 import { KeyRing } from './core/auth.js';
@@ -67,12 +68,15 @@ export function buildServices(config: RuntimeConfig, clients: AwsClients) {
   const samples = new TotalsSamples(clients.doc, table);
   const pollCancels = new PollCancels(clients.doc, table);
   const reader = new ShardReader(clients.kinesis);
+  const windows = new OrderedLook({ ranges, blocks, keys });
   const admission = new RangeAdmission({
     ranges,
     segments,
     messages,
     dedup,
+    windows,
     waiters: {
+      waits: (queue) => processAdmissions.waits(`${table}/${queue}`),
       reserve: (queue, offers, now) => processAdmissions.reserve(`${table}/${queue}`, offers, now),
       notify: (queue, entries, ranges) => processAdmissions.notify(`${table}/${queue}`, entries, ranges),
     },
@@ -107,6 +111,7 @@ export function buildServices(config: RuntimeConfig, clients: AwsClients) {
       shards,
       storage,
     }),
+    windows,
     admission,
     fastAdmission: new FastAdmission({ tenant, admission, reader }),
     reader,

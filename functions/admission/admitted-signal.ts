@@ -66,6 +66,11 @@ export class AdmittedSignal {
   /** Per queue, admissions notified so far: what a look that ran during one has missed. */
   private readonly admissions = new Map<string, number>();
 
+  /** Whether a receiver of the queue waits here now. */
+  waits(queue: string): boolean {
+    return (this.waiting.get(queue)?.size ?? 0) > 0;
+  }
+
   /** Taken before a look, passed to `wait` after it: an admission during the look is not missed. */
   seen(queue: string): number {
     return this.admissions.get(queue) ?? 0;

@@ -1,7 +1,8 @@
+import type { OrderedLook } from '../consume/ordered-look.js';
 import { mapLimit, sleep } from '../core/async.js';
 import { isNamespace, keyOrdered, namespaceParts, type QueueConfig } from '../core/config.js';
 import { decodeEnvelope, type Envelope, payloadBytes } from '../core/envelope.js';
-import { keyTag } from '../core/ordering.js';
+import { admittedRuns, keyTag } from '../core/ordering.js';
 import {
   admittedTotal,
   compareSequence,
@@ -18,7 +19,7 @@ import { admissionId, producerMarksBy } from '../core/replay-policy.js';
 import { retentionTtls } from '../core/retention.js';
 import type { DedupStore } from '../store/dedup.js';
 import type { MessageStore } from '../store/messages.js';
-import type { RangeStore } from '../store/ranges.js';
+import { type NewEntries, type NewRange, type RangeStore, rangeAsCreated } from '../store/ranges.js';
 import type { SegmentEntry, SegmentStore } from '../store/segments.js';
 import type { Reservation } from './admitted-signal.js';
 
@@ -45,9 +46,10 @@ export interface RangeAdmissionDeps {
   segments: SegmentStore;
   messages: MessageStore;
   dedup: DedupStore;
-  /** Ordered pull queues: where each key's messages go. */
   /** Long polls of this process waiting for new ranges: leased entries as they are created, or woken. */
   waiters?: AdmissionWaiters;
+  /** Ordered pull queues: a shard's window and blocked keys, read to lease free keys' runs at creation. */
+  windows?: Pick<OrderedLook, 'window'>;
   /** How long a batch waits for a full window to free room before it gives up. */
   windowWaitMs?: number;
   now?: () => number;
@@ -55,6 +57,8 @@ export interface RangeAdmissionDeps {
 
 /** An AdmittedSignal (admitted-signal.ts) for this table's queues. */
 export interface AdmissionWaiters {
+  /** Whether a receiver of the queue waits now. */
+  waits(queue: string): boolean;
   reserve(queue: string, offers: readonly Offer[], now: number): Reservation | undefined;
   notify(queue: string, entries: number, ranges: readonly Range[]): void;
 }
@@ -73,6 +77,12 @@ export interface CatchUpOptions extends AdmitOptions {
   guess?: string;
 }
 
+/** A new range and how its entries start. */
+interface SlotRange {
+  range: NewRange;
+  entries: Omit<NewEntries, 'leases'>;
+}
+
 interface Layout {
   entries: SegmentEntry[];
   ranges: { offset: number; count: number; base: number; slice: SegmentEntry[]; keys?: string[] }[];
@@ -85,6 +95,11 @@ export interface LogRecord {
 
 /** How many closed ranges one look for the commit point reads at a time. */
 const COMMIT_PAGE = 50;
+/**
+ * The longest window an ordered admission reads to lease to waiting receivers: receivers wait
+ * when they keep up, and then the window is a few ranges.
+ */
+const ORDERED_WINDOW_RANGES = 16;
 const WINDOW_POLL_MS = 100;
 
 export class RangeAdmission {
@@ -171,7 +186,13 @@ export class RangeAdmission {
     // its range until its time, first of its key, so the key's later messages wait behind it.
     const ordered = keyOrdered(queue, config);
     const layout = this.layout(head, batch, ordered);
-    const [segment, admitted] = await Promise.all([
+    // An ordered queue's receivers waiting here are leased free keys' runs as their ranges are
+    // created, which needs the shard's window and blocked keys: read while the segment is written.
+    const window =
+      ordered && this.deps.waiters?.waits(queue)
+        ? this.deps.windows?.window(queue, shard, head, ORDERED_WINDOW_RANGES).catch(() => undefined)
+        : undefined;
+    const [segment, admitted, view] = await Promise.all([
       this.putSegment(queue, shard, layout, bodyTtl),
       (async () => {
         // Not yet due (produce's delay_seconds), unordered: the delay store keeps it; it comes
@@ -192,6 +213,7 @@ export class RangeAdmission {
           ),
         );
       })(),
+      window,
     ]);
     // Every record of the batch enters the ranges, what is not delivered from here (a delayed
     // entry, a copy passed over) finished at once: the shard's last range then covers all it
@@ -203,7 +225,11 @@ export class RangeAdmission {
         .filter((r) => ordered && admitted.has(r) && !due(r))
         .map((r) => [r.sequence, Date.parse(r.envelope.deliver_after as string)] as const),
     );
-    if (!(await this.write(queue, shard, layout, segment, bodyTtl, stopOnLoss, finished, waiting, ordered)))
+    const slots = layout.ranges.map((slot) => this.slotRange(shard, slot, segment, finished, waiting));
+    const reservation = ordered
+      ? view && this.reserveRuns(queue, config, layout, slots, view)
+      : this.reserve(queue, layout, finished);
+    if (!(await this.write(queue, layout, slots, bodyTtl, stopOnLoss, reservation, !ordered)))
       return this.doneAfterLostRace(queue, shard, records);
     return skipped + cut;
   }
@@ -349,65 +375,104 @@ export class RangeAdmission {
    */
   private async write(
     queue: string,
-    shard: string,
     layout: Layout,
-    segment: Pick<SegmentRef, 'id' | 'store'>,
+    slots: readonly SlotRange[],
     ttl: number,
     stopOnLoss: boolean,
-    /** Entries that enter their range finished: delayed, passed over. */
-    finished: ReadonlySet<string> = new Set(),
-    /** An ordered queue's entries that wait in their range until their time (by sequence). */
-    waiting: ReadonlyMap<string, number> = new Map(),
-    /** An ordered queue: waiting receivers are woken to look, not handed entries. */
-    ordered = false,
+    /** Waiting receivers' leases, written with the ranges. */
+    reservation: Reservation | undefined,
+    /** Hand waiting receivers shares of what is left free; an ordered queue's are woken to look. */
+    share: boolean,
   ): Promise<boolean> {
     let written = 0;
     const fresh: Range[] = [];
-    const reservation = ordered ? undefined : this.reserve(queue, layout, finished);
     const ours: (Range | undefined)[] = [];
     try {
-      for (const [slot, { offset, count, base, slice, keys }] of layout.ranges.entries()) {
-        const start = (slice[0] as SegmentEntry).sequence;
-        const created = await this.deps.ranges.create(
-          queue,
-          {
-            shard,
-            start,
-            last: (slice.at(-1) as SegmentEntry).sequence,
-            count,
-            base,
-            enqueuedAt: Math.min(...slice.map((e) => Date.parse(e.envelope.enqueued_at))),
-            segment: { ...segment, offset },
-            ...(keys ? { keys } : {}),
-          },
-          ttl,
-          {
-            finished: indexesIn(slice, finished),
-            waiting: new Map(
-              slice.flatMap((e, index) => {
-                const dueAt = waiting.get(e.sequence);
-                return dueAt === undefined ? [] : [[index, dueAt] as const];
-              }),
-            ),
-            ...(reservation ? { leases: reservation.leases(slot) } : {}),
-          },
-        );
+      for (const [slot, { range: newRange, entries }] of slots.entries()) {
+        const created = await this.deps.ranges.create(queue, newRange, ttl, {
+          ...entries,
+          ...(reservation ? { leases: reservation.leases(slot) } : {}),
+        });
         // Its leases are the reservation's when the range is this write's (one that landed, then its retry).
         const range =
           created ??
           (await this.deps.ranges
-            .get(queue, shard, start)
-            .then((r) => (r?.segment.id === segment.id ? r : undefined)));
+            .get(queue, newRange.shard, newRange.start)
+            .then((r) => (r?.segment.id === newRange.segment.id ? r : undefined)));
         if (!range && stopOnLoss) break;
-        if (range) written += count;
+        if (range) written += newRange.count;
         if (created) fresh.push(created);
         ours[slot] = range;
       }
     } finally {
       reservation?.settle(ours, (slot, index) => layout.ranges[slot]?.slice[index] as SegmentEntry);
     }
-    if (written) this.deps.waiters?.notify(queue, written - (reservation?.count ?? 0), ordered ? [] : fresh);
+    if (written) this.deps.waiters?.notify(queue, written - (reservation?.count ?? 0), share ? fresh : []);
     return !stopOnLoss || written === layout.entries.length;
+  }
+
+  /** A slot of the layout as the range to create: where it points, and how its entries start. */
+  private slotRange(
+    shard: string,
+    { offset, count, base, slice, keys }: Layout['ranges'][number],
+    segment: Pick<SegmentRef, 'id' | 'store'>,
+    /** Entries that enter their range finished: delayed, passed over. */
+    finished: ReadonlySet<string>,
+    /** An ordered queue's entries that wait in their range until their time (by sequence). */
+    waiting: ReadonlyMap<string, number>,
+  ): SlotRange {
+    return {
+      range: {
+        shard,
+        start: (slice[0] as SegmentEntry).sequence,
+        last: (slice.at(-1) as SegmentEntry).sequence,
+        count,
+        base,
+        enqueuedAt: Math.min(...slice.map((e) => Date.parse(e.envelope.enqueued_at))),
+        segment: { ...segment, offset },
+        ...(keys ? { keys } : {}),
+      },
+      entries: {
+        finished: indexesIn(slice, finished),
+        waiting: new Map(
+          slice.flatMap((e, index) => {
+            const dueAt = waiting.get(e.sequence);
+            return dueAt === undefined ? [] : [[index, dueAt] as const];
+          }),
+        ),
+      },
+    };
+  }
+
+  /**
+   * An ordered queue's runs of free keys in the new ranges (ordering.ts admittedRuns: nothing of
+   * the key unfinished in the window, the key not blocked) offered to the receivers waiting here,
+   * each run whole to one of them: the key's first entries, leased as they are created. A run
+   * ends before an entry that carries no payload of its own (a retry's points elsewhere).
+   */
+  private reserveRuns(
+    queue: string,
+    config: QueueConfig,
+    layout: Layout,
+    slots: readonly SlotRange[],
+    view: { ranges: Range[]; blocked: Set<string> },
+  ): Reservation | undefined {
+    const now = this.now();
+    const fresh = slots.map(({ range, entries }) => rangeAsCreated(range, entries));
+    const entryOf = (range: Range, index: number) =>
+      layout.ranges[fresh.indexOf(range)]?.slice[index] as SegmentEntry;
+    const offers = admittedRuns(view.ranges, fresh, config.max_per_key, now, view.blocked).flatMap(
+      (run, n) => {
+        const cut = run.entries.findIndex(({ range, index }) => entryOf(range, index).envelope.ref);
+        return (cut < 0 ? run.entries : run.entries.slice(0, cut)).map(({ range, index }) => ({
+          slot: fresh.indexOf(range),
+          index,
+          bytes: payloadBytes(entryOf(range, index).envelope),
+          run: n,
+        }));
+      },
+    );
+    return this.deps.waiters?.reserve(queue, offers, now);
   }
 
   /**

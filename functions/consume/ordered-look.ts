@@ -56,7 +56,13 @@ export class OrderedLook {
     want: number,
     now: number,
   ): Promise<{ runs: KeyRun[]; blocked: Map<string, number> }> {
-    const ranges = await this.read(queue, shard, config.max_per_key, want, now);
+    // A page more a look costs more read units than the receivers racing for fewer runs lose.
+    const ranges = await this.read(
+      queue,
+      shard,
+      MAX_RANGES,
+      (read) => keyRuns(read, config.max_per_key, now).reduce((n, r) => n + r.entries.length, 0) >= want,
+    );
     // After the ranges: a key's entry finished there by a failure was blocked before it.
     const blocked = await this.deps.blocks.read(queue, shard);
     const tags = new Set([...blocked.keys()].map(keyTag));
@@ -123,7 +129,12 @@ export class OrderedLook {
     });
   }
 
-  /** One all-or-none write per range, oldest first; a run that loses a range ends there. */
+  /**
+   * One all-or-none write per range; a run that loses a range ends there. When a run spans
+   * ranges they go one after another, oldest first, so a key's later entry is never leased without
+   * its earlier one; otherwise (always with `max_per_key` 1) all at once, not one round trip after
+   * another.
+   */
   private async write(
     queue: string,
     runs: GatedRun[],
@@ -132,42 +143,55 @@ export class OrderedLook {
   ): Promise<OrderedLeased[]> {
     const live = new Set(runs);
     const leased: OrderedLeased[] = [];
-    for (const pick of runPicks(runs)) {
-      const mine = (run: GatedRun) =>
-        run.entries.filter((e) => e.range.start === pick.range.start && e.range.shard === pick.range.shard);
-      let here = [...live].filter((run) => mine(run).length);
-      // What a fresh read shows still as it was picked.
-      const still = async () => {
-        const fresh = await this.deps.ranges.get(queue, pick.range.shard, pick.range.start);
-        return fresh ? here.filter((run) => mine(run).every((e) => unchanged(fresh, e.range, e.index))) : [];
-      };
-      // Contended: a consistent read first finds most of what was taken since the look for a read
-      // unit, where the write would fail for a write unit.
-      if (here.length && (this.contendedUntil.get(queue) ?? 0) > Date.now()) here = await still();
-      let written = here.length
-        ? await this.writeRange(queue, pick.range, here.flatMap(mine), lease)
-        : undefined;
-      if (here.length && !written) {
-        this.contendedUntil.set(queue, Date.now() + CONTENDED_MS);
-        // Taken meanwhile: once more with what is still as it was picked.
-        here = await still();
-        written = here.length
-          ? await this.writeRange(queue, pick.range, here.flatMap(mine), lease)
-          : undefined;
-      }
-      // A run that did not get its entries here ends here: its later ones wait for them.
-      for (const run of live) if (mine(run).length && (!written || !here.includes(run))) live.delete(run);
-      if (!written) continue;
-      for (const run of here)
-        for (const e of mine(run))
-          leased.push({
-            range: written,
-            index: e.index,
-            entry: entries.get(entryName(e)) as SegmentEntry,
-            holdsKey: run.holds === true,
-          });
-    }
+    const picks = runPicks(runs);
+    const linked = runs.some((run) => run.entries.some((e) => e.range !== run.entries[0]?.range));
+    for (const wave of linked ? picks.map((pick) => [pick]) : [picks])
+      await Promise.all(
+        wave.map(async (pick) => {
+          const { range, here } = await this.writePick(queue, pick, live, lease);
+          // A run that did not get its entries here ends here: its later ones wait for them.
+          for (const run of live)
+            if (!(range && here.includes(run)) && inRangeEntries(run, pick.range).length) live.delete(run);
+          for (const run of range ? here : [])
+            for (const e of inRangeEntries(run, pick.range))
+              leased.push({
+                range: range as Range,
+                index: e.index,
+                entry: entries.get(entryName(e)) as SegmentEntry,
+                holdsKey: run.holds === true,
+              });
+        }),
+      );
     return leased;
+  }
+
+  /** One range's write for the live runs with entries in it: the range as written and the runs it took. */
+  private async writePick(
+    queue: string,
+    pick: { range: Range },
+    live: ReadonlySet<GatedRun>,
+    lease: NewLease,
+  ): Promise<{ range?: Range; here: GatedRun[] }> {
+    const mine = (run: GatedRun) => inRangeEntries(run, pick.range);
+    let here = [...live].filter((run) => mine(run).length);
+    // What a fresh read shows still as it was picked.
+    const still = async () => {
+      const fresh = await this.deps.ranges.get(queue, pick.range.shard, pick.range.start);
+      return fresh ? here.filter((run) => mine(run).every((e) => unchanged(fresh, e.range, e.index))) : [];
+    };
+    // Contended: a consistent read first finds most of what was taken since the look for a read
+    // unit, where the write would fail for a write unit.
+    if (here.length && (this.contendedUntil.get(queue) ?? 0) > Date.now()) here = await still();
+    let written = here.length
+      ? await this.writeRange(queue, pick.range, here.flatMap(mine), lease)
+      : undefined;
+    if (here.length && !written) {
+      this.contendedUntil.set(queue, Date.now() + CONTENDED_MS);
+      // Taken meanwhile: once more with what is still as it was picked.
+      here = await still();
+      written = here.length ? await this.writeRange(queue, pick.range, here.flatMap(mine), lease) : undefined;
+    }
+    return { range: written, here };
   }
 
   private writeRange(
@@ -185,17 +209,35 @@ export class OrderedLook {
   }
 
   /**
+   * A shard's whole window for an admission about to write after `head` (its last range): the
+   * ranges from the lowest unfinished one up to `head`, then the tags its blocks item names (read
+   * after, as a look reads them). Undefined when the window is longer than `maxRanges` or a read
+   * missed a range: the admission then leaves its entries to a look.
+   */
+  async window(
+    queue: string,
+    shard: string,
+    head: Range | undefined,
+    maxRanges: number,
+  ): Promise<{ ranges: Range[]; blocked: Set<string> } | undefined> {
+    const ranges = head
+      ? await this.read(queue, shard, maxRanges, (read) => read.at(-1)?.start === head.start)
+      : [];
+    if (head && ranges.at(-1)?.start !== head.start) return undefined;
+    const blocked = await this.deps.blocks.read(queue, shard);
+    return { ranges, blocked: new Set([...blocked.keys()].map(keyTag)) };
+  }
+
+  /**
    * The shard's ranges from its lowest unfinished one (as far as this instance or the commit hint
-   * knows), page by page until the runs found cover `want` (a page more a look costs more read
-   * units than the receivers racing for fewer runs lose), contiguous: a range an eventually
-   * consistent read missed ends what is read, since a key's earlier entry could be in it.
+   * knows), page by page until `enough` of them are read or `maxRanges`, contiguous: a range an
+   * eventually consistent read missed ends what is read, since a key's earlier entry could be in it.
    */
   private async read(
     queue: string,
     shard: string,
-    maxPerKey: number,
-    want: number,
-    now: number,
+    maxRanges: number,
+    enough: (ranges: readonly Range[]) => boolean,
   ): Promise<Range[]> {
     const at = `${queue}\u0000${shard}`;
     // What this instance saw unfinished last is at or below the commit point: no read of the hint.
@@ -214,15 +256,15 @@ export class OrderedLook {
         if (last && range.base !== last.base + last.count) return this.keep(at, ranges);
         ranges.push(range);
       }
-      const found = keyRuns(ranges, maxPerKey, now).reduce((n, r) => n + r.entries.length, 0);
-      if (page.length < RANGES_PER_PAGE || found >= want || ranges.length >= MAX_RANGES)
+      if (page.length < RANGES_PER_PAGE || enough(ranges) || ranges.length >= maxRanges)
         return this.keep(at, ranges);
       start = ranges.at(-1)?.start;
     }
   }
 
+  /** Where the next read starts: the lowest unfinished range read, or the last one when all are finished. */
   private keep(at: string, ranges: Range[]): Range[] {
-    const lowest = ranges.find((r) => !isFinished(r));
+    const lowest = ranges.find((r) => !isFinished(r)) ?? ranges.at(-1);
     if (lowest) this.lowest.set(at, lowest.start);
     return ranges;
   }
@@ -232,6 +274,11 @@ type RunEntry = KeyRun['entries'][number];
 
 /** A run past its key's gate: `holds` when its message holds the key (its ack frees it). */
 type GatedRun = KeyRun & { holds?: boolean };
+
+/** A run's entries in one range. */
+function inRangeEntries(run: KeyRun, range: Pick<Range, 'shard' | 'start'>): RunEntry[] {
+  return run.entries.filter((e) => e.range.start === range.start && e.range.shard === range.shard);
+}
 
 function firstOnly(run: KeyRun): KeyRun {
   return { ...run, entries: run.entries.slice(0, 1) };

@@ -84,8 +84,8 @@ export class RangeConsumer {
    * What an admission in this process `handed` this receiver (admitted-signal.ts) comes first:
    * entries it leased to it are answered as they are; its share of the new ranges is leased as
    * written, without reading them (what of it went to others only cost a lost write), and the
-   * look follows when nothing was won. An ordered queue's admission hands nothing: it does not
-   * know which new entries are first of their keys.
+   * look follows when nothing was won. An ordered queue's admission leases to it only runs of
+   * keys it found free (range-admission.ts), and hands it no share: a look finds the rest.
    */
   async receive(
     queue: string,
@@ -95,8 +95,8 @@ export class RangeConsumer {
     consumerId: string,
     handed: Handoff = NOTHING_HANDED,
   ): Promise<DeliveredMessage[]> {
-    if (config.ordered) return this.receiveOrdered(queue, config, want, leaseSeconds, consumerId);
     if (handed.leased.length) return this.deliver(queue, handed.leased);
+    if (config.ordered) return this.receiveOrdered(queue, config, want, leaseSeconds, consumerId);
     const fresh = handed.share.length
       ? await this.leaseFrom(queue, config, handed.share, leaseSeconds, consumerId, true)
       : [];

@@ -104,6 +104,28 @@ export function keyRuns(
 }
 
 /**
+ * The runs an admission may lease as it creates `fresh` (its new ranges, after the window): runs
+ * that start in them, of keys with nothing unfinished in `window` (the shard's ranges from its
+ * lowest unfinished one up to its last) and not `blocked`.
+ */
+export function admittedRuns(
+  window: readonly Range[],
+  fresh: readonly Range[],
+  maxPerKey: number,
+  now: number,
+  blocked: ReadonlySet<string>,
+): KeyRun[] {
+  const isFresh = new Set(fresh);
+  return keyRuns([...window, ...fresh], maxPerKey, now, blocked).filter(
+    (run) =>
+      !run.retry &&
+      !run.holderOnly &&
+      !blocked.has(run.tag) &&
+      isFresh.has((run.entries[0] as KeyRun['entries'][number]).range),
+  );
+}
+
+/**
  * Up to `want` messages of `runs` (in log order) for one receive: from a random run on, the runs
  * of its range first (round to the range's first), then the ranges after it, round to the first:
  * receivers looking at once mostly take different keys, and each takes from as few ranges as it

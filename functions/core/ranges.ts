@@ -322,12 +322,18 @@ export interface Offer {
   index: number;
   /** Its payload's size: a receive's answer has a byte budget. */
   bytes: number;
+  /**
+   * An ordered queue's key run it belongs to (offered together, in order): a run goes to one
+   * receiver or is cut there, never shared, so a key is never in flight at two receivers.
+   */
+  run?: number;
 }
 
 /**
  * `offers` dealt out in order to `takers` (oldest waiter first): each takes up to `wants` entries
  * and `maxBytes` of payload, its first entry whatever its size, as a receive answers; the next
- * takes on from there. Disjoint, so no two receivers get one entry.
+ * takes on from there. Disjoint, so no two receivers get one entry; what a receiver leaves of a
+ * run is left to the receivers' next look.
  */
 export function dealOffers(
   offers: readonly Offer[],
@@ -343,6 +349,8 @@ export function dealOffers(
       budget -= offer.bytes;
       dealt.push(offer);
     }
+    const cut = dealt.at(-1)?.run;
+    while (cut !== undefined && offers[at]?.run === cut) at++;
     return dealt;
   });
 }

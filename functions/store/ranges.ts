@@ -58,45 +58,11 @@ export class RangeStore {
     queue: string,
     range: NewRange,
     ttl: number,
-    entries: {
-      finished?: readonly number[];
-      waiting?: ReadonlyMap<number, number>;
-      leases?: ReadonlyMap<number, NewLease>;
-    } = {},
+    entries: NewEntries = {},
   ): Promise<Range | undefined> {
-    const {
-      finished = [],
-      waiting = new Map<number, number>(),
-      leases = new Map<number, NewLease>(),
-    } = entries;
-    const E: Record<string, number> = {};
-    const O: Record<string, string> = {};
-    const C: Record<string, string> = {};
-    for (const [index, lease] of leases) {
-      E[index] = lease.expiresAt;
-      O[index] = leaseStamp(lease);
-      if (lease.consumerId !== undefined) C[leaseTag(lease)] = lease.consumerId;
-    }
     const input: PutCommandInput = {
       TableName: this.table,
-      Item: {
-        pk: rangesPk(queue, range.shard),
-        sk: seqSortKey(range.start),
-        l: range.last,
-        n: range.count,
-        b: range.base,
-        t: range.enqueuedAt,
-        sg: range.segment.id,
-        so: range.segment.offset,
-        ss: range.segment.store,
-        E,
-        O,
-        C,
-        ...(finished.length ? { F: new Set(finished) } : {}),
-        ...Object.fromEntries([...waiting].map(([index, dueAt]) => [retryAttribute(index), waitMark(dueAt)])),
-        ...(range.keys ? { K: range.keys.join('') } : {}),
-        [TTL_ATTRIBUTE]: ttl,
-      },
+      Item: newRangeItem(queue, range, ttl, entries),
       ConditionExpression: 'attribute_not_exists(pk)',
     };
     const written = await this.conditional(new PutCommand(input));
@@ -756,6 +722,52 @@ function keysOf(item: Item): string[] | undefined {
   const keys: string[] = [];
   for (let at = 0; at < item.K.length; at += KEY_TAG_CHARS) keys.push(item.K.slice(at, at + KEY_TAG_CHARS));
   return keys;
+}
+
+/** How a new range's entries start: finished, waiting until a time, or leased. */
+export interface NewEntries {
+  finished?: readonly number[];
+  waiting?: ReadonlyMap<number, number>;
+  leases?: ReadonlyMap<number, NewLease>;
+}
+
+/** A range as `create` would write it: what admission decides from before its write. */
+export function rangeAsCreated(range: NewRange, entries: NewEntries = {}): Range {
+  return toRange(range.shard, newRangeItem('', range, 0, entries));
+}
+
+function newRangeItem(queue: string, range: NewRange, ttl: number, entries: NewEntries): Item {
+  const {
+    finished = [],
+    waiting = new Map<number, number>(),
+    leases = new Map<number, NewLease>(),
+  } = entries;
+  const E: Record<string, number> = {};
+  const O: Record<string, string> = {};
+  const C: Record<string, string> = {};
+  for (const [index, lease] of leases) {
+    E[index] = lease.expiresAt;
+    O[index] = leaseStamp(lease);
+    if (lease.consumerId !== undefined) C[leaseTag(lease)] = lease.consumerId;
+  }
+  return {
+    pk: rangesPk(queue, range.shard),
+    sk: seqSortKey(range.start),
+    l: range.last,
+    n: range.count,
+    b: range.base,
+    t: range.enqueuedAt,
+    sg: range.segment.id,
+    so: range.segment.offset,
+    ss: range.segment.store,
+    E,
+    O,
+    C,
+    ...(finished.length ? { F: new Set(finished) } : {}),
+    ...Object.fromEntries([...waiting].map(([index, dueAt]) => [retryAttribute(index), waitMark(dueAt)])),
+    ...(range.keys ? { K: range.keys.join('') } : {}),
+    [TTL_ATTRIBUTE]: ttl,
+  };
 }
 
 function toRange(shard: string, item: Item): Range {

@@ -50,6 +50,7 @@ beforeAll(async () => {
           guessed: { shards: 1, fast_admission: 'off' },
           handed: { shards: 1, fast_admission: 'off' },
           'handed-sorted': { shards: 1, ordered: true, fast_admission: 'off' },
+          'handed-keys': { shards: 1, ordered: true, fast_admission: 'off', max_per_key: 2 },
         },
       },
       'test-admin-key-0123456789',
@@ -340,6 +341,7 @@ describe('a long poll woken by an admission in its process', () => {
     const admission = new RangeAdmission({
       ...services,
       waiters: {
+        waits: () => false,
         reserve: () => undefined,
         notify: (_queue, _entries, ranges) => {
           handed = ranges;
@@ -454,7 +456,7 @@ describe('a long poll woken by an admission in its process', () => {
     ]);
   });
 
-  it('on an ordered queue hands nothing: the woken poll looks, and reads no hold area while its shard blocks no key', async () => {
+  it('on an ordered queue with nobody to lease to, the woken poll looks, and reads no hold area while its shard blocks no key', async () => {
     const { config, services, signer, admitNext } = await handingOver('handed-sorted');
     let holdLooks = 0;
     const held = Object.assign(Object.create(services.held), {
@@ -464,7 +466,7 @@ describe('a long poll woken by an admission in its process', () => {
       },
     }) as typeof services.held;
     const consumer = new RangeConsumer({ ...services, held, failures: services.rangeFailures, signer });
-    // Its admission does not know which new entries are first of their keys.
+    // Nobody waited as the admission wrote: it leased nothing and hands no share.
     const handed = await admitNext([
       { key: 'acct', payload: { n: 0 } },
       { key: 'acct', payload: { n: 1 } },
@@ -474,6 +476,94 @@ describe('a long poll woken by an admission in its process', () => {
     expect(got.map((m) => m.payload)).toEqual([{ n: 0 }]);
     expect(await consumer.receive('handed-sorted', config, 10, 30, 'worker-1')).toEqual([]);
     expect(holdLooks).toBe(0);
+  });
+});
+
+describe('an ordered admission with receivers waiting in its process', () => {
+  it("leases each free key's first run as its range is created, never an entry of a busy or blocked key", async () => {
+    const queue = 'handed-keys';
+    const config = slow.runtime.config.tenant.queues[queue];
+    if (!config) throw new Error(`no queue ${queue}`);
+    const services = buildServices(slow.runtime.config, slow.runtime.clients);
+    const signal = new AdmittedSignal();
+    const admission = new RangeAdmission({ ...services, waiters: signal });
+    const signer = new ReceiptSigner(
+      await loadReceiptSecret(slow.runtime.clients.doc, slow.runtime.config.tableName),
+    );
+    const consumer = new RangeConsumer({
+      ...services,
+      failures: services.rangeFailures,
+      signer: async () => signer,
+    });
+    const waitFor = (consumerId: string) =>
+      signal.wait(
+        queue,
+        signal.seen(queue),
+        {
+          wants: 10,
+          maxBytes: RECEIVE_MAX_BYTES,
+          lease: (now) => ({ deliveredAt: now, expiresAt: now + 30_000, consumerId }),
+        },
+        60_000,
+      );
+    let shard = '';
+    const admitNext = async (messages: [string, number][]) => {
+      await queueApi(slow, queue).produce(messages.map(([key, n]) => ({ key, payload: { key, n } })));
+      const records = await slow.records(queue);
+      shard = records[0]?.shardId as string;
+      const log = records.map((r) => ({ sequence: r.sequenceNumber, envelope: r.envelope }));
+      await admission.admit(queue, config, shard, log);
+    };
+    const payloads = (handed: { leased: readonly { entry: { envelope: { payload?: unknown } } }[] }) =>
+      handed.leased.map((l) => l.entry.envelope.payload);
+
+    // max_per_key 2: acct's first two go together; its third waits behind them.
+    const first = waitFor('waited-1');
+    await admitNext([
+      ['acct', 0],
+      ['acct', 1],
+      ['acct', 2],
+      ['other', 0],
+    ]);
+    const one = await first;
+    expect(payloads(one)).toEqual([
+      { key: 'acct', n: 0 },
+      { key: 'acct', n: 1 },
+      { key: 'other', n: 0 },
+    ]);
+    const got = await consumer.receive(queue, config, 10, 30, 'waited-1', one);
+    expect(got.map((m) => m.payload)).toEqual(payloads(one));
+    const stored = await services.ranges.get(queue, shard, one.leased[0]?.range.start as string);
+    expect([0, 1, 2, 3].map((i) => stored?.leases.get(i)?.consumerId)).toEqual([
+      'waited-1',
+      'waited-1',
+      undefined,
+      'waited-1',
+    ]);
+
+    // acct has unfinished entries in the window and `parked` is blocked: only the new key goes.
+    await services.blocks.block(queue, shard, 'parked');
+    const second = waitFor('waited-2');
+    await admitNext([
+      ['acct', 3],
+      ['parked', 0],
+      ['fresh', 0],
+    ]);
+    expect(payloads(await second)).toEqual([{ key: 'fresh', n: 0 }]);
+    // acct's next run is a look's once its first is acked, in order.
+    expect(await consumer.receive(queue, config, 10, 30, 'worker-3')).not.toContainEqual(
+      expect.objectContaining({ payload: expect.objectContaining({ key: 'acct' }) }),
+    );
+    await consumer.ack(
+      queue,
+      config,
+      got.map((m) => ({ receipt: m.receipt, d: signer.verify(m.receipt, queue) as Delivery })),
+    );
+    const next = await consumer.receive(queue, config, 10, 30, 'worker-3');
+    expect(next.map((m) => m.payload).filter((p) => (p as { key: string }).key === 'acct')).toEqual([
+      { key: 'acct', n: 2 },
+      { key: 'acct', n: 3 },
+    ]);
   });
 });
 

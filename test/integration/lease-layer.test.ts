@@ -5,6 +5,7 @@ import {
   GetShardIteratorCommand,
   PutRecordsCommand,
 } from '../../functions/aws/kinesis.js';
+import { OrderedLook } from '../../functions/consume/ordered-look.js';
 import { streamName } from '../../functions/core/config.js';
 import { type Envelope, encodeEnvelope } from '../../functions/core/envelope.js';
 import { entryStatus } from '../../functions/core/ranges.js';
@@ -34,6 +35,7 @@ beforeAll(async () => {
       waitgap: { shards: 1, window_size: 6, lease_seconds: 20 },
       gaprace: { shards: 1, window_size: 6, lease_seconds: 60 },
       gapracekeyed: { shards: 1, window_size: 6, lease_seconds: 60, ordered: true },
+      lookpast: { shards: 1, ordered: true },
     },
   });
 });
@@ -138,6 +140,39 @@ describe('receive', () => {
     const stats = await q.stats();
     expect(stats.in_flight).toBe(0);
     expect(stats.depth).toBe(1);
+  });
+
+  it('of an ordered queue starts where its last look found every range finished, not below', async () => {
+    const q = queueApi(t, 'lookpast');
+    const config = t.runtime.config.tenant.queues.lookpast;
+    if (!config) throw new Error('no queue lookpast');
+    const services = buildServices(t.runtime.config, t.runtime.clients);
+    const starts: (string | undefined)[] = [];
+    const ranges = Object.assign(Object.create(services.ranges), {
+      from: (...args: Parameters<typeof services.ranges.from>) => {
+        starts.push(args[2]);
+        return services.ranges.from(...args);
+      },
+    }) as typeof services.ranges;
+    const look = new OrderedLook({ ...services, ranges });
+    const shard = (await services.shards.shards(streamName('layer', 'lookpast')))[0] as string;
+    const once = async (n: number) => {
+      await q.produce([{ key: `k${n}`, payload: n }]);
+      const [m] = await q.receiveAll(1, 10_000);
+      await q.ack([m?.receipt as string]);
+    };
+    // The look sees the first range unfinished; then it and three more are acked.
+    await q.produce([{ key: 'k0', payload: 0 }]);
+    await t.runtime.eventSource.drained(10_000);
+    await look.runs('lookpast', config, shard, 10, Date.now());
+    const [first] = await q.receiveAll(1, 10_000);
+    await q.ack([first?.receipt as string]);
+    for (let n = 1; n <= 3; n++) await once(n);
+    const last = await services.ranges.head('lookpast', shard);
+    // Reads them all, every one finished; the next look starts at the last.
+    await look.runs('lookpast', config, shard, 10, Date.now());
+    await look.runs('lookpast', config, shard, 10, Date.now());
+    expect(starts.at(-1)).toBe(last?.start);
   });
 });
 

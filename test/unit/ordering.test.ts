@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import {
+  admittedRuns,
   chooseRuns,
   type KeyRun,
   keyedStep,
@@ -89,6 +90,35 @@ describe('keyRuns: what a receiver may lease of an ordered queue', () => {
   it("offers a blocked key's later free entries as holder candidates", () => {
     const r = keyed('1', 0, 'aaba');
     expect(shown(keyRuns([r], 1, 0, new Set([keyTag('a')])))).toEqual(['a:0', 'b:2', 'a:1h', 'a:3h']);
+  });
+});
+
+describe('admittedRuns: what an admission may lease as it creates its ranges', () => {
+  const lease = { expiresAt: 10_000, deliveredAt: 0 };
+
+  it('takes runs that start in the new ranges, of keys with nothing unfinished in the window and not blocked', () => {
+    const window = [keyed('1', 0, 'abc', { leases: new Map([[0, lease]]), acked: new Set([1]) })];
+    // a is in flight and c free but unfinished in the window: both wait. b is finished there.
+    const fresh = [keyed('2', 3, 'abcdde'), keyed('3', 9, 'df')];
+    expect(shown(admittedRuns(window, fresh, 2, 0, new Set([keyTag('e')])))).toEqual([
+      'b:4',
+      'd:6,7',
+      'f:10',
+    ]);
+    // Nothing before the new ranges at all: every key's first run, up to max_per_key.
+    expect(shown(admittedRuns([], fresh, 1, 0, new Set()))).toEqual([
+      'a:3',
+      'b:4',
+      'c:5',
+      'd:6',
+      'e:8',
+      'f:10',
+    ]);
+  });
+
+  it('leaves a key whose entry waits in a new range until its time, and its later entries', () => {
+    const fresh = [keyed('1', 0, 'aab', { retrying: new Map([[0, { dueAt: 5000 }]]) })];
+    expect(shown(admittedRuns([], fresh, 10, 1000, new Set()))).toEqual(['b:2']);
   });
 });
 

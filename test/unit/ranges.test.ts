@@ -211,6 +211,27 @@ describe('picking entries to lease', () => {
     );
   });
 
+  it("deals a key's run to one receiver only: what it leaves of the run goes to nobody", () => {
+    const offer = (index: number, run: number) => ({ slot: 0, index, bytes: 100, run });
+    const offers = [offer(0, 0), offer(1, 0), offer(2, 0), offer(3, 1), offer(4, 2), offer(5, 2)];
+    const dealt = dealOffers(offers, [
+      { wants: 2, maxBytes: 1000 },
+      { wants: 2, maxBytes: 1000 },
+      { wants: 10, maxBytes: 150 },
+    ]).map((d) => d.map((o) => o.index));
+    // The first cuts run 0 after two; its third entry is nobody's. The third's budget cuts run 2.
+    expect(dealt).toEqual([[0, 1], [3, 4], []]);
+    expect(
+      dealOffers(offers, [
+        { wants: 10, maxBytes: 250 },
+        { wants: 10, maxBytes: 1000 },
+      ]).map((d) => d.map((o) => o.index)),
+    ).toEqual([
+      [0, 1],
+      [3, 4, 5],
+    ]);
+  });
+
   it('starts anywhere in a range, so two receivers of one range take different entries unless they drew the same', () => {
     const r = range('1', { count: 20 });
     const first = pickEntries([r], 10, () => 0.2);
