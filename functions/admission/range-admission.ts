@@ -77,6 +77,9 @@ export interface CatchUpOptions extends AdmitOptions {
   guess?: string;
 }
 
+/** An ordered shard's window (its ranges from the lowest unfinished one on) and blocked key tags. */
+type ShardWindow = { ranges: Range[]; blocked: Set<string> };
+
 /** A new range and how its entries start. */
 interface SlotRange {
   range: NewRange;
@@ -123,8 +126,9 @@ export class RangeAdmission {
     offered: readonly LogRecord[],
     options: AdmitOptions = {},
   ): Promise<number> {
+    const window = offered.length ? this.orderedWindow(queue, config, shard) : Promise.resolve(undefined);
     const head = await this.deps.ranges.head(queue, shard);
-    return this.admitAfter(queue, config, shard, head, offered, options);
+    return this.admitAfter(queue, config, shard, head, offered, options, window);
   }
 
   /**
@@ -139,6 +143,7 @@ export class RangeAdmission {
     options: CatchUpOptions = {},
   ): Promise<number> {
     const { guess } = options;
+    const window = this.orderedWindow(queue, config, shard);
     const [head, early] = await Promise.all([
       this.deps.ranges.head(queue, shard),
       guess === undefined ? undefined : read(guess),
@@ -146,8 +151,19 @@ export class RangeAdmission {
     // Read from at or before the range's end: gapless after it (admitAfter drops what it covers).
     const gapless = early && guess !== undefined && head && compareSequence(guess, head.last) <= 0;
     const records = gapless ? early : await read(head?.last);
-    if (records.length) await this.admitAfter(queue, config, shard, head, records, options);
+    if (records.length) await this.admitAfter(queue, config, shard, head, records, options, window);
     return records.length;
+  }
+
+  /**
+   * An ordered queue's receivers waiting here are leased free keys' runs as their ranges are
+   * created, which needs the shard's window and blocked keys: read beside the shard's last range
+   * and the log (catchUp's callers have just appended), and used only if it ends at that range.
+   */
+  private orderedWindow(queue: string, config: QueueConfig, shard: string): Promise<ShardWindow | undefined> {
+    if (!keyOrdered(queue, config) || !this.deps.waiters?.waits(queue) || !this.deps.windows)
+      return Promise.resolve(undefined);
+    return this.deps.windows.window(queue, shard, ORDERED_WINDOW_RANGES).catch(() => undefined);
   }
 
   private async admitAfter(
@@ -157,6 +173,7 @@ export class RangeAdmission {
     head: Range | undefined,
     offered: readonly LogRecord[],
     options: AdmitOptions,
+    window: Promise<ShardWindow | undefined>,
   ): Promise<number> {
     // A record belongs to the queue; its state here to the namespace.
     const records = offered.map((r) => ({ ...r, envelope: { ...r.envelope, queue } }));
@@ -186,12 +203,6 @@ export class RangeAdmission {
     // its range until its time, first of its key, so the key's later messages wait behind it.
     const ordered = keyOrdered(queue, config);
     const layout = this.layout(head, batch, ordered);
-    // An ordered queue's receivers waiting here are leased free keys' runs as their ranges are
-    // created, which needs the shard's window and blocked keys: read while the segment is written.
-    const window =
-      ordered && this.deps.waiters?.waits(queue)
-        ? this.deps.windows?.window(queue, shard, head, ORDERED_WINDOW_RANGES).catch(() => undefined)
-        : undefined;
     const [segment, admitted, view] = await Promise.all([
       this.putSegment(queue, shard, layout, bodyTtl),
       (async () => {
@@ -226,9 +237,11 @@ export class RangeAdmission {
         .map((r) => [r.sequence, Date.parse(r.envelope.deliver_after as string)] as const),
     );
     const slots = layout.ranges.map((slot) => this.slotRange(shard, slot, segment, finished, waiting));
-    const reservation = ordered
-      ? view && this.reserveRuns(queue, config, layout, slots, view)
-      : this.reserve(queue, layout, finished);
+    // The window read beside the last range is used only if it ends there (nothing was missed).
+    const whole = view && view.ranges.at(-1)?.start === head?.start ? view : undefined;
+    const reservation = !ordered
+      ? this.reserve(queue, layout, finished)
+      : whole && this.reserveRuns(queue, config, layout, slots, whole);
     if (!(await this.write(queue, layout, slots, bodyTtl, stopOnLoss, reservation, !ordered)))
       return this.doneAfterLostRace(queue, shard, records);
     return skipped + cut;
@@ -455,7 +468,7 @@ export class RangeAdmission {
     config: QueueConfig,
     layout: Layout,
     slots: readonly SlotRange[],
-    view: { ranges: Range[]; blocked: Set<string> },
+    view: ShardWindow,
   ): Reservation | undefined {
     const now = this.now();
     const fresh = slots.map(({ range, entries }) => rangeAsCreated(range, entries));

@@ -209,21 +209,18 @@ export class OrderedLook {
   }
 
   /**
-   * A shard's whole window for an admission about to write after `head` (its last range): the
-   * ranges from the lowest unfinished one up to `head`, then the tags its blocks item names (read
-   * after, as a look reads them). Undefined when the window is longer than `maxRanges` or a read
-   * missed a range: the admission then leaves its entries to a look.
+   * A shard's whole window for an admission: its ranges from the lowest unfinished one to the
+   * last, then the tags its blocks item names (read after, as a look reads them). Undefined when
+   * the window is longer than `maxRanges`: the admission then leaves its entries to a look. A read
+   * that missed a range ends early: the admission finds its last range is not the shard's.
    */
   async window(
     queue: string,
     shard: string,
-    head: Range | undefined,
     maxRanges: number,
   ): Promise<{ ranges: Range[]; blocked: Set<string> } | undefined> {
-    const ranges = head
-      ? await this.read(queue, shard, maxRanges, (read) => read.at(-1)?.start === head.start)
-      : [];
-    if (head && ranges.at(-1)?.start !== head.start) return undefined;
+    const ranges = await this.read(queue, shard, maxRanges + 1, () => false);
+    if (ranges.length > maxRanges) return undefined;
     const blocked = await this.deps.blocks.read(queue, shard);
     return { ranges, blocked: new Set([...blocked.keys()].map(keyTag)) };
   }
