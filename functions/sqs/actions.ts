@@ -86,7 +86,7 @@ export const ACTIONS: Record<string, Handler> = {
     const input = parse(getQueueAttributesInput, call.input);
     const names = input.AttributeNames ?? [];
     const unknown = names.find((n) => !QUEUE_ATTRIBUTE_NAMES.includes(n));
-    if (unknown) throw new SqsError('InvalidParameterValue', 400, `Unknown Attribute ${unknown}.`);
+    if (unknown) throw new SqsError('InvalidAttributeName', 400, `Unknown Attribute ${unknown}.`);
     const name = queueOfUrl(input.QueueUrl, call.services.config.tenant.tenant);
     const action =
       (['consume', 'produce', 'admin'] as const).find((a) => hasScope(call.principal, a, name)) ?? 'consume';

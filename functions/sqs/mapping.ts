@@ -58,7 +58,11 @@ export function toProduceMessage(
   config: QueueConfig,
 ): ProduceMessage {
   if (!BODY_CHARACTERS.test(input.MessageBody))
-    throw invalid('MessageBody', 'it contains characters SQS does not allow');
+    throw new SqsError(
+      'InvalidMessageContents',
+      400,
+      'The message contains characters outside the allowed set.',
+    );
   if (Buffer.byteLength(input.MessageBody) > MAX_BODY_BYTES)
     throw invalid('MessageBody', `it is over ${MAX_BODY_BYTES} bytes`);
   if (config.ordered && input.MessageGroupId === undefined)

@@ -128,7 +128,12 @@ describe('queues', () => {
           new GetQueueAttributesCommand({ QueueUrl: url('jobs'), AttributeNames: ['Colour' as 'All'] }),
         ),
       ),
-    ).toBe('InvalidParameterValue');
+    ).toBe('InvalidAttributeName');
+    expect(
+      await failure(
+        sqs.send(new SendMessageCommand({ QueueUrl: url('jobs'), MessageBody: 'bad \u0000 char' })),
+      ),
+    ).toBe('InvalidMessageContents');
     await drain('batch');
   });
 });

@@ -68,7 +68,7 @@ describe('messages', () => {
     });
     expect(code(() => toProduceMessage({ MessageBody: 'b' }, config('fifo')))).toBe('MissingParameter');
     expect(code(() => toProduceMessage({ MessageBody: 'bad \u0000 char' }, config('plain')))).toBe(
-      'InvalidParameterValue',
+      'InvalidMessageContents',
     );
     // An id with characters leaseq ids may not hold becomes a stable hash of it.
     expect(messageIdOf('a b!')).toMatch(/^sqs-[0-9a-f]{40}$/);
