@@ -1,14 +1,17 @@
 #!/usr/bin/env node
 // `npx leaseq` / `leaseq`: in this repository, cli/main.ts through tsx's ESM loader (the repository
-// runs its TypeScript directly); from the installed package, the compiled dist/cli/main.js, whose
-// packages are optional peers of leaseq: it names those missing instead of failing on an import.
+// runs its TypeScript directly); from the installed package, the compiled dist/cli/main.js. Its own
+// libraries are dependencies; `leaseq start` also needs the local runtime's packages, optional
+// peers of leaseq: it names those missing instead of failing on an import.
 import { existsSync } from 'node:fs';
 
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
 
-/** What the command line loads, and what `leaseq start` (the local runtime and its emulators) adds. */
-const CLI = ['commander', 'cli-table3', 'cli-progress', 'zod', 'ajv', 'ajv-formats'];
+/** What `leaseq start` (the tenant file's schemas, the local runtime and its emulators) needs. */
 const LOCAL_RUNTIME = [
+  'zod',
+  'ajv',
+  'ajv-formats',
   '@aws-lambda-powertools/logger',
   '@aws-lambda-powertools/metrics',
   '@aws-sdk/client-dynamodb',
@@ -44,11 +47,9 @@ if (existsSync(source)) {
   await import(source.href);
 } else {
   const start = process.argv[2] === 'start';
-  const missing = [...CLI, ...(start ? LOCAL_RUNTIME : [])].filter((name) => !installed(name));
+  const missing = start ? LOCAL_RUNTIME.filter((name) => !installed(name)) : [];
   if (missing.length > 0) {
-    console.error(
-      `leaseq${start ? ' start' : ''} needs ${missing.join(', ')}: npm install --save-dev ${missing.join(' ')}`,
-    );
+    console.error(`leaseq start needs ${missing.join(', ')}: npm install --save-dev ${missing.join(' ')}`);
     process.exit(2);
   }
   await import(new URL('../dist/cli/main.js', import.meta.url).href);

@@ -3,8 +3,6 @@ import { existsSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Command } from 'commander';
-import { ConfigError } from '../../functions/core/config.js';
-import { readTenant } from '../../infra/tenant-file.js';
 import { UsageError } from '../context.js';
 
 /**
@@ -29,7 +27,7 @@ export function registerStart(program: Command): void {
     .action(async (opts: { config?: string; port?: string; dataDir?: string }) => {
       if (opts.port !== undefined && !/^\d+$/.test(opts.port))
         throw new UsageError(`--port: not a port number: ${opts.port}`);
-      checkTenantFile(opts.config ?? process.env.LEASEQ_CONFIG ?? 'tenants/local.json');
+      await checkTenantFile(opts.config ?? process.env.LEASEQ_CONFIG ?? 'tenants/local.json');
       const args = [
         ...(opts.config !== undefined ? ['--config', opts.config] : []),
         ...(opts.port !== undefined ? ['--port', opts.port] : []),
@@ -46,8 +44,16 @@ export function registerStart(program: Command): void {
     });
 }
 
-/** The checks `npm start` makes on the tenant file, as a UsageError naming the file (and line). */
-export function checkTenantFile(path: string): void {
+/**
+ * The checks `npm start` makes on the tenant file, as a UsageError naming the file (and line).
+ * Loaded here, not with the command line: the schemas' libraries (zod, Ajv) are `start`'s to
+ * need, with the local runtime's, and the other commands run without them.
+ */
+async function checkTenantFile(path: string): Promise<void> {
+  const [{ ConfigError }, { readTenant }] = await Promise.all([
+    import('../../functions/core/config.js'),
+    import('../../infra/tenant-file.js'),
+  ]);
   try {
     readTenant(resolve(path), path);
   } catch (err) {

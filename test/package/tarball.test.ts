@@ -154,20 +154,36 @@ describe('the packed leaseq', () => {
     expect(packed.filter((f) => /\.test\.|(^|\/)test\//.test(f))).toEqual([]);
   });
 
-  it('installs the client with its own dependency only: no AWS SDK, zod, CDK or emulator', () => {
+  it('installs the client and the command line with their own dependencies only: no AWS SDK, zod, Ajv, CDK or emulator', () => {
     const installed = readdirSync(join(project, 'node_modules')).filter((n) => !n.startsWith('.'));
-    expect(installed.sort()).toEqual(['leaseq', 'ulid']);
+    expect(installed).toEqual(
+      expect.arrayContaining(['leaseq', 'ulid', 'commander', 'cli-table3', 'cli-progress']),
+    );
+    expect(
+      installed.filter((n) =>
+        /^(@aws-sdk|@smithy|@middy|zod|ajv|aws-cdk-lib|constructs|esbuild|dynalite|kinesalite|s3rver)/.test(
+          n,
+        ),
+      ),
+    ).toEqual([]);
     console.log(
-      `leaseq/client install: node_modules ${clientInstall.disk} KiB on disk, ${clientInstall.apparent} KiB of files`,
+      `leaseq install: node_modules ${clientInstall.disk} KiB on disk, ${clientInstall.apparent} KiB of files`,
     );
     expect(clientInstall.disk).toBeLessThan(5 * 1024);
   });
 
-  it('names the packages the command line needs when they are not installed', async () => {
-    const start = await run(process.execPath, [join(project, 'node_modules/leaseq/bin/leaseq.mjs'), 'start']);
+  it('runs the command line after a plain install, and names what `leaseq start` needs when it is not installed', async () => {
+    const bin = join(project, 'node_modules/leaseq/bin/leaseq.mjs');
+    const help = await run(process.execPath, [bin, '--help']);
+    expect(help.status).toBe(0);
+    expect(help.stdout).toMatch(/Usage: leaseq/);
+    const size = await run(process.execPath, [bin, 'size', '--rate', '1000', '--bytes', '1024']);
+    expect(size.status).toBe(0);
+    expect(size.stdout).toMatch(/shards/i);
+    const start = await run(process.execPath, [bin, 'start']);
     expect(start.status).toBe(2);
     expect(start.stderr).toMatch(
-      /^leaseq start needs commander, .*dynalite, kinesalite, s3rver.*: npm install --save-dev /,
+      /^leaseq start needs zod, ajv, ajv-formats, .*dynalite, kinesalite, s3rver.*: npm install --save-dev /,
     );
   });
 
