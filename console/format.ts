@@ -9,11 +9,14 @@ export function age(seconds: number): string {
   return `${Math.floor(s / 86_400)} d ${Math.floor((s % 86_400) / 3600)} h`;
 }
 
-/** An ISO time in the reader's time zone, to the second. */
-export function time(iso: string | null | undefined): string {
+/**
+ * A time as UTC ISO 8601, to the millisecond: what the API answers and the command line prints,
+ * so a time copied from one is found in the other and in the logs.
+ */
+export function time(iso: string | Date | null | undefined): string {
   if (!iso) return '—';
   const d = new Date(iso);
-  return Number.isNaN(d.getTime()) ? iso : d.toLocaleString(undefined, { hour12: false });
+  return Number.isNaN(d.getTime()) ? String(iso) : d.toISOString();
 }
 
 export function count(n: number | null | undefined): string {

@@ -88,16 +88,19 @@ export async function queuePage(main: HTMLElement, page: Page, view: QueueView):
     h(
       'nav',
       { class: 'tabs', 'aria-label': 'Tools' },
-      ...Object.entries(TABS).map(([tab, label]) =>
-        h(
-          'a',
-          {
-            href: href({ queue: view.queue, tab: tab as Tab, ...scope }),
-            class: tab === view.tab ? 'on' : '',
-          },
-          label,
+      // Keys park on ordered queues only.
+      ...Object.entries(TABS)
+        .filter(([tab]) => tab !== 'parked' || queue.ordered)
+        .map(([tab, label]) =>
+          h(
+            'a',
+            {
+              href: href({ queue: view.queue, tab: tab as Tab, ...scope }),
+              class: tab === view.tab ? 'on' : '',
+            },
+            label,
+          ),
         ),
-      ),
     ),
     body,
   );

@@ -1,7 +1,7 @@
 import type { ConsumerStats, QueueInfo, QueueStats } from '../client/types.js';
 import { notice } from './api.js';
 import { type Child, h, show, table } from './dom.js';
-import { age, count } from './format.js';
+import { age, count, time } from './format.js';
 import { href } from './nav.js';
 import { every, type Page, REFRESH_MS } from './page.js';
 
@@ -24,7 +24,7 @@ export function queuesPage(main: HTMLElement, page: Page): void {
           ? table(HEAD, rows.flat(), { class: 'queues' })
           : h('p', { class: 'notice refused' }, 'This key has no scope on any queue.'),
       );
-      updated.textContent = `updated ${new Date().toLocaleTimeString(undefined, { hour12: false })}`;
+      updated.textContent = `updated ${time(new Date())}`;
     } catch (error) {
       if (!page.signal.aborted) show(body, notice(error, 'list the queues'));
     }

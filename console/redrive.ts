@@ -54,17 +54,17 @@ function startForm(page: QueuePage): HTMLFormElement {
       'Message ids (space or comma separated) ',
       h('textarea', { name: 'ids', rows: 2, cols: 40 }),
     ),
-    h('label', {}, 'Dead after ', h('input', { name: 'after', type: 'datetime-local', step: 1 })),
-    h('label', {}, 'Dead before ', h('input', { name: 'before', type: 'datetime-local', step: 1 })),
+    h('label', {}, 'Dead after (UTC) ', h('input', { name: 'after', type: 'datetime-local', step: 1 })),
+    h('label', {}, 'Dead before (UTC) ', h('input', { name: 'before', type: 'datetime-local', step: 1 })),
     h('p', {}, h('button', { type: 'submit' }, 'Start redrive')),
     status,
   );
   return form;
 }
 
-/** The form as the API's body; a time is the reader's local time, sent as ISO 8601. */
+/** The form as the API's body; a time is read as UTC, as every time on the page shows. */
 function request(form: HTMLFormElement): RedriveRequest {
-  const iso = (local: string) => (local ? new Date(local).toISOString() : undefined);
+  const iso = (utc: string) => (utc ? new Date(`${utc}Z`).toISOString() : undefined);
   const ids = field(form, 'ids')
     .split(/[\s,]+/)
     .filter(Boolean);

@@ -124,6 +124,15 @@ describe('the console', () => {
 
   it('starts a filtered redrive and watches it finish', async () => {
     await open('#/queues/dead/redrive');
+    // Keys park on ordered queues only: an unordered queue has no such tab.
+    const tools = page.getByRole('navigation', { name: 'Tools' });
+    await tools.getByRole('link', { name: 'Redrive' }).waitFor(SEEN);
+    expect(await tools.getByRole('link').allTextContents()).toEqual([
+      'Dead letters',
+      'Trace',
+      'Redrive',
+      'Audit trail',
+    ]);
     await page.getByLabel('Rate (messages a second)').fill('20');
     await page.getByLabel('Last error contains').fill('declined');
     await shot('redrive-form');
