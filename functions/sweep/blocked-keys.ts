@@ -49,18 +49,21 @@ export class BlockedKeys {
     const moving = new Map<string, KeyState | undefined>();
     for (const key of blocked.keys()) if (!isFree(states.get(key))) moving.set(key, states.get(key));
     const tags = new Set([...moving.keys()].map(keyTag));
-    // Unleased entries of moving keys' tags, oldest first (their keys are in their envelopes).
+    // Moving keys' entries that wait in the ranges, oldest first (their keys are in their
+    // envelopes): free, produced with a delay, or failed and waiting for their next attempt. Per
+    // tag a prefix: an entry leased (or its lease run out) stops its tag there, so nothing of a
+    // key reaches its hold area ahead of an earlier message still in the ranges.
+    const stopped = new Set<string>();
     const candidates = open.flatMap((range) =>
-      Array.from({ length: range.count }, (_, index) => index)
-        .filter((index) => tags.has(range.keys?.[index] ?? ''))
-        .filter((index) => {
-          const status = entryStatus(range, index, now);
-          // Waiting without an attempt: produced with a delay, not failed.
-          return (
-            status === 'free' || (status === 'retrying' && range.retrying.get(index)?.attempt === undefined)
-          );
-        })
-        .map((index) => ({ range, index })),
+      Array.from({ length: range.count }, (_, index) => index).flatMap((index) => {
+        const tag = range.keys?.[index] ?? '';
+        if (!tags.has(tag) || stopped.has(tag)) return [];
+        const status = entryStatus(range, index, now);
+        if (status === 'acked' || status === 'failed') return [];
+        if (status === 'free' || status === 'retrying') return [{ range, index }];
+        stopped.add(tag);
+        return [];
+      }),
     );
     if (!candidates.length) return 0;
     const entries = await mapLimit(candidates, 16, async (c) => ({
@@ -77,12 +80,14 @@ export class BlockedKeys {
       // what sits past the gap cap (its holder may be back soon).
       if (state?.busy_with === entry.envelope.message_id) continue;
       if (state?.parked_at === undefined && range.base + index >= limit) continue;
+      // A failed one keeps its attempt: its next delivery, from the hold area, is that attempt.
+      const attempt = range.retrying.get(index)?.attempt;
       const held = {
         key,
         shard,
         sequence: entry.sequence,
         position: range.base + index,
-        envelope: entry.envelope,
+        envelope: attempt === undefined ? entry.envelope : { ...entry.envelope, attempt },
       };
       byKey.set(key, [...(byKey.get(key) ?? []), held]);
       where.set(entry.sequence, { range, index });

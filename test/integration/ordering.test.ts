@@ -26,6 +26,14 @@ beforeAll(async () => {
       held: { ordered: true, shards: 1, backoff_seconds: [0], max_attempts: 3 },
       batch: { ordered: true, shards: 1, backoff_seconds: [0], max_attempts: 3, max_per_key: 5 },
       span: { ordered: true, shards: 1, max_per_key: 10 },
+      batchpark: {
+        ordered: true,
+        shards: 1,
+        backoff_seconds: [0],
+        max_attempts: 2,
+        max_per_key: 3,
+        lease_seconds: 1,
+      },
     },
   });
 });
@@ -424,6 +432,46 @@ describe('per-key batches (max_per_key)', () => {
     await q.ack(rest.map((m) => m.receipt));
     const trace = (await t.api('/queues/batch/messages/A-1')).body;
     expect(trace.attempts).toEqual([expect.objectContaining({ attempt: 1, error: 'A-1 failed' })]);
+  }, 30_000);
+});
+
+describe('a parked key whose batch came back when its lease ran out', () => {
+  it('keeps its order through the hold area: the messages waiting in place for their next attempt go first', async () => {
+    const q = queueApi(t, 'batchpark');
+    await q.produce([0, 1, 2, 3].map((i) => ({ message_id: `P-${i}`, key: 'P', payload: i })));
+    const batch = await q.receiveAll(3, 5000, { max_messages: 10 });
+    expect(batch.map((m) => m.message_id)).toEqual(['P-0', 'P-1', 'P-2']);
+    // The batch's lease runs out: each of its messages waits in its range for its second attempt.
+    const head = await (async () => {
+      for (;;) {
+        await t.runtime.sweep.fire();
+        const [m] = await q.receive({ max_messages: 10, wait_seconds: 1 });
+        if (m) return m;
+      }
+    })();
+    expect([head.message_id, head.attempt]).toEqual(['P-0', 2]);
+    // Its head goes to the DLQ: the key parks, and the sweep moves what waits behind it.
+    await q.nack({ receipt: head.receipt, retryable: false, error: 'poison' });
+    await until(async () => {
+      await t.runtime.sweep.fire();
+      const parked = (await t.api('/queues/batchpark/keys/parked')).body.keys as {
+        key: string;
+        held: number;
+      }[];
+      return parked.some((p) => p.key === 'P' && p.held === 3);
+    });
+    expect((await t.api('/queues/batchpark/keys/P/skip', { body: { reason: 'test' } })).status).toBe(200);
+    const rest: Received[] = [];
+    while (rest.length < 3) {
+      const got = await q.receiveAll(1, 5000, { max_messages: 10 });
+      rest.push(...got);
+      await q.ack(got.map((m) => m.receipt));
+    }
+    expect(rest.map((m) => [m.message_id, m.attempt])).toEqual([
+      ['P-1', 2],
+      ['P-2', 2],
+      ['P-3', 1],
+    ]);
   }, 30_000);
 });
 
