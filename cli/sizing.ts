@@ -32,6 +32,11 @@ export const SOURCES = {
   /** Kinesis provisioned shard write limits (AWS Kinesis Data Streams quotas). */
   kinesisShardBytesPerSecond: 1_048_576, // 1 MiB/s
   kinesisShardRecordsPerSecond: 1_000,
+  /**
+   * The account's default shard quota per region (AWS Kinesis Data Streams quotas, "Shards per
+   * Region"): 500 in us-east-1, us-west-2 and eu-west-1, 200 in the other regions.
+   */
+  kinesisAccountShards: 500,
   /** Payloads over 256 KB go to S3 and the record carries a claim instead (README). */
   claimCheckThresholdBytes: 256 * 1024,
   /** A PUT payload unit is each 25 KB chunk of a record (bench/prices.ts). */
@@ -70,6 +75,8 @@ export interface SizingResult {
     /** With headroom. */
     shards: number;
     putPayloadUnitsPerRecord: number;
+    /** Over the account's default shard quota: ask AWS for more first. */
+    overAccountShards: boolean;
   };
   dynamodb: {
     writeUnitsPerSecond: number;
@@ -153,15 +160,27 @@ export function size(input: SizingInput): SizingResult {
   if (input.ordered)
     notes.push(
       "ordered: one key's messages share one shard, so a single key is limited to 1,000 msg/s and 1 MiB/s; " +
-        "the bench's units are for unordered queues (ordered adds the key sequencer's writes): a lower bound",
+        "an ordered queue's messages cost about 0.25 write and 0.6 read units more each (docs/performance.md): not counted",
+    );
+  const overAccountShards = shards > SOURCES.kinesisAccountShards;
+  if (overAccountShards)
+    notes.push(
+      `${shards} shards pass the account's default Kinesis quota (500 a region in us-east-1, us-west-2 and eu-west-1, 200 elsewhere): ` +
+        'ask for more first (Service Quotas: Amazon Kinesis Data Streams, "Shards per Region")',
     );
   if (
     writeUnitsPerSecond > SOURCES.dynamodbTableUnitsPerSecond ||
     readUnitsPerSecond > SOURCES.dynamodbTableUnitsPerSecond
   )
-    notes.push('DynamoDB units exceed the on-demand table default quota of 40,000/s: ask AWS for more first');
+    notes.push(
+      'DynamoDB units pass the on-demand table default quota of 40,000/s: ask for more first ' +
+        '(Service Quotas: Amazon DynamoDB, "Table-level on-demand throughput for writes" and "… for reads")',
+    );
   if (concurrency > SOURCES.lambdaAccountConcurrency)
-    notes.push("Lambda concurrency exceeds the account's default 1,000: ask AWS for more first");
+    notes.push(
+      "Lambda concurrency passes the account's default 1,000: ask for more first " +
+        '(Service Quotas: AWS Lambda, "Concurrent executions")',
+    );
   notes.push(
     'not counted: dispatch and sweep Lambda duration, Kinesis reads (free on provisioned shards), retries and redeliveries, S3',
   );
@@ -177,6 +196,7 @@ export function size(input: SizingInput): SizingResult {
       binding,
       shards,
       putPayloadUnitsPerRecord,
+      overAccountShards,
     },
     dynamodb: {
       writeUnitsPerSecond,

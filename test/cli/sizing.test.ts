@@ -17,8 +17,12 @@ describe('size', () => {
     // 200,000 / 1,000 records/s = 200 shards.
     expect(r.kinesis.shardsForRecords).toBe(200);
     expect(r.kinesis.binding).toBe('bytes');
-    // 447.85 × 1.2 = 537.42 → 538.
+    // 447.85 × 1.2 = 537.42 → 538: past the account's default 500, which the answer says how to raise.
     expect(r.kinesis.shards).toBe(538);
+    expect(r.kinesis.overAccountShards).toBe(true);
+    expect(r.notes).toContainEqual(expect.stringMatching(/^538 shards pass .*"Shards per Region"/));
+    expect(r.notes).toContainEqual(expect.stringContaining('"Concurrent executions"'));
+    expect(r.notes).toContainEqual(expect.stringContaining('Table-level on-demand throughput'));
     // 1.42 WRU and 2.00 RRU a message (the bench's c4-ids).
     expect(r.dynamodb.writeUnitsPerSecond).toBeCloseTo(284_000, 3);
     expect(r.dynamodb.readUnitsPerSecond).toBeCloseTo(400_000, 3);
@@ -44,6 +48,8 @@ describe('size', () => {
     expect(r.kinesis.shardsForRecords).toBe(5);
     expect(r.kinesis.binding).toBe('records');
     expect(r.kinesis.shards).toBe(5);
+    expect(r.kinesis.overAccountShards).toBe(false);
+    expect(r.notes.some((n) => /Shards per Region|Concurrent executions|Table-level/.test(n))).toBe(false);
     expect(r.monthlyUsd.kinesisRetention).toBe(0);
   });
 
