@@ -460,8 +460,7 @@ export class RangeAdmission {
   /**
    * An ordered queue's runs of free keys in the new ranges (ordering.ts admittedRuns: nothing of
    * the key unfinished in the window, the key not blocked) offered to the receivers waiting here,
-   * each run whole to one of them: the key's first entries, leased as they are created. A run
-   * ends before an entry that carries no payload of its own (a retry's points elsewhere).
+   * each run whole to one of them: the key's first entries, leased as they are created.
    */
   private reserveRuns(
     queue: string,
@@ -470,35 +469,45 @@ export class RangeAdmission {
     slots: readonly SlotRange[],
     view: ShardWindow,
   ): Reservation | undefined {
-    const now = this.now();
     const fresh = slots.map(({ range, entries }) => rangeAsCreated(range, entries));
-    const entryOf = (range: Range, index: number) =>
-      layout.ranges[fresh.indexOf(range)]?.slice[index] as SegmentEntry;
-    const offers = admittedRuns(view.ranges, fresh, config.max_per_key, now, view.blocked).flatMap(
-      (run, n) => {
-        const cut = run.entries.findIndex(({ range, index }) => entryOf(range, index).envelope.ref);
-        return (cut < 0 ? run.entries : run.entries.slice(0, cut)).map(({ range, index }) => ({
-          slot: fresh.indexOf(range),
-          index,
-          bytes: payloadBytes(entryOf(range, index).envelope),
-          run: n,
-        }));
-      },
+    const runs = admittedRuns(view.ranges, fresh, config.max_per_key, this.now(), view.blocked);
+    const groups = runs.map((run) =>
+      run.entries.map(({ range, index }) => ({ slot: fresh.indexOf(range), index })),
     );
-    return this.deps.waiters?.reserve(queue, offers, now);
+    return this.offer(queue, layout, groups, true);
+  }
+
+  /** Receivers waiting in this process for what `layout` admits: its entries that enter free. */
+  private reserve(queue: string, layout: Layout, finished: ReadonlySet<string>): Reservation | undefined {
+    const groups = layout.ranges.flatMap(({ slice }, slot) =>
+      slice.flatMap((e, index) => (finished.has(e.sequence) ? [] : [[{ slot, index }]])),
+    );
+    return this.offer(queue, layout, groups, false);
   }
 
   /**
-   * Receivers waiting in this process for what `layout` admits: its entries that enter free (and
-   * carry their payload: a retry's entry points elsewhere for it) are offered to them.
+   * Offers `groups` of the layout's entries (by slot and index) to the receivers waiting here;
+   * as `runs`, each group whole to one receiver. A group ends before an entry that carries no
+   * payload of its own (a retry's points elsewhere for it).
    */
-  private reserve(queue: string, layout: Layout, finished: ReadonlySet<string>): Reservation | undefined {
+  private offer(
+    queue: string,
+    layout: Layout,
+    groups: readonly { slot: number; index: number }[][],
+    runs: boolean,
+  ): Reservation | undefined {
     if (!this.deps.waiters) return undefined;
-    const offers = layout.ranges.flatMap(({ slice }, slot) =>
-      slice.flatMap((e, index) =>
-        finished.has(e.sequence) || e.envelope.ref ? [] : [{ slot, index, bytes: payloadBytes(e.envelope) }],
-      ),
-    );
+    const envelopeOf = (slot: number, index: number) =>
+      ((layout.ranges[slot] as Layout['ranges'][number]).slice[index] as SegmentEntry).envelope;
+    const offers = groups.flatMap((group, n) => {
+      const cut = group.findIndex(({ slot, index }) => envelopeOf(slot, index).ref);
+      return (cut < 0 ? group : group.slice(0, cut)).map(({ slot, index }) => ({
+        slot,
+        index,
+        bytes: payloadBytes(envelopeOf(slot, index)),
+        ...(runs ? { run: n } : {}),
+      }));
+    });
     return this.deps.waiters.reserve(queue, offers, this.now());
   }
 

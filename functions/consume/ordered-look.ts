@@ -148,12 +148,18 @@ export class OrderedLook {
     for (const wave of linked ? picks.map((pick) => [pick]) : [picks])
       await Promise.all(
         wave.map(async (pick) => {
-          const { range, here } = await this.writePick(queue, pick, live, lease);
+          // The live runs with entries in this range, and those entries.
+          const mine = new Map(
+            [...live].flatMap((run) => {
+              const here = inRangeEntries(run, pick.range);
+              return here.length ? [[run, here] as const] : [];
+            }),
+          );
+          const { range, here } = await this.writePick(queue, pick.range, mine, lease);
           // A run that did not get its entries here ends here: its later ones wait for them.
-          for (const run of live)
-            if (!(range && here.includes(run)) && inRangeEntries(run, pick.range).length) live.delete(run);
+          for (const run of mine.keys()) if (!(range && here.includes(run))) live.delete(run);
           for (const run of range ? here : [])
-            for (const e of inRangeEntries(run, pick.range))
+            for (const e of mine.get(run) ?? [])
               leased.push({
                 range: range as Range,
                 index: e.index,
@@ -165,31 +171,31 @@ export class OrderedLook {
     return leased;
   }
 
-  /** One range's write for the live runs with entries in it: the range as written and the runs it took. */
+  /** One range's write for the runs with entries in it (`mine`): the range as written and the runs it took. */
   private async writePick(
     queue: string,
-    pick: { range: Range },
-    live: ReadonlySet<GatedRun>,
+    picked: Range,
+    mine: ReadonlyMap<GatedRun, readonly RunEntry[]>,
     lease: NewLease,
   ): Promise<{ range?: Range; here: GatedRun[] }> {
-    const mine = (run: GatedRun) => inRangeEntries(run, pick.range);
-    let here = [...live].filter((run) => mine(run).length);
+    const entriesOf = (runs: readonly GatedRun[]) => runs.flatMap((run) => mine.get(run) ?? []);
+    let here = [...mine.keys()];
     // What a fresh read shows still as it was picked.
     const still = async () => {
-      const fresh = await this.deps.ranges.get(queue, pick.range.shard, pick.range.start);
-      return fresh ? here.filter((run) => mine(run).every((e) => unchanged(fresh, e.range, e.index))) : [];
+      const fresh = await this.deps.ranges.get(queue, picked.shard, picked.start);
+      return fresh
+        ? here.filter((run) => (mine.get(run) ?? []).every((e) => unchanged(fresh, e.range, e.index)))
+        : [];
     };
     // Contended: a consistent read first finds most of what was taken since the look for a read
     // unit, where the write would fail for a write unit.
     if (here.length && (this.contendedUntil.get(queue) ?? 0) > Date.now()) here = await still();
-    let written = here.length
-      ? await this.writeRange(queue, pick.range, here.flatMap(mine), lease)
-      : undefined;
+    let written = here.length ? await this.writeRange(queue, picked, entriesOf(here), lease) : undefined;
     if (here.length && !written) {
       this.contendedUntil.set(queue, Date.now() + CONTENDED_MS);
       // Taken meanwhile: once more with what is still as it was picked.
       here = await still();
-      written = here.length ? await this.writeRange(queue, pick.range, here.flatMap(mine), lease) : undefined;
+      written = here.length ? await this.writeRange(queue, picked, entriesOf(here), lease) : undefined;
     }
     return { range: written, here };
   }
