@@ -1,6 +1,5 @@
 import { defaultProvider } from '@aws-sdk/credential-provider-node';
 import { doesIdentityRequireRefresh, isIdentityExpired, memoizeIdentityProvider } from '@smithy/core';
-import { Sha256 } from '@smithy/core/checksum';
 import {
   isClockSkewError,
   isServerError,
@@ -13,6 +12,7 @@ import { type NodeHttpHandler, streamCollector } from '@smithy/node-http-handler
 import { SignatureV4 } from '@smithy/signature-v4';
 import type { AwsCredentialIdentity, AwsCredentialIdentityProvider, HttpResponse } from '@smithy/types';
 import type { AnyArgs, AnyMiddleware, AnyResult, MiddlewareContext } from './sdk-client.js';
+import { Sha256 } from './sha256.js';
 
 /**
  * The AWS JSON protocol (DynamoDB, Kinesis) over the SDK's own parts: its SigV4 signer, HTTP
