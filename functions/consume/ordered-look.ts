@@ -39,16 +39,30 @@ const RANGES_PER_PAGE = 8;
  * messages it answers with what it found; the gap cap keeps a window's waiting keys fewer.
  */
 export const MAX_RANGES = 64;
+/**
+ * How long a look uses the blocked keys an earlier one read, while what it reads shows no new
+ * block: a key unblocked since costs its state's read, not a wrong delivery.
+ */
+const BLOCKS_REUSE_MS = 1000;
+
+/** A shard's ranges as a look read them, and its blocked keys, each with its token. */
+type ShardView = { ranges: Range[]; blocked: Map<string, number> };
 
 export class OrderedLook {
-  /** Per queue and shard, the lowest range this instance saw unfinished: none below it is, ever. */
-  private readonly lowest = new Map<string, string>();
+  /**
+   * Per queue and shard, the lowest range this instance saw unfinished (none below it is, ever),
+   * and the blocked keys it read last.
+   */
+  private readonly seen = new Map<
+    string,
+    { lowest: string; blocked: Map<string, number>; blockedAt: number }
+  >();
   /** Per queue, until when this instance reads a range before it writes a lease: its last lost write. */
   private readonly contendedUntil = new Map<string, number>();
 
   constructor(private readonly deps: OrderedLookDeps) {}
 
-  /** The runs of one shard, with the keys the shard blocks (read after the ranges). */
+  /** The runs of one shard, with the keys the shard blocks. */
   async runs(
     queue: string,
     config: QueueConfig,
@@ -57,14 +71,13 @@ export class OrderedLook {
     now: number,
   ): Promise<{ runs: KeyRun[]; blocked: Map<string, number> }> {
     // A page more a look costs more read units than the receivers racing for fewer runs lose.
-    const ranges = await this.read(
+    const { ranges, blocked } = await this.view(
       queue,
       shard,
       MAX_RANGES,
+      now,
       (read) => keyRuns(read, config.max_per_key, now).reduce((n, r) => n + r.entries.length, 0) >= want,
     );
-    // After the ranges: a key's entry finished there by a failure was blocked before it.
-    const blocked = await this.deps.blocks.read(queue, shard);
     const tags = new Set([...blocked.keys()].map(keyTag));
     return { runs: keyRuns(ranges, config.max_per_key, now, tags), blocked };
   }
@@ -216,37 +229,44 @@ export class OrderedLook {
 
   /**
    * A shard's whole window for an admission: its ranges from the lowest unfinished one to the
-   * last, then the tags its blocks item names (read after, as a look reads them). Undefined when
-   * the window is longer than `maxRanges`: the admission then leaves its entries to a look. A read
-   * that missed a range ends early: the admission finds its last range is not the shard's.
+   * last, and the tags its blocks item names. Undefined when the window is longer than
+   * `maxRanges`: the admission then leaves its entries to a look. A read that missed a range ends
+   * early: the admission finds its last range is not the shard's.
    */
   async window(
     queue: string,
     shard: string,
     maxRanges: number,
+    now: number,
   ): Promise<{ ranges: Range[]; blocked: Set<string> } | undefined> {
-    const ranges = await this.read(queue, shard, maxRanges + 1, () => false);
+    const { ranges, blocked } = await this.view(queue, shard, maxRanges + 1, now, () => false);
     if (ranges.length > maxRanges) return undefined;
-    const blocked = await this.deps.blocks.read(queue, shard);
     return { ranges, blocked: new Set([...blocked.keys()].map(keyTag)) };
   }
 
   /**
    * The shard's ranges from its lowest unfinished one (as far as this instance or the commit hint
    * knows), page by page until `enough` of them are read or `maxRanges`, contiguous: a range an
-   * eventually consistent read missed ends what is read, since a key's earlier entry could be in it.
+   * eventually consistent read missed ends what is read, since a key's earlier entry could be in
+   * it. Then its blocked keys: those this instance read last, while they are recent and no entry
+   * read was failed for a key outside them; otherwise read again, consistently, after the ranges.
+   * A key is blocked before an entry of it is failed, and every failure below where this look
+   * starts was in ranges an earlier look read (and checked) before it moved the start past them,
+   * so what a failure blocked is never missed.
    */
-  private async read(
+  private async view(
     queue: string,
     shard: string,
     maxRanges: number,
+    now: number,
     enough: (ranges: readonly Range[]) => boolean,
-  ): Promise<Range[]> {
+  ): Promise<ShardView> {
     const at = `${queue}\u0000${shard}`;
+    const seen = this.seen.get(at);
     // What this instance saw unfinished last is at or below the commit point: no read of the hint.
-    let start = this.lowest.get(at) ?? (await this.deps.ranges.commitHint(queue, shard));
+    let start = seen?.lowest ?? (await this.deps.ranges.commitHint(queue, shard));
     const ranges: Range[] = [];
-    for (;;) {
+    for (let more = true; more; ) {
       const page = await this.deps.ranges.from(
         queue,
         shard,
@@ -256,20 +276,22 @@ export class OrderedLook {
       // Every page after the first starts with the last range of the one before.
       for (const range of ranges.length ? page.slice(1) : page) {
         const last = ranges.at(-1);
-        if (last && range.base !== last.base + last.count) return this.keep(at, ranges);
+        if (last && range.base !== last.base + last.count) {
+          more = false;
+          break;
+        }
         ranges.push(range);
       }
-      if (page.length < RANGES_PER_PAGE || enough(ranges) || ranges.length >= maxRanges)
-        return this.keep(at, ranges);
+      if (page.length < RANGES_PER_PAGE || enough(ranges) || ranges.length >= maxRanges) more = false;
       start = ranges.at(-1)?.start;
     }
-  }
-
-  /** Where the next read starts: the lowest unfinished range read, or the last one when all are finished. */
-  private keep(at: string, ranges: Range[]): Range[] {
+    const reuse = seen && now - seen.blockedAt < BLOCKS_REUSE_MS && !failedOutside(ranges, seen.blocked);
+    const blocked = reuse ? seen.blocked : await this.deps.blocks.read(queue, shard);
+    // Where the next look starts: the lowest unfinished range read, or the last when all are
+    // finished; set with the blocks checked against every range below it, never before them.
     const lowest = ranges.find((r) => !isFinished(r)) ?? ranges.at(-1);
-    if (lowest) this.lowest.set(at, lowest.start);
-    return ranges;
+    if (lowest) this.seen.set(at, { lowest: lowest.start, blocked, blockedAt: reuse ? seen.blockedAt : now });
+    return { ranges, blocked };
   }
 }
 
@@ -277,6 +299,12 @@ type RunEntry = KeyRun['entries'][number];
 
 /** A run past its key's gate: `holds` when its message holds the key (its ack frees it). */
 type GatedRun = KeyRun & { holds?: boolean };
+
+/** Whether an entry read is failed for a key not in `blocked`: its block may be newer. */
+function failedOutside(ranges: readonly Range[], blocked: ReadonlyMap<string, number>): boolean {
+  const tags = new Set([...blocked.keys()].map(keyTag));
+  return ranges.some((r) => [...r.failed].some((i) => !tags.has(r.keys?.[i] ?? '')));
+}
 
 /** A run's entries in one range. */
 function inRangeEntries(run: KeyRun, range: Pick<Range, 'shard' | 'start'>): RunEntry[] {

@@ -36,6 +36,7 @@ beforeAll(async () => {
       gaprace: { shards: 1, window_size: 6, lease_seconds: 60 },
       gapracekeyed: { shards: 1, window_size: 6, lease_seconds: 60, ordered: true },
       lookpast: { shards: 1, ordered: true },
+      lookblock: { shards: 1, ordered: true, max_attempts: 1 },
     },
   });
 });
@@ -173,6 +174,45 @@ describe('receive', () => {
     await look.runs('lookpast', config, shard, 10, Date.now());
     await look.runs('lookpast', config, shard, 10, Date.now());
     expect(starts.at(-1)).toBe(last?.start);
+  });
+  it('of an ordered queue reuses the blocked keys it read until an entry it reads failed for a key outside them', async () => {
+    const q = queueApi(t, 'lookblock');
+    const config = t.runtime.config.tenant.queues.lookblock;
+    if (!config) throw new Error('no queue lookblock');
+    const services = buildServices(t.runtime.config, t.runtime.clients);
+    let reads = 0;
+    const blocks = Object.assign(Object.create(services.blocks), {
+      read: (...args: Parameters<typeof services.blocks.read>) => {
+        reads++;
+        return services.blocks.read(...args);
+      },
+    }) as typeof services.blocks;
+    const look = new OrderedLook({ ...services, blocks });
+    const shard = (await services.shards.shards(streamName('layer', 'lookblock')))[0] as string;
+    // a-0 in a range of its own, leased; a-1 in the next range waits behind it.
+    await q.produce([{ message_id: 'a-0', key: 'a', payload: 0 }]);
+    const [first] = await q.receiveAll(1, 10_000);
+    await q.produce([{ message_id: 'a-1', key: 'a', payload: 1 }]);
+    await t.runtime.eventSource.drained(10_000);
+    const now = Date.now();
+    await look.runs('lookblock', config, shard, 10, now);
+    const again = await look.runs('lookblock', config, shard, 10, now + 10);
+    expect(reads).toBe(1);
+    expect(again.runs).toEqual([]);
+    // Dead on its first attempt: the key is parked, and a-0's range is finished (failed).
+    expect((await q.nack({ receipt: first?.receipt, retryable: false, error: 'bad' })).body.status).toBe(
+      'dead_lettered',
+    );
+    const after = await look.runs('lookblock', config, shard, 10, now + 20);
+    expect(reads).toBe(2);
+    expect([...after.blocked.keys()]).toEqual(['a']);
+    // Nothing failed since: reused until they are a second old.
+    await look.runs('lookblock', config, shard, 10, now + 30);
+    expect(reads).toBe(2);
+    await look.runs('lookblock', config, shard, 10, now + 1030);
+    expect(reads).toBe(3);
+    // And a receive delivers nothing of the parked key.
+    expect(await q.receiveAll(1, 1500)).toEqual([]);
   });
 });
 
