@@ -2,6 +2,7 @@
 
 export { type CallOptions, LeaseqClient, type LeaseqClientOptions, type OperationOptions } from './client.js';
 export * from './errors.js';
+export { AdaptiveLimit, isOverload, type LimitOptions, type LimitStats } from './limiter.js';
 export type * from './types.js';
 export {
   type BatchContext,
@@ -13,4 +14,5 @@ export {
   type WorkerHooks,
   type WorkerOptions,
   type WorkerPhase,
+  type WorkerStats,
 } from './worker.js';

@@ -2,6 +2,7 @@ import { AckBatcher } from './ack-batcher.js';
 import type { LeaseqClient } from './client.js';
 import { NonRetryableError, RetryAfterError, StaleReceiptError } from './errors.js';
 import { MessageLease } from './lease.js';
+import { AdaptiveLimit, isOverload, type LimitOptions, type LimitStats } from './limiter.js';
 import { backoffMs, sleep } from './retry.js';
 import type { AckStatus, ExtendResult, ReceivedMessage } from './types.js';
 
@@ -18,6 +19,8 @@ export interface HandlerContext {
   signal: AbortSignal;
   /** Extends the lease now to `seconds`; heartbeats then keep that length. */
   extend(seconds: number): Promise<ExtendResult>;
+  /** Runs `fn` within the limit of `dependency` (one of the Worker's `limits`): it waits for a slot. */
+  call<R>(dependency: string, fn: () => Promise<R>): Promise<R>;
 }
 
 export type Handler<T> = (message: ReceivedMessage<T>, ctx: HandlerContext) => Promise<void>;
@@ -28,6 +31,8 @@ export interface BatchContext {
    * stop: what the handler does after that may be done again by another consumer.
    */
   signal: AbortSignal;
+  /** Runs `fn` within the limit of `dependency` (one of the Worker's `limits`): it waits for a slot. */
+  call<R>(dependency: string, fn: () => Promise<R>): Promise<R>;
 }
 
 /** One message of a batch that failed, with what it threw (a NonRetryableError, a RetryAfterError…). */
@@ -65,6 +70,12 @@ export interface WorkerOptions<T> {
   /** Long-poll wait of each receive, 0-20; default 20. */
   waitSeconds?: number;
   consumerId?: string;
+  /**
+   * The dependencies its handlers call through `ctx.call`, each with an adaptive concurrency
+   * limit (limiter.ts): options, or an AdaptiveLimit shared with the Workers of other queues whose
+   * handlers call the same dependency. While one is full the Worker fetches nothing more.
+   */
+  limits?: Record<string, LimitOptions | AdaptiveLimit>;
   /** Every error the worker handled (a failed handler was nacked); default console.error. */
   onError?: (err: unknown, context: { phase: WorkerPhase; message?: ReceivedMessage<T> }) => void;
   /** What a service may log or count, as sqs-consumer's events offer it. A hook that throws is ignored. */
@@ -78,6 +89,13 @@ export interface WorkerHooks<T> {
   failed?: (message: ReceivedMessage<T>, err: unknown) => void;
   /** A long poll ended with nothing. */
   empty?: () => void;
+  /**
+   * The handler met an overloaded dependency (a throttling answer, a RetryAfterError): the message
+   * was given back for later without using an attempt.
+   */
+  throttled?: (message: ReceivedMessage<T>, err: unknown) => void;
+  /** A dependency's limit changed. */
+  limit?: (dependency: string, stats: LimitStats) => void;
   /** stop() finished: nothing runs and nothing is held any more. */
   stopped?: () => void;
 }
@@ -96,6 +114,17 @@ const MAX_ERROR_TEXT = 4096;
 /** A nack's `retry_after_seconds` is at most 12 hours. */
 const MAX_RETRY_AFTER_SECONDS = 12 * 3600;
 
+/** How long a message that met an overloaded dependency waits, unless a RetryAfterError says. */
+const OVERLOAD_RETRY_SECONDS = 1;
+
+export interface WorkerStats {
+  queue: string;
+  concurrency: number;
+  /** Handler calls running. */
+  running: number;
+  limits: Record<string, LimitStats>;
+}
+
 function retryAfterSeconds(seconds: number): number | undefined {
   return Number.isFinite(seconds)
     ? Math.min(MAX_RETRY_AFTER_SECONDS, Math.max(0, Math.ceil(seconds)))
@@ -109,6 +138,8 @@ export class Worker<T = unknown> {
   /** Handler calls running: a job each, or a batch of jobs each. */
   private running = 0;
   private readonly waitSeconds: number;
+  private readonly limits: ReadonlyMap<string, AdaptiveLimit>;
+  private readonly unsubscribe: (() => void)[] = [];
   private readonly jobs = new Set<Job<T>>();
   private readonly releases = new Set<Promise<void>>();
   private readonly acks: AckBatcher;
@@ -131,12 +162,36 @@ export class Worker<T = unknown> {
     this.concurrency = Math.max(1, options.concurrency ?? (options.batchHandler ? 1 : 4));
     this.batchSize = options.batchHandler ? Math.min(100, Math.max(1, options.batchSize ?? 10)) : 1;
     this.waitSeconds = options.waitSeconds ?? 20;
+    this.limits = new Map(
+      Object.entries(options.limits ?? {}).map(([name, limit]) => [
+        name,
+        limit instanceof AdaptiveLimit ? limit : new AdaptiveLimit(limit),
+      ]),
+    );
     this.acks = new AckBatcher((receipts) => options.client.ack(options.queue, receipts));
   }
 
   start(): void {
     if (this.loop) throw new Error('this worker was already started');
+    for (const [name, limit] of this.limits)
+      this.unsubscribe.push(
+        limit.onChange((stats) => {
+          this.hook('limit', name, stats);
+          // A limit that grew may let the loop fetch again.
+          this.wake?.();
+        }),
+      );
     this.loop = this.poll();
+  }
+
+  /** What runs now, and each dependency's limit. */
+  stats(): WorkerStats {
+    return {
+      queue: this.options.queue,
+      concurrency: this.concurrency,
+      running: this.running,
+      limits: Object.fromEntries([...this.limits].map(([name, limit]) => [name, limit.stats()])),
+    };
   }
 
   /**
@@ -154,7 +209,7 @@ export class Worker<T = unknown> {
 
   private async poll(): Promise<void> {
     for (let failures = 0; !this.halting.signal.aborted; ) {
-      const free = (this.concurrency - this.running) * this.batchSize;
+      const free = this.room() * this.batchSize;
       if (free <= 0) {
         await new Promise<void>((resolve) => {
           this.wake = resolve;
@@ -173,6 +228,9 @@ export class Worker<T = unknown> {
         continue;
       }
       if (!messages.length) this.hook('empty');
+      // What a limit that shrank during the poll cannot start now goes back, no attempt used.
+      const startable = this.polling.signal.aborted ? 0 : Math.max(0, this.room()) * this.batchSize;
+      for (const message of messages.splice(startable)) this.release(message);
       // Past the stop's deadline there is no time left to handle them: hand them back.
       if (this.polling.signal.aborted) for (const message of messages) this.release(message);
       // An ordered queue's per-key batch: the key's messages one after another in one slot.
@@ -181,6 +239,25 @@ export class Worker<T = unknown> {
         for (let i = 0; i < messages.length; i += this.batchSize)
           this.run(messages.slice(i, i + this.batchSize));
     }
+  }
+
+  /**
+   * Handler calls it may start now: its concurrency, and no more than any dependency's limit (and
+   * none while calls wait for one of them).
+   */
+  private room(): number {
+    let room = this.concurrency - this.running;
+    for (const limit of this.limits.values())
+      room = Math.min(room, limit.limit - this.running, limit.stats().waiting ? 0 : room);
+    return room;
+  }
+
+  /** Runs `fn` within a dependency's limit. */
+  private call<R>(dependency: string, fn: () => Promise<R>): Promise<R> {
+    const limit = this.limits.get(dependency);
+    if (!limit)
+      return Promise.reject(new TypeError(`no limit named ${dependency}: declare it in the Worker's limits`));
+    return limit.run(fn);
   }
 
   private async receive(free: number): Promise<ReceivedMessage<T>[]> {
@@ -287,11 +364,17 @@ export class Worker<T = unknown> {
     try {
       if (handler) {
         const [job] = jobs as [Job<T>];
-        await handler(job.message, { signal: job.lease.signal, extend: (s) => job.lease.extend(s) });
+        await handler(job.message, {
+          signal: job.lease.signal,
+          extend: (s) => job.lease.extend(s),
+          call: (dependency, fn) => this.call(dependency, fn),
+        });
         return new Map();
       }
       const signal = AbortSignal.any(jobs.map((job) => job.lease.signal));
-      const failed = (await batchHandler?.(messages, { signal })) ?? [];
+      const failed =
+        (await batchHandler?.(messages, { signal, call: (dependency, fn) => this.call(dependency, fn) })) ??
+        [];
       return new Map(failed.map((f) => [f.message, { err: f.error }]));
     } catch (err) {
       return new Map(messages.map((m) => [m, { err }]));
@@ -313,6 +396,13 @@ export class Worker<T = unknown> {
       }
     }
     this.report(failure.err, 'handler', message);
+    // An overloaded dependency is not the message's failure: back for later, no attempt used.
+    if (isOverload(failure.err)) {
+      const seconds = failure.err instanceof RetryAfterError ? failure.err.seconds : OVERLOAD_RETRY_SECONDS;
+      if (await this.giveBack(message, retryAfterSeconds(seconds) ?? OVERLOAD_RETRY_SECONDS))
+        this.hook('throttled', message, failure.err);
+      return false;
+    }
     const retryable = !(failure.err instanceof NonRetryableError);
     const retryAfter =
       failure.err instanceof RetryAfterError ? retryAfterSeconds(failure.err.seconds) : undefined;
@@ -333,18 +423,23 @@ export class Worker<T = unknown> {
     // A released message is ready again at once, unless an abandoned long poll could still
     // take it: the server cannot tell that the poll's caller has gone.
     const retryAfter = Math.max(0, Math.ceil((this.abandonedPollUntil - Date.now()) / 1000));
-    const released = this.options.client
-      .nack(this.options.queue, message.receipt, {
-        retry_after_seconds: retryAfter,
-        release: true,
-      })
-      .then(
-        () => undefined,
-        (err) => {
-          if (!(err instanceof StaleReceiptError)) this.report(err, 'release', message);
-        },
-      );
+    const released = this.giveBack(message, retryAfter).then(() => undefined);
     this.releases.add(released);
+    released.finally(() => this.releases.delete(released));
+  }
+
+  /** Gives a message back without using an attempt, ready after `seconds`: whether it was. */
+  private async giveBack(message: ReceivedMessage<T>, seconds: number): Promise<boolean> {
+    try {
+      await this.options.client.nack(this.options.queue, message.receipt, {
+        retry_after_seconds: seconds,
+        release: true,
+      });
+      return true;
+    } catch (err) {
+      if (!(err instanceof StaleReceiptError)) this.report(err, 'release', message);
+      return false;
+    }
   }
 
   private async shutdown(timeoutMs: number): Promise<void> {
@@ -376,6 +471,7 @@ export class Worker<T = unknown> {
       this.release(job.message);
     }
     await Promise.all([...settling, ...this.releases]);
+    for (const unsubscribe of this.unsubscribe.splice(0)) unsubscribe();
     this.hook('stopped');
   }
 

@@ -283,19 +283,23 @@ describe('handler failures', () => {
     expect(attempts).toEqual([1, 2]);
   });
 
-  it('a RetryAfterError chooses its retry delay instead of the queue tier', async () => {
+  it('a RetryAfterError chooses its retry delay instead of the queue tier, and uses no attempt', async () => {
     await client.produce('failing', [{ message_id: 'later-1', payload: 1 }]);
     const at: number[] = [];
+    const attempts: number[] = [];
     startWorker({
       queue: 'failing',
       handler: async (message) => {
         at.push(Date.now());
-        if (message.attempt === 1) throw new RetryAfterError(2, 'the rate limit resets in 2 s');
+        attempts.push(message.attempt);
+        if (at.length === 1) throw new RetryAfterError(2, 'the rate limit resets in 2 s');
       },
     });
     await until('the retry', () => at.length === 2, 10_000);
     // The queue's tier is 0 s: only the error's 2 s held it back.
     expect((at[1] as number) - (at[0] as number)).toBeGreaterThanOrEqual(1900);
+    // An overloaded dependency is not the message's failure.
+    expect(attempts).toEqual([1, 1]);
     expect(await client.dlq('failing').then((p) => p.messages.map((m) => m.message_id))).not.toContain(
       'later-1',
     );
