@@ -13,7 +13,10 @@ import { ExpiryWatch } from './expiry-watch.js';
 import { HeldSweep } from './held-sweep.js';
 import { Sweeper, type SweepReport } from './sweeper.js';
 
-export type SweepHandler = (event: unknown, context: Context) => Promise<SweepReport>;
+export type SweepHandler = ((event: unknown, context: Context) => Promise<SweepReport>) & {
+  /** Resolves once the gauges being published (if any) are. */
+  published(): Promise<void>;
+};
 
 export interface SweepOptions {
   /** Gauges are computed at most this often (COUNT queries over the index partitions). */
@@ -22,6 +25,11 @@ export interface SweepOptions {
   passIntervalMs?: number;
   /** Stop starting passes when less than this is left of the invocation. */
   reserveMs?: number;
+  /**
+   * Whether an invocation ends with its gauges published (default, as on AWS), or leaves them to
+   * finish beside the next invocations: the local runtime's invocations are one pass each.
+   */
+  awaitGauges?: boolean;
 }
 
 /**
@@ -91,11 +99,22 @@ export function createSweepHandler(
       }
     }
   };
+  // The gauges read every queue's stats: published beside the passes, never before one, so a
+  // retry that comes due meanwhile is not held up by them.
+  let publishing: Promise<void> | undefined;
+  const gauges = () => {
+    publishing ??= publishAllGauges()
+      .catch((err) => logger.warn('gauges failed', { error: String(err) }))
+      .finally(() => {
+        publishing = undefined;
+      });
+    return publishing;
+  };
   const interval = options.passIntervalMs ?? 1000;
   const reserve = options.reserveMs ?? 5000;
-  return async (_event, context) => {
+  const handler = async (_event: unknown, context: Context): Promise<SweepReport> => {
     const total: SweepReport = { requeued: 0, expired: 0, released: 0, redriven: 0, replayed: 0 };
-    await publishAllGauges();
+    const published = gauges();
     do {
       const pass = await sweeper.sweepOnce();
       await services.counters.flush();
@@ -107,6 +126,8 @@ export function createSweepHandler(
       if (context.getRemainingTimeInMillis() < reserve + interval) break;
       await sleep(interval);
     } while (context.getRemainingTimeInMillis() > reserve);
+    if (options.awaitGauges !== false) await published;
     return total;
   };
+  return Object.assign(handler, { published: async () => publishing });
 }
