@@ -74,8 +74,9 @@ export class AdaptiveLimit {
   /** This round: its calls' latencies, and the most calls at once. */
   private round: number[] = [];
   private busiest = 0;
-  /** The fastest call of each recent round. */
+  /** The fastest call of each recent round, and the fastest of them all. */
   private readonly fastest: number[] = [];
+  private baseline: number | undefined;
   private mean: number | undefined;
   private readonly drops = { latency: 0, overload: 0 };
   private readonly listeners = new Set<(stats: LimitStats) => void>();
@@ -98,6 +99,11 @@ export class AdaptiveLimit {
   /** Slots free now: calls that would start without waiting. */
   get free(): number {
     return Math.max(0, this.limit - this.inFlight - this.queue.length);
+  }
+
+  /** Calls waiting for a slot now. */
+  get waiting(): number {
+    return this.queue.length;
   }
 
   /** Runs `fn` once a slot is free, and learns from how long it took and how it ended. */
@@ -130,7 +136,7 @@ export class AdaptiveLimit {
       limit: this.limit,
       in_flight: this.inFlight,
       waiting: this.queue.length,
-      baseline_ms: this.fastest.length ? Math.min(...this.fastest) : undefined,
+      baseline_ms: this.baseline,
       latency_ms: this.mean,
       drops: { ...this.drops },
     };
@@ -169,7 +175,8 @@ export class AdaptiveLimit {
     const mean = this.round.reduce((a, b) => a + b, 0) / this.round.length;
     this.fastest.push(Math.min(...this.round));
     if (this.fastest.length > BASELINE_ROUNDS) this.fastest.shift();
-    const ratio = mean / Math.min(...this.fastest);
+    this.baseline = Math.min(...this.fastest);
+    const ratio = mean / this.baseline;
     // Vegas's estimate of the calls that queued at the dependency rather than ran.
     const queued = this.current * (1 - 1 / ratio);
     const used = this.busiest >= this.limit || this.queue.length > 0;

@@ -248,7 +248,7 @@ export class Worker<T = unknown> {
   private room(): number {
     let room = this.concurrency - this.running;
     for (const limit of this.limits.values())
-      room = Math.min(room, limit.limit - this.running, limit.stats().waiting ? 0 : room);
+      room = Math.min(room, limit.limit - this.running, limit.waiting ? 0 : room);
     return room;
   }
 

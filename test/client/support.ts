@@ -1,4 +1,10 @@
-import { LeaseqClient, type LeaseqClientOptions } from '../../client/index.js';
+import {
+  LeaseqClient,
+  type LeaseqClientOptions,
+  Worker,
+  type WorkerOptions,
+  type WorkerPhase,
+} from '../../client/index.js';
 import type { TestRuntime } from '../helpers/runtime.js';
 
 /** Shared pieces of the client tests: a client of the test runtime, and waiting helpers. */
@@ -16,6 +22,37 @@ export async function until(what: string, check: () => boolean | Promise<boolean
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await sleep(20);
   }
+}
+
+/** An error a worker reported, with the phase and the message it came from. */
+export interface Reported {
+  phase: WorkerPhase;
+  err: unknown;
+  id: string | undefined;
+}
+
+/**
+ * Workers a test file starts against its runtime, their errors collected instead of logged.
+ * `stopAll` belongs in afterEach: a graceful stop lets each long poll end, so no worker leases
+ * the next test's messages.
+ */
+export function workerPool(client: () => LeaseqClient) {
+  const workers: Worker<unknown>[] = [];
+  return {
+    start<T = unknown>(options: Omit<WorkerOptions<T>, 'client' | 'onError'>) {
+      const errors: Reported[] = [];
+      const worker = new Worker<T>({
+        client: client(),
+        waitSeconds: 1,
+        ...options,
+        onError: (err, { phase, message }) => errors.push({ phase, err, id: message?.message_id }),
+      });
+      worker.start();
+      workers.push(worker as Worker<unknown>);
+      return { worker, errors };
+    },
+    stopAll: () => Promise.all(workers.splice(0).map((w) => w.stop({ timeoutMs: 3000 }))),
+  };
 }
 
 export interface Exchange {

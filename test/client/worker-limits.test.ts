@@ -4,11 +4,9 @@ import {
   type LeaseqClient,
   type LimitStats,
   type ReceivedMessage,
-  Worker,
-  type WorkerOptions,
 } from '../../client/index.js';
 import { startTestRuntime, type TestRuntime } from '../helpers/runtime.js';
-import { clientOf, sleep, until } from './support.js';
+import { clientOf, sleep, until, workerPool } from './support.js';
 
 /**
  * A Worker's dependency limits (client/limiter.ts) against a real local runtime: what it fetches,
@@ -18,7 +16,8 @@ import { clientOf, sleep, until } from './support.js';
 
 let t: TestRuntime;
 let client: LeaseqClient;
-const workers: Worker<unknown>[] = [];
+const pool = workerPool(() => client);
+const startWorker = pool.start;
 
 beforeAll(async () => {
   t = await startTestRuntime({
@@ -33,19 +32,11 @@ beforeAll(async () => {
   client = clientOf(t);
 });
 afterEach(async () => {
-  await Promise.all(workers.splice(0).map((w) => w.stop({ timeoutMs: 3000 })));
+  await pool.stopAll();
 });
 afterAll(async () => {
   await t?.close();
 });
-
-function startWorker(options: Omit<WorkerOptions<unknown>, 'client'>) {
-  const errors: unknown[] = [];
-  const worker = new Worker({ client, waitSeconds: 1, onError: (err) => errors.push(err), ...options });
-  worker.start();
-  workers.push(worker);
-  return { worker, errors };
-}
 
 async function produce(queue: string, n: number) {
   for (let i = 0; i < n; i += 100)

@@ -6,17 +6,16 @@ import {
   RetryAfterError,
   StaleReceiptError,
   Worker,
-  type WorkerOptions,
-  type WorkerPhase,
 } from '../../client/index.js';
 import { startTestRuntime, type TestRuntime } from '../helpers/runtime.js';
-import { clientOf, sleep, until } from './support.js';
+import { clientOf, sleep, until, workerPool } from './support.js';
 
 /** The Worker against a real local runtime: heartbeats, crashes, the concurrency cap, stop, failures. */
 
 let t: TestRuntime;
 let client: LeaseqClient;
-const workers: Worker<unknown>[] = [];
+const pool = workerPool(() => client);
+const startWorker = pool.start;
 
 beforeAll(async () => {
   t = await startTestRuntime({
@@ -39,32 +38,11 @@ beforeAll(async () => {
   client = clientOf(t);
 });
 afterEach(async () => {
-  // A graceful stop lets each worker's long poll end, so none leases the next test's messages.
-  await Promise.all(workers.splice(0).map((w) => w.stop({ timeoutMs: 3000 })));
+  await pool.stopAll();
 });
 afterAll(async () => {
   await t?.close();
 });
-
-interface Reported {
-  phase: WorkerPhase;
-  err: unknown;
-  id: string | undefined;
-}
-
-/** Starts a worker whose errors are collected instead of logged; afterEach stops it. */
-function startWorker<T = unknown>(options: Omit<WorkerOptions<T>, 'client' | 'onError'>) {
-  const errors: Reported[] = [];
-  const worker = new Worker<T>({
-    client,
-    waitSeconds: 1,
-    ...options,
-    onError: (err, { phase, message }) => errors.push({ phase, err, id: message?.message_id }),
-  });
-  worker.start();
-  workers.push(worker as Worker<unknown>);
-  return { worker, errors };
-}
 
 describe('heartbeats', () => {
   it('keep a message whose handler takes 3x the lease: it runs once and is acked', async () => {
