@@ -56,7 +56,7 @@ export const PRICES = {
   },
   kinesisExtendedRetentionShardHour: {
     usd: 0.02,
-    per: 'shard-hour of retention past 24 h, up to 7 days (provisioned; leaseq keeps 96 h by default)',
+    per: 'shard-hour of retention past 24 h, up to 7 days (provisioned; leaseq keeps 24 h by default)',
     source: 'https://aws.amazon.com/kinesis/data-streams/pricing/',
     check: 'memory',
     since: '2015',

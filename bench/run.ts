@@ -6,7 +6,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import type { MeterSnapshot } from '../functions/aws/meter.js';
-import { parseTenantConfig } from '../functions/core/config.js';
+import { parseTenantConfig, queueConfigSchema } from '../functions/core/config.js';
 import {
   DYNAMODB_EMULATOR_ENV,
   type DynamoDbEmulator,
@@ -364,7 +364,11 @@ function costOf(measured: Measured, dynamodb: DynamoDbEmulator): Report['cost'] 
     prices: PRICES,
     runs,
     sqs: sqsCosts(WORKLOAD.payloadBytes),
-    fixedMonthlyPerQueue: fixedMonthly(SHARDS, queue?.retention_hours ?? 96, background),
+    fixedMonthlyPerQueue: fixedMonthly(
+      SHARDS,
+      queue?.retention_hours ?? queueConfigSchema.parse({}).retention_hours,
+      background,
+    ),
   };
 }
 

@@ -11,7 +11,7 @@ export interface SizingInput {
   rate: number;
   /** Average payload bytes per message. */
   bytes: number;
-  /** The stream's retention (tenant `retention_hours`; leaseq's default is 96). */
+  /** The stream's retention (tenant `retention_hours`; leaseq's default is 24). */
   retentionHours: number;
   ordered: boolean;
   /** Spare capacity on top of the binding limit; 0.2 = shards for 120 % of the rate. */
@@ -21,7 +21,7 @@ export interface SizingInput {
 }
 
 export const SIZING_DEFAULTS = {
-  retentionHours: 96,
+  retentionHours: 24,
   headroom: 0.2,
   /** An estimate, not a measurement: a ULID, a few ISO times, the attempt, key and headers' JSON. */
   envelopeBytes: 300,

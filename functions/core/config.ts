@@ -63,7 +63,7 @@ export const queueConfigSchema = z
       z.array(intIn(0, 12 * HOUR)).check(z.minLength(1), z.maxLength(20)),
       [10, 60, 600, 3600],
     ),
-    retention_hours: z._default(intIn(24, 365 * 24), 96),
+    retention_hours: z._default(intIn(24, 365 * 24), 24),
     dlq_retention_hours: z._default(intIn(48, 2 * 365 * 24), 336),
     dedup_window_seconds: z._default(intIn(300), 86_400),
     claim_check_bytes: z._default(intIn(1024, 900 * 1024), 262_144),

@@ -230,8 +230,8 @@ describe('alarms per queue', () => {
       Threshold: 36 * 3600,
       TreatMissingData: 'breaching',
     });
-    // The default retention, 96 h.
-    expect(alarm('leaseq-acme/events/oldest-unacked-age').Threshold).toBe(48 * 3600);
+    // The default retention, 24 h.
+    expect(alarm('leaseq-acme/events/oldest-unacked-age').Threshold).toBe(12 * 3600);
   });
 
   it("DLQ oldest age: a dead letter over an hour old, in a queue's DLQ or a consumer's", () => {
@@ -319,7 +319,7 @@ describe('alarms per queue', () => {
   it("iterator age: the queue's own stream, over half its retention in ms, and a stream nobody reads", () => {
     for (const [queue, hours] of [
       ['orders', 36],
-      ['events', 48],
+      ['events', 12], // the default retention, 24 h
     ] as const) {
       const stream = stack.tenant.queues.get(queue)?.stream;
       expect(alarm(`leaseq-acme/${queue}/iterator-age`)).toMatchObject({

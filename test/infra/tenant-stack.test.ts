@@ -140,7 +140,7 @@ describe('TenantStack (tenants/local.json)', () => {
       template.hasResourceProperties('AWS::Kinesis::Stream', {
         Name: `leaseq-local-${queue}`,
         ShardCount: 2,
-        RetentionPeriodHours: 96,
+        RetentionPeriodHours: 24,
         StreamEncryption: { EncryptionType: 'KMS', KeyId: 'alias/aws/kinesis' },
       });
     }
@@ -204,9 +204,9 @@ describe('TenantStack (tenants/local.json)', () => {
             // dlq_retention_hours defaults to 336: 14 days.
             { Id: 'claims-jobs', Prefix: 'claims/jobs/', ExpirationInDays: 14, Status: 'Enabled' },
             { Id: 'claims-ledger', Prefix: 'claims/ledger/', ExpirationInDays: 14, Status: 'Enabled' },
-            // Segments: retention 96 h and a last lease of 1 h.
-            { Id: 'segments-jobs', Prefix: 'segments/jobs/', ExpirationInDays: 5, Status: 'Enabled' },
-            { Id: 'segments-ledger', Prefix: 'segments/ledger/', ExpirationInDays: 5, Status: 'Enabled' },
+            // Segments: retention 24 h and a last lease of 1 h.
+            { Id: 'segments-jobs', Prefix: 'segments/jobs/', ExpirationInDays: 2, Status: 'Enabled' },
+            { Id: 'segments-ledger', Prefix: 'segments/ledger/', ExpirationInDays: 2, Status: 'Enabled' },
             {
               Id: 'abort-incomplete-uploads',
               AbortIncompleteMultipartUpload: { DaysAfterInitiation: 1 },

@@ -115,7 +115,7 @@ describe('queues', () => {
       ApproximateNumberOfMessages: expect.stringMatching(/^[1-9]/),
       ApproximateNumberOfMessagesNotVisible: '0',
       VisibilityTimeout: String(t.runtime.config.tenant.queues.batch?.lease_seconds),
-      MessageRetentionPeriod: String(96 * 3600),
+      MessageRetentionPeriod: String(24 * 3600), // the default retention
       RedrivePolicy: expect.stringContaining('"maxReceiveCount":5'),
     });
     const fifo = await sqs.send(

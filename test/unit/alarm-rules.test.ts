@@ -4,7 +4,7 @@ import { alarmName, backlogAgeLimitSeconds } from '../../infra/alarm-rules.js';
 
 describe('alarm rules', () => {
   it('puts the backlog age limit at half the retention', () => {
-    expect(backlogAgeLimitSeconds(queueConfigSchema.parse({}))).toBe(48 * 3600); // the default 96 h
+    expect(backlogAgeLimitSeconds(queueConfigSchema.parse({}))).toBe(12 * 3600); // the default 24 h
     // The shortest retention allowed still leaves 12 h between the alarm and the first lost record.
     expect(backlogAgeLimitSeconds({ retention_hours: 24 })).toBe(12 * 3600);
     expect(backlogAgeLimitSeconds({ retention_hours: 168 })).toBe(84 * 3600);

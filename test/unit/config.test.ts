@@ -30,7 +30,7 @@ describe('tenant configuration', () => {
       max_lease_seconds: 3600,
       max_attempts: 5,
       backoff_seconds: [10, 60, 600, 3600],
-      retention_hours: 96,
+      retention_hours: 24,
       dlq_retention_hours: 336,
       dedup_window_seconds: 86400,
       claim_check_bytes: 262144,
