@@ -1,5 +1,6 @@
 import type { MeterSnapshot } from '../functions/aws/meter.js';
 import type { ApiTallySnapshot } from './http.js';
+import type { IdleTick } from './idle-tick.js';
 import { DEPLOYMENT, PRICES } from './prices.js';
 import type { ProbeSnapshot } from './probe.js';
 import {
@@ -239,13 +240,14 @@ const IDLE_WAIT_SECONDS = 20;
 
 /**
  * What leaseq costs a month with no messages at all: a queue's provisioned stream, the tenant's
- * sweep (its queries measured idle, per queue), and a pull worker that keeps long-polling.
+ * sweep at each minute's tick (a pass that rests and the gauges, measured idle), and a pull worker
+ * that keeps long-polling.
  */
-export function fixedMonthly(shards: number, retentionHours: number, background: Background): FixedMonthly[] {
+export function fixedMonthly(shards: number, retentionHours: number, tick: IdleTick): FixedMonthly[] {
   const hours = DEPLOYMENT.hoursPerMonth;
   const P = PRICES;
-  const perQueuePerSecond = (n: number) => n / background.seconds / background.queues;
-  const duty = DEPLOYMENT.sweepBilledSecondsPerMinute / 60;
+  const ticks = hours * 60;
+  const perQueue = (n: number) => n / tick.queues;
   const monthSeconds = hours * 3600;
   const gbSecond = DEPLOYMENT.lambdaMemoryGb * P.lambdaArmGbSecond.usd;
   const idlePolls = monthSeconds / IDLE_WAIT_SECONDS;
@@ -260,21 +262,21 @@ export function fixedMonthly(shards: number, retentionHours: number, background:
       item: 'Kinesis extended retention',
       scope: 'queue',
       usdPerMonth: retentionHours > 24 ? shards * hours * P.kinesisExtendedRetentionShardHour.usd : 0,
-      note: `retention ${retentionHours} h > 24 h`,
+      note: `retention ${retentionHours} h${retentionHours > 24 ? ' > 24 h' : ': free'}`,
     },
     {
-      item: 'sweep DynamoDB reads (measured idle)',
+      item: "sweep DynamoDB at a minute's tick (measured idle)",
       scope: 'queue',
       usdPerMonth:
-        perQueuePerSecond(background.meter.readUnits) * monthSeconds * duty * P.dynamodbReadRequestUnit.usd +
-        perQueuePerSecond(background.meter.writeUnits) * monthSeconds * duty * P.dynamodbWriteRequestUnit.usd,
-      note: `${formatRate(perQueuePerSecond(background.meter.readUnits))} RRU/s`,
+        perQueue(tick.meter.readUnits) * ticks * P.dynamodbReadRequestUnit.usd +
+        perQueue(tick.meter.writeUnits) * ticks * P.dynamodbWriteRequestUnit.usd,
+      note: `${formatRate(perQueue(tick.meter.readUnits))} RRU a tick: a pass that rests, the gauges`,
     },
     {
-      item: 'sweep Lambda (1 a minute, passes for 55 s)',
+      item: "sweep Lambda, a minute's tick that rests",
       scope: 'tenant',
-      usdPerMonth: monthSeconds * duty * gbSecond + hours * 60 * P.lambdaRequest.usd,
-      note: `${DEPLOYMENT.lambdaMemoryGb} GB arm64`,
+      usdPerMonth: ticks * ((tick.ms / 1000) * gbSecond + P.lambdaRequest.usd),
+      note: `${tick.ms.toFixed(0)} ms here${tick.rested ? '' : ' (it did not rest!)'}; ${DEPLOYMENT.lambdaMemoryGb} GB arm64`,
     },
     {
       item: `receive long polls of ${IDLE_WAIT_SECONDS} s, all empty`,
@@ -283,6 +285,12 @@ export function fixedMonthly(shards: number, retentionHours: number, background:
       note: `Lambda bills the wait; SQS: $${(idlePolls * P.sqsStandardRequest.usd).toFixed(2)}`,
     },
   ];
+}
+
+/** A tenant's fixed monthly cost with `queues` queues and `workers` idle pull workers. */
+export function fixedTotal(fixed: readonly FixedMonthly[], queues: number, workers: number): number {
+  const times = { queue: queues, tenant: 1, 'idle worker': workers } as const;
+  return fixed.reduce((a, f) => a + f.usdPerMonth * times[f.scope], 0);
 }
 
 function formatRate(n: number): string {
@@ -362,9 +370,7 @@ export function printCost(costs: RunCost[], sqs: SqsCost[], fixed: FixedMonthly[
     ),
   );
 
-  const oneQueueTenant = fixed
-    .filter((f) => f.scope !== 'idle worker')
-    .reduce((a, f) => a + f.usdPerMonth, 0);
+  const oneQueueTenant = fixedTotal(fixed, 1, 0);
   console.log('\nWhat leaseq costs a month with no messages at all (SQS: nothing but the requests made):\n');
   console.log(
     formatTable(
@@ -372,6 +378,7 @@ export function printCost(costs: RunCost[], sqs: SqsCost[], fixed: FixedMonthly[
       [
         ...fixed.map((f) => [f.item, f.scope, f.usdPerMonth, f.note]),
         ['TOTAL, a tenant with one queue', '', oneQueueTenant, 'no worker waiting'],
+        ['TOTAL, ten queues and two idle workers', '', fixedTotal(fixed, 10, 2), 'a stream each'],
       ],
     ),
   );

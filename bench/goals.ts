@@ -1,6 +1,6 @@
 import type { BacklogReport } from './backlog.js';
 import type { PeerReport } from './bullmq.js';
-import type { RunCost, SqsCost } from './cost.js';
+import { type FixedMonthly, fixedTotal, type RunCost, type SqsCost } from './cost.js';
 import { END_TO_END_RUNS, GOAL_BACKLOG, type PhaseFailure, RUN } from './runs.js';
 import type { ScalingReport } from './scaling.js';
 import { formatNumber, formatTable, INDEX_NOT_REPORTED } from './stats.js';
@@ -35,6 +35,8 @@ export interface GoalInputs {
     retryLatencyMs?: { p50: number; p99: number };
   }[];
   sqs: readonly SqsCost[];
+  /** What a tenant costs a month with no messages (bench/cost.ts fixedMonthly). */
+  fixed: readonly FixedMonthly[];
   /** Runs that completed but broke their queue's promises (per-key order): their rows show that, not figures. */
   failedRuns: readonly { queue: string; failed: string }[];
   /** Undefined when the phase was skipped. */
@@ -58,6 +60,8 @@ const LIMITS = {
   orderedOverHeadline: 0.7,
   orderedHotOverHeadline: 0.5,
   failedConditionalWrites16: 0.1,
+  fixedOneQueue: 12,
+  fixedTenQueues: 15,
   writeUnitsFailedAttempt: 4,
   backlogRatio: 1.1,
   throughputOverBaseline: 3,
@@ -180,7 +184,36 @@ export function goalRows(inputs: GoalInputs): GoalRow[] {
     peerRow(inputs),
     ...latencyRows(inputs),
     scalingRow(inputs.scaling),
+    fixedRow(inputs, 'fixed-one-queue', 'fixed $ / month, one queue, no worker', 1, 0, LIMITS.fixedOneQueue),
+    fixedRow(
+      inputs,
+      'fixed-ten-queues-two-workers',
+      'fixed $ / month, ten queues, two idle workers',
+      10,
+      2,
+      LIMITS.fixedTenQueues,
+    ),
   ];
+}
+
+/** The stack as deployed, priced idle: what a team pays before its first message. */
+function fixedRow(
+  inputs: GoalInputs,
+  id: string,
+  figure: string,
+  queues: number,
+  workers: number,
+  limit: number,
+) {
+  const value = fixedTotal(inputs.fixed, queues, workers);
+  return {
+    id,
+    figure,
+    value,
+    measured: `$${value.toFixed(2)}`,
+    goal: `≤ $${limit}`,
+    met: atMost(value, limit, true),
+  };
 }
 
 /** A rebalance storm: seconds after a worker count change that fell below 80 % of before. */

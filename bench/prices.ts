@@ -150,8 +150,6 @@ export const PRICES = {
 export const DEPLOYMENT = {
   /** Every leaseq function: api, dispatch and sweep. */
   lambdaMemoryGb: 0.5,
-  /** The sweep runs once a minute and makes passes until 5 s before its 60 s timeout. */
-  sweepBilledSecondsPerMinute: 55,
   /** A month as AWS bills hours. */
   hoursPerMonth: 730,
   /** Dispatch's event source mapping batch size. */

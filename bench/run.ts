@@ -28,6 +28,7 @@ import {
 } from './cost.js';
 import { type GoalRow, goalRows, printGoals } from './goals.js';
 import { ApiTally, type ApiTallySnapshot, type Endpoint } from './http.js';
+import { type IdleTick, measureIdleTick } from './idle-tick.js';
 import { PRICES, PRICES_AS_OF, REGION } from './prices.js';
 import { CostProbe, type ProbeSnapshot } from './probe.js';
 import {
@@ -124,6 +125,7 @@ interface Report {
   /** What the runtime asks of AWS with no traffic at all: the sweep and the shard pollers. */
   backgroundRequestsPerSecond: Record<string, number>;
   background: Background;
+  idleTick: IdleTick;
   produce: RunResult[];
   endToEnd: RunResult[];
   cost: {
@@ -215,7 +217,7 @@ function readBaseline(file: string): { file: string; goals: GoalRow[] } {
 
 type Measured = Pick<
   Report,
-  'backgroundRequestsPerSecond' | 'background' | 'produce' | 'endToEnd' | 'scaling'
+  'backgroundRequestsPerSecond' | 'background' | 'idleTick' | 'produce' | 'endToEnd' | 'scaling'
 >;
 
 async function measure(
@@ -236,6 +238,7 @@ async function measure(
   meter.reset();
   await sleep(BACKGROUND_SECONDS * 1000);
   const background = meter.snapshot();
+  const idleTick = await measureIdleTick(runtime);
 
   const produceResults: RunResult[] = [];
   for (const run of chosen(PRODUCE_RUNS)) {
@@ -332,6 +335,7 @@ async function measure(
       Object.entries(background.requests).map(([op, n]) => [op, n / BACKGROUND_SECONDS]),
     ),
     background: { seconds: BACKGROUND_SECONDS, queues: Object.keys(TENANT.queues).length, meter: background },
+    idleTick,
     produce: produceResults,
     endToEnd: endToEndResults,
     ...(!only || only.has(SCALING_QUEUE)
@@ -367,7 +371,7 @@ function costOf(measured: Measured, dynamodb: DynamoDbEmulator): Report['cost'] 
     fixedMonthlyPerQueue: fixedMonthly(
       SHARDS,
       queue?.retention_hours ?? queueConfigSchema.parse({}).retention_hours,
-      background,
+      measured.idleTick,
     ),
   };
 }
@@ -539,6 +543,7 @@ async function main(): Promise<void> {
       failedRuns: failedRuns(measured),
       scaling: measured.scaling,
       sqs: cost.sqs,
+      fixed: cost.fixedMonthlyPerQueue,
       backlog,
       peer,
       baseline: options.baseline?.goals,

@@ -38,6 +38,7 @@ import { replayJobs } from './store/replays.js';
 import { SegmentStore } from './store/segments.js';
 import { SqsCredentialStore } from './store/sqs-credentials.js';
 import { StorageMeter } from './store/storage.js';
+import { SweepArm } from './store/sweep-arm.js';
 import { TotalsSamples } from './store/totals-samples.js';
 
 /**
@@ -124,6 +125,8 @@ export function buildServices(config: RuntimeConfig, clients: AwsClients) {
     },
     dedup,
     storage,
+    /** Armed after work that may leave state for the sweep (core/sweep-rest.ts). */
+    sweepArm: new SweepArm(clients.doc, table, config.onSweepArmed),
     tracer: new Tracer({
       tenant,
       shards,

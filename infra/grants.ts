@@ -29,6 +29,23 @@ export function grantTableItems(table: dynamodb.ITable, grantee: iam.IGrantable)
 }
 
 /**
+ * Reads of the table's stream, which Lambda makes for a function's trigger: written out instead
+ * of `grantStreamRead`, whose ListStreams is on "*".
+ */
+export function grantTableStreamRead(table: dynamodb.ITable, grantee: iam.IGrantable): iam.Grant {
+  return iam.Grant.addToPrincipal({
+    grantee,
+    actions: [
+      'dynamodb:DescribeStream',
+      'dynamodb:GetRecords',
+      'dynamodb:GetShardIterator',
+      'dynamodb:ListStreams',
+    ],
+    resourceArns: [table.tableStreamArn as string],
+  });
+}
+
+/**
  * Encrypt and Decrypt with the secrets key, and nothing else: written out instead of
  * `grantEncryptDecrypt`, which adds ReEncrypt* and GenerateDataKey* (wildcards the box never needs).
  */

@@ -8,7 +8,7 @@ import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import * as events from 'aws-cdk-lib/aws-events';
 import * as targets from 'aws-cdk-lib/aws-events-targets';
 import * as kms from 'aws-cdk-lib/aws-kms';
-import type * as lambda from 'aws-cdk-lib/aws-lambda';
+import * as lambda from 'aws-cdk-lib/aws-lambda';
 import type * as nodejs from 'aws-cdk-lib/aws-lambda-nodejs';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import * as s3 from 'aws-cdk-lib/aws-s3';
@@ -25,7 +25,7 @@ import {
 import { checkPayloadSchemas } from '../functions/core/payload-schema.js';
 import { ENV } from '../functions/core/runtime-config.js';
 import { SERVICE } from '../functions/observability/metrics.js';
-import { GSI1 } from '../functions/store/keys.js';
+import { GSI1, SWEEP_ARM_KEY } from '../functions/store/keys.js';
 import { TenantAlarms } from './alarms.js';
 import {
   grantClaimObjects,
@@ -33,6 +33,7 @@ import {
   grantSecretSealing,
   grantSegments,
   grantTableItems,
+  grantTableStreamRead,
 } from './grants.js';
 import { type LeaseqFunctionProps, leaseqFunction } from './leaseq-function.js';
 import { acknowledgeNag } from './nag.js';
@@ -146,6 +147,8 @@ export class LeaseqTenant extends Construct {
       billingMode: dynamodb.BillingMode.PAY_PER_REQUEST,
       timeToLiveAttribute: 'ttl',
       pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
+      // Its records wake a resting sweep when the sweep's arm is written (createSweep).
+      stream: dynamodb.StreamViewType.KEYS_ONLY,
       removalPolicy: RemovalPolicy.RETAIN,
     });
     // Message state items by state and shard (ready, leased, delayed, dead; keys.ts). Receive and
@@ -328,7 +331,10 @@ export class LeaseqTenant extends Construct {
     return fns;
   }
 
-  /** Requeues due delayed messages and expires leases; it polls inside each minute's invocation. */
+  /**
+   * Requeues due delayed messages and expires leases; it polls inside each minute's invocation
+   * until it may rest (functions/core/sweep-rest.ts), and its arm's writes wake it.
+   */
   private createSweep(): nodejs.NodejsFunction {
     const fn = this.addFunction('Sweep', {
       entry: ownHandler('sweep'),
@@ -349,6 +355,18 @@ export class LeaseqTenant extends Construct {
       schedule: events.Schedule.rate(Duration.minutes(1)),
       targets: [new targets.LambdaFunction(fn, { retryAttempts: 0 })],
     });
+    // The arm's writes, filtered out of the table's stream: Lambda polls a stream for its triggers
+    // and filters it at no charge. A wake that meets a running sweep is retried for a minute at
+    // most: the running one does not rest within 40 s of the arm anyway.
+    const wake = fn.addEventSourceMapping('SweepWake', {
+      eventSourceArn: this.table.tableStreamArn,
+      startingPosition: lambda.StartingPosition.LATEST,
+      batchSize: 100,
+      retryAttempts: 2,
+      maxRecordAge: Duration.minutes(1),
+      filters: [lambda.FilterCriteria.filter({ dynamodb: { Keys: { pk: { S: [SWEEP_ARM_KEY.pk] } } } })],
+    });
+    grantTableStreamRead(this.table, fn).applyBefore(wake);
     return fn;
   }
 

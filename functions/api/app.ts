@@ -149,6 +149,18 @@ export function createApiHandler(
   return middy<APIGatewayProxyEventV2, HttpResponse>()
     .use(flushMetrics(metrics))
     .use({
+      // A change may leave state for the sweep (a lease, a retry, a job): it arms the sweep
+      // (core/sweep-rest.ts). A read never does.
+      after: async (request) => {
+        if (
+          request.event.requestContext.http.method === 'GET' ||
+          (request.response?.statusCode ?? 500) >= 400
+        )
+          return;
+        await built.sweepArm.armOrWarn(logger);
+      },
+    })
+    .use({
       onError: async (request) => {
         const { response, internal, code } = errorResponse(request.error);
         if (internal) logger.error('unhandled error', request.error as Error);

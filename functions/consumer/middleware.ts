@@ -137,8 +137,10 @@ function instantiate(
   }
   const logger = (env.logger ?? new Logger()).createChild({ persistentKeys: { queue, consumer } });
   const metrics = env.metrics ?? new Metrics(metricsOptions(SERVICE.consumer, env.config.tenant.tenant));
+  const services = buildServices(env.config, env.clients);
+  // An invocation leaves leases (a crash's) and retries for the sweep (core/sweep-rest.ts).
   const deps = {
-    ...buildServices(env.config, env.clients),
+    ...services,
     queue,
     consumer,
     config,
@@ -152,5 +154,10 @@ function instantiate(
   return middy<KinesisStreamEvent, KinesisStreamBatchResponse>()
     .use(injectLambdaContext(logger))
     .use(flushMetrics(metrics))
-    .handler((event, context) => push.handle(event, context));
+    .handler(async (event, context) => {
+      await services.sweepArm.armOrWarn(logger);
+      const answer = await push.handle(event, context);
+      await services.sweepArm.armOrWarn(logger);
+      return answer;
+    });
 }

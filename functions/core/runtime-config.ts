@@ -28,6 +28,11 @@ export interface RuntimeConfig {
    * catch what no admission announces (a lease that ended), and start slower.
    */
   admissionsInProcess?: boolean;
+  /**
+   * Called when this process armed the sweep (store/sweep-arm.ts): the local runtime wakes its
+   * resting sweep, as the table's stream does on AWS.
+   */
+  onSweepArmed?: () => void;
 }
 
 export type SecretsConfig =

@@ -14,6 +14,12 @@ export function createDispatchHandler(
   clients: AwsClients,
   logger = new Logger({ serviceName: SERVICE.dispatch }),
 ): DispatchHandler {
-  const dispatcher = new Dispatcher({ ...buildServices(config, clients), tenant: config.tenant, logger });
-  return (event) => dispatcher.handle(event);
+  const services = buildServices(config, clients);
+  const dispatcher = new Dispatcher({ ...services, tenant: config.tenant, logger });
+  return async (event) => {
+    const answer = await dispatcher.handle(event);
+    // Admission may have left delayed messages for the sweep (core/sweep-rest.ts).
+    await services.sweepArm.armOrWarn(logger);
+    return answer;
+  };
 }

@@ -121,6 +121,11 @@ export class Replays {
   }
 
   /** One pass of every running job of the namespace, each at its own rate. */
+  /** Whether a job of the queue is running (the sweep does not rest while one is). */
+  async anyRunning(queue: string): Promise<boolean> {
+    return (await this.deps.jobs.running(queue)).length > 0;
+  }
+
   async runPass(queue: string, config: QueueConfig): Promise<number> {
     let total = 0;
     for (const job of await this.deps.jobs.running(queue)) total += await this.runJob(queue, config, job);

@@ -3,17 +3,21 @@ import { Metrics } from '@aws-lambda-powertools/metrics';
 import type { Context } from 'aws-lambda';
 import type { AwsClients } from '../aws/clients.js';
 import { sleep } from '../core/async.js';
-import { consumerNamespace } from '../core/config.js';
 import type { RuntimeConfig } from '../core/runtime-config.js';
-import { metricsOptions, publishGauges, SERVICE } from '../observability/metrics.js';
+import { armSettled } from '../core/sweep-rest.js';
+import { metricsOptions, SERVICE } from '../observability/metrics.js';
 import { buildServices } from '../services.js';
 import { ExpiryMarks } from '../store/expiry-marks.js';
 import { BlockedKeys } from './blocked-keys.js';
 import { ExpiryWatch } from './expiry-watch.js';
+import { Gauges } from './gauges.js';
 import { HeldSweep } from './held-sweep.js';
 import { Sweeper, type SweepReport } from './sweeper.js';
 
-export type SweepHandler = ((event: unknown, context: Context) => Promise<SweepReport>) & {
+/** An invocation's passes, and whether it ended because the sweep may rest (core/sweep-rest.ts). */
+export type SweepInvocation = SweepReport & { rested: boolean };
+
+export type SweepHandler = ((event: unknown, context: Context) => Promise<SweepInvocation>) & {
   /** Resolves once the gauges being published (if any) are. */
   published(): Promise<void>;
 };
@@ -33,8 +37,9 @@ export interface SweepOptions {
 }
 
 /**
- * Wires the sweep function. EventBridge fires it once a minute; it keeps making passes until
- * the invocation is nearly over, so a 10 s backoff tier is late by a pass interval at most.
+ * Wires the sweep function. EventBridge fires it once a minute, and the table's stream when the
+ * sweep is armed; it keeps making passes until the invocation is nearly over, so a 10 s backoff
+ * tier is late by a pass interval at most, or until a pass lets it rest (core/sweep-rest.ts).
  */
 export function createSweepHandler(
   config: RuntimeConfig,
@@ -55,49 +60,11 @@ export function createSweepHandler(
   });
   const gaugeInterval = options.gaugeIntervalMs ?? 60_000;
   let gaugesAt = 0;
+  const tenantGauges = new Gauges({ tenant: config.tenant, services, expiryWatch, metrics });
   const publishAllGauges = async () => {
     if (Date.now() - gaugesAt < gaugeInterval) return;
     gaugesAt = Date.now();
-    for (const [queue, queueConfig] of Object.entries(config.tenant.queues)) {
-      // Dead letters whose retention ended free their bytes (DynamoDB's TTL deletes them unseen).
-      for (const namespace of [queue, ...queueConfig.consumers.map((c) => consumerNamespace(queue, c.name))])
-        await services.storage.expireDeadLetters(namespace, Date.now());
-      // Counted into the totals first, published as this interval's new ones (the alarm clears after).
-      const expired = await expiryWatch.check(queue, queueConfig);
-      const expiredTotal = [...expired.values()].reduce((a, n) => a + n, 0);
-      const s = await services.operations.stats(queue, queueConfig, { keepMarks: true });
-      // The stats' drain rates come from these, a gauge interval apart (none for an unused queue).
-      if (s.produced_total || s.acked_total)
-        await services.samples.record(queue, {
-          at: Date.now(),
-          produced: s.produced_total,
-          acked: s.acked_total,
-        });
-      publishGauges(metrics, queue, {
-        depth: s.depth,
-        in_flight: s.in_flight,
-        delayed: s.delayed,
-        dlq_depth: s.dlq_depth,
-        oldest_unacked_age: s.oldest_unacked_age_seconds,
-        dlq_oldest_age: s.dlq_oldest_age_seconds,
-        parked_keys: s.parked_keys,
-        commit_stalled_seconds: s.commit_stalled_seconds,
-        expired_unprocessed: expiredTotal,
-      });
-      for (const consumer of queueConfig.consumers) {
-        const namespace = consumerNamespace(queue, consumer.name);
-        const c = await services.operations.consumerStats(namespace, { keepMarks: true });
-        publishGauges(metrics, namespace, {
-          in_flight: c.in_flight,
-          delayed: c.delayed,
-          dlq_depth: c.dlq_depth,
-          dlq_oldest_age: c.dlq_oldest_age_seconds,
-          parked_keys: c.parked_keys,
-          commit_stalled_seconds: c.commit_stalled_seconds,
-          expired_unprocessed: expired.get(namespace) ?? 0,
-        });
-      }
-    }
+    await tenantGauges.publish();
   };
   // The gauges read every queue's stats: published beside the passes, never before one, so a
   // retry that comes due meanwhile is not held up by them.
@@ -112,10 +79,27 @@ export function createSweepHandler(
   };
   const interval = options.passIntervalMs ?? 1000;
   const reserve = options.reserveMs ?? 5000;
-  const handler = async (_event: unknown, context: Context): Promise<SweepReport> => {
-    const total: SweepReport = { requeued: 0, expired: 0, released: 0, redriven: 0, replayed: 0 };
+  // The last arm read: while it is recent, no pass can rest, and none reads it again.
+  let armedAt: number | undefined;
+  /** After a pass that did nothing: the arm first, so a recent one spares the pending reads. */
+  const restAfter = async (passStart: number, pass: SweepReport): Promise<boolean> => {
+    if (pass.requeued || pass.expired || pass.released || pass.redriven || pass.replayed) return false;
+    if (!armSettled(armedAt, passStart)) return false;
+    armedAt = await services.sweepArm.armedAt();
+    return armSettled(armedAt, passStart) && !(await sweeper.pending());
+  };
+  const handler = async (_event: unknown, context: Context): Promise<SweepInvocation> => {
+    const total: SweepInvocation = {
+      requeued: 0,
+      expired: 0,
+      released: 0,
+      redriven: 0,
+      replayed: 0,
+      rested: false,
+    };
     const published = gauges();
     do {
+      const passStart = Date.now();
       const pass = await sweeper.sweepOnce();
       await services.counters.flush();
       total.requeued += pass.requeued;
@@ -123,6 +107,10 @@ export function createSweepHandler(
       total.released += pass.released;
       total.redriven += pass.redriven;
       total.replayed += pass.replayed;
+      if (await restAfter(passStart, pass)) {
+        total.rested = true;
+        break;
+      }
       if (context.getRemainingTimeInMillis() < reserve + interval) break;
       await sleep(interval);
     } while (context.getRemainingTimeInMillis() > reserve);

@@ -16,6 +16,7 @@ import {
   stuckEntries,
   stuckRetries,
 } from '../core/ranges.js';
+import { REST_HORIZON_MS, rangeNeedsSweep } from '../core/sweep-rest.js';
 import type { ShardDirectory } from '../log/stream.js';
 import type { Redrives } from '../operations/redrive.js';
 import type { Replays } from '../operations/replay.js';
@@ -137,6 +138,53 @@ export class Sweeper {
     }
     if (failures.length) throw failures[0];
     return report;
+  }
+
+  /**
+   * Whether anything the sweep handles comes due within REST_HORIZON_MS (core/sweep-rest.ts): a
+   * running job, a lease or a retry in the ranges, a delayed message, a lease the gap cap moved
+   * out of its range, an ordered queue's held messages. A parked key waits for an operator, whose
+   * skip or redrive arms the sweep: it keeps nothing awake.
+   */
+  async pending(): Promise<boolean> {
+    const now = this.now();
+    const soon = timeSortKey(now + REST_HORIZON_MS + 1, '');
+    for (const ns of namespaces(this.deps.tenant)) {
+      if ((await this.deps.redrives.anyRunning(ns.name)) || (await this.deps.replays.anyRunning(ns.name)))
+        return true;
+      for (const shard of await this.deps.shards.shards(streamName(this.deps.tenant.tenant, ns.queue))) {
+        const { ranges, messages } = this.deps;
+        const open = await ranges.from(
+          ns.name,
+          shard,
+          await ranges.commitHint(ns.name, shard),
+          RANGES_PER_PASS,
+        );
+        if (open.some((range) => rangeNeedsSweep(range, now))) return true;
+        for (const index of [gsi.delayed(ns.name, shard), gsi.leased(ns.name, shard)])
+          if ((await messages.partition(index, { limit: 1, below: soon })).length) return true;
+        if (ns.config.ordered && (await this.heldNeedsSweep(ns, shard, now + REST_HORIZON_MS))) return true;
+      }
+    }
+    return false;
+  }
+
+  /**
+   * Keys with held messages that are not parked: a Lambda consumer's are the sweep's to wake; a
+   * pull queue's only once the lease of the message delivered from the hold runs out by `soon`.
+   */
+  private async heldNeedsSweep(ns: Namespace, shard: string, soon: number): Promise<boolean> {
+    const markers = await this.deps.holds.marked(ns.name, shard);
+    if (!markers.length) return false;
+    const states = await this.deps.keys.getMany(
+      ns.name,
+      markers.map((m) => m.key),
+    );
+    return markers.some((m) => {
+      const state = states.get(m.key);
+      if (state?.parked_at !== undefined) return false;
+      return ns.consumer !== undefined || (state?.lease_expires_at ?? Number.POSITIVE_INFINITY) <= soon;
+    });
   }
 
   private async sweepNamespace(ns: Namespace, report: SweepReport): Promise<void> {

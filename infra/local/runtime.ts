@@ -50,6 +50,8 @@ export interface RuntimeOptions {
   logLevel?: 'DEBUG' | 'INFO' | 'WARN' | 'ERROR' | 'SILENT';
   /** How often the sweep makes a pass (on AWS: every second inside a once-a-minute invocation). */
   sweepIntervalMs?: number;
+  /** The sweep's schedule, which a resting sweep waits for unless armed (default a minute, as on AWS). */
+  sweepTickMs?: number;
   /** How often the sweep publishes the gauges and samples the totals (default a minute, as on AWS). */
   gaugeIntervalMs?: number;
   /** How long an idle shard poller waits before reading again. */
@@ -113,7 +115,10 @@ async function startOn(options: RuntimeOptions, unlock: () => void): Promise<Run
     ],
     secrets: { kind: 'local', key: secretsKey },
     admissionsInProcess: true,
+    // The table's stream wakes the sweep on AWS; here the arm's writer does.
+    onSweepArmed: () => sweep?.wake(),
   };
+  let sweep: Schedule | undefined;
   const clients = createClients({
     region: config.region,
     endpoints: emulators.endpoints,
@@ -167,15 +172,17 @@ async function startOn(options: RuntimeOptions, unlock: () => void): Promise<Run
       },
       logger(SERVICE.sweep),
     );
-    const sweep = startSchedule(
+    const schedule = startSchedule(
       'sweep',
       async (event, context) => {
         const report = await sweepHandler(event, context);
         if (wake && (report.requeued || report.redriven)) eventSource.nudge();
+        return report;
       },
-      options.sweepIntervalMs ?? 1000,
+      { intervalMs: options.sweepIntervalMs ?? 1000, tickMs: options.sweepTickMs ?? 60_000 },
       (err) => log.warn('sweep failed', { error: String(err), stack: (err as Error).stack }),
     );
+    sweep = schedule;
     // The console's files come from a build here, where AWS's api bundle carries them.
     const api = createApiHandler(config, clients, logger(SERVICE.api), undefined, localConsoleAssets);
     // Wake the shard pollers after a produce, so local delivery does not wait for the next poll.
@@ -195,15 +202,19 @@ async function startOn(options: RuntimeOptions, unlock: () => void): Promise<Run
       eventSource,
       // A test's firing waits for the gauges it started too, as an invocation on AWS does.
       sweep: {
-        ...sweep,
         fire: async () => {
-          await sweep.fire();
+          await schedule.fire();
           await sweepHandler.published();
         },
+        wake: () => schedule.wake(),
+        get resting() {
+          return schedule.resting;
+        },
+        stop: () => schedule.stop(),
       },
       async close() {
         await gateway.close();
-        await sweep.stop();
+        await schedule.stop();
         await sweepHandler.published();
         await eventSource.stop();
         clients.destroy();

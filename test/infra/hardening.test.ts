@@ -195,7 +195,8 @@ function identityStatements(t: Template): Statement[] {
 /** The logical id in `{ "Fn::GetAtt": [id, "Arn"] }`, else undefined. */
 function arnOfId(value: unknown): string | undefined {
   const att = (value as Json | undefined)?.['Fn::GetAtt'];
-  return Array.isArray(att) && att[1] === 'Arn' ? (att[0] as string) : undefined;
+  // A table's stream is the table's own.
+  return Array.isArray(att) && (att[1] === 'Arn' || att[1] === 'StreamArn') ? (att[0] as string) : undefined;
 }
 
 const SERVICE_RESOURCE: Record<string, string> = {

@@ -166,6 +166,7 @@ describe('TenantStack (tenants/local.json)', () => {
         BillingMode: 'PAY_PER_REQUEST',
         TimeToLiveSpecification: { AttributeName: 'ttl', Enabled: true },
         PointInTimeRecoverySpecification: { PointInTimeRecoveryEnabled: true },
+        StreamSpecification: { StreamViewType: 'KEYS_ONLY' },
       },
     });
   });
@@ -395,9 +396,11 @@ describe('TenantStack (tenants/local.json)', () => {
 
   it('subscribes dispatch to every queue stream: oldest first, one batch per shard, never skipping', () => {
     const dispatchId = functionId(template, 'leaseq-dispatch');
-    const mappings = Object.values(template.findResources('AWS::Lambda::EventSourceMapping')).map(
-      (r) => r.Properties,
-    );
+    const sweepId = functionId(template, 'leaseq-sweep');
+    // Every mapping but the sweep's wake-up (its own test).
+    const mappings = Object.values(template.findResources('AWS::Lambda::EventSourceMapping'))
+      .map((r) => r.Properties)
+      .filter((m) => m.FunctionName.Ref !== sweepId);
     const streamArns = Object.values(streamIds(template)).map(arnOf);
     expect(mappings.map((m) => m.EventSourceArn)).toHaveLength(streamArns.length);
     expect(mappings.map((m) => m.EventSourceArn)).toEqual(expect.arrayContaining(streamArns));
@@ -442,6 +445,20 @@ describe('TenantStack (tenants/local.json)', () => {
     expect(dynamo.length + kinesis.length + s3.length + logs.length).toBe(statements.length);
   });
 
+  it('wakes sweep on the writes of its arm, filtered out of the table stream', () => {
+    const sweepId = functionId(template, 'leaseq-sweep');
+    template.hasResourceProperties('AWS::Lambda::EventSourceMapping', {
+      FunctionName: { Ref: sweepId },
+      EventSourceArn: { 'Fn::GetAtt': [onlyId(template, 'AWS::DynamoDB::Table'), 'StreamArn'] },
+      StartingPosition: 'LATEST',
+      MaximumRetryAttempts: 2,
+      MaximumRecordAgeInSeconds: 60,
+      FilterCriteria: {
+        Filters: [{ Pattern: JSON.stringify({ dynamodb: { Keys: { pk: { S: ['TENANT#SWEEP'] } } } }) }],
+      },
+    });
+  });
+
   it('fires sweep every minute, one instance at a time, and drops a tick rather than queue it', () => {
     const sweepId = functionId(template, 'leaseq-sweep');
     expect(template.toJSON().Resources[sweepId].Properties.ReservedConcurrentExecutions).toBe(1);
@@ -469,7 +486,17 @@ describe('TenantStack (tenants/local.json)', () => {
     const statements = functionStatements(template, sweepId);
 
     const dynamo = serviceStatements(statements, 'dynamodb:');
-    expect(actionsOf(dynamo)).toEqual(TABLE_ITEM_ACTIONS);
+    const streamRead = dynamo.filter((s) => JSON.stringify(s.Resource).includes('StreamArn'));
+    expect(actionsOf(dynamo.filter((s) => !streamRead.includes(s)))).toEqual(TABLE_ITEM_ACTIONS);
+    // Its wake-up's stream, which Lambda reads for it.
+    expect(actionsOf(streamRead)).toEqual(
+      new Set([
+        'dynamodb:DescribeStream',
+        'dynamodb:GetRecords',
+        'dynamodb:GetShardIterator',
+        'dynamodb:ListStreams',
+      ]),
+    );
 
     const kinesis = serviceStatements(statements, 'kinesis:');
     expect(actionsOf(kinesis)).toEqual(PRODUCE_ACTIONS);
@@ -536,7 +563,8 @@ describe('TenantStack for another tenant', () => {
 
   it('subscribes dispatch to its one stream only', () => {
     const [streamId] = Object.values(streamIds(acmeTemplate));
-    acmeTemplate.resourceCountIs('AWS::Lambda::EventSourceMapping', 1);
+    // Dispatch's, and the sweep's wake-up.
+    acmeTemplate.resourceCountIs('AWS::Lambda::EventSourceMapping', 2);
     acmeTemplate.hasResourceProperties('AWS::Lambda::EventSourceMapping', {
       EventSourceArn: arnOf(streamId as string),
       FunctionName: { Ref: functionId(acmeTemplate, 'leaseq-dispatch') },
@@ -581,7 +609,8 @@ describe('TenantStack with a Lambda consumer', () => {
     const mappings = Object.values(pushTemplate.findResources('AWS::Lambda::EventSourceMapping')).map(
       (r) => r.Properties,
     );
-    expect(mappings).toHaveLength(2);
+    // The consumer's, dispatch's and the sweep's wake-up.
+    expect(mappings).toHaveLength(3);
     expect(mappings).toContainEqual(
       expect.objectContaining({
         FunctionName: { Ref: consumerId() },

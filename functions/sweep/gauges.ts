@@ -1,0 +1,66 @@
+import type { Metrics } from '@aws-lambda-powertools/metrics';
+import { consumerNamespace, type TenantConfig } from '../core/config.js';
+import { publishGauges } from '../observability/metrics.js';
+import type { Services } from '../services.js';
+import type { ExpiryWatch } from './expiry-watch.js';
+
+export interface GaugesDeps {
+  tenant: TenantConfig;
+  services: Pick<Services, 'storage' | 'operations' | 'samples'>;
+  expiryWatch: Pick<ExpiryWatch, 'check'>;
+  metrics: Metrics;
+}
+
+/**
+ * The gauges the alarms read (infra/alarms.ts), for every queue and Lambda consumer: what its
+ * stats count, and the records that left the log unadmitted. The sweep publishes them about once a
+ * minute; on the way it frees the bytes of dead letters whose retention ended and samples the
+ * totals the stats' drain rates come from.
+ */
+export class Gauges {
+  constructor(private readonly deps: GaugesDeps) {}
+
+  async publish(): Promise<void> {
+    const { services, metrics } = this.deps;
+    for (const [queue, queueConfig] of Object.entries(this.deps.tenant.queues)) {
+      // Dead letters whose retention ended free their bytes (DynamoDB's TTL deletes them unseen).
+      for (const namespace of [queue, ...queueConfig.consumers.map((c) => consumerNamespace(queue, c.name))])
+        await services.storage.expireDeadLetters(namespace, Date.now());
+      // Counted into the totals first, published as this interval's new ones (the alarm clears after).
+      const expired = await this.deps.expiryWatch.check(queue, queueConfig);
+      const expiredTotal = [...expired.values()].reduce((a, n) => a + n, 0);
+      const s = await services.operations.stats(queue, queueConfig, { keepMarks: true });
+      // The stats' drain rates come from these, a gauge interval apart (none for an unused queue).
+      if (s.produced_total || s.acked_total)
+        await services.samples.record(queue, {
+          at: Date.now(),
+          produced: s.produced_total,
+          acked: s.acked_total,
+        });
+      publishGauges(metrics, queue, {
+        depth: s.depth,
+        in_flight: s.in_flight,
+        delayed: s.delayed,
+        dlq_depth: s.dlq_depth,
+        oldest_unacked_age: s.oldest_unacked_age_seconds,
+        dlq_oldest_age: s.dlq_oldest_age_seconds,
+        parked_keys: s.parked_keys,
+        commit_stalled_seconds: s.commit_stalled_seconds,
+        expired_unprocessed: expiredTotal,
+      });
+      for (const consumer of queueConfig.consumers) {
+        const namespace = consumerNamespace(queue, consumer.name);
+        const c = await services.operations.consumerStats(namespace, { keepMarks: true });
+        publishGauges(metrics, namespace, {
+          in_flight: c.in_flight,
+          delayed: c.delayed,
+          dlq_depth: c.dlq_depth,
+          dlq_oldest_age: c.dlq_oldest_age_seconds,
+          parked_keys: c.parked_keys,
+          commit_stalled_seconds: c.commit_stalled_seconds,
+          expired_unprocessed: expired.get(namespace) ?? 0,
+        });
+      }
+    }
+  }
+}
