@@ -13,11 +13,13 @@ export interface RecordFault {
 }
 
 export interface CallFault {
-  /** `Client.Command`, for example `DynamoDB.PutItem`. */
-  match: (operation: string) => boolean;
+  /** `Client.Command`, for example `DynamoDB.PutItem`, and the command's input. */
+  match: (operation: string, input: unknown) => boolean;
   /** The error name the SDK would raise, for example `ThrottlingException`. */
   errorName: string;
   throttling?: boolean;
+  /** The call reaches the service and only its answer is lost, as after a timeout. */
+  answerLost?: boolean;
 }
 
 /**
@@ -74,8 +76,9 @@ export class FaultInjector {
       (next, context) => async (args) => {
         const operation = operationName(context);
         const fault = this.callFault;
-        if (fault?.match(operation)) {
+        if (fault?.match(operation, args.input)) {
           this.injected++;
+          if (fault.answerLost) await next(args);
           throw Object.assign(new Error(`injected ${fault.errorName}`), {
             name: fault.errorName,
             $fault: 'server',

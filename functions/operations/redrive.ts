@@ -94,12 +94,12 @@ export class Redrives {
     return view(job);
   }
 
-  /** One pass of every running job of the queue, each at its own rate. */
   /** Whether a job of the queue is running (the sweep does not rest while one is). */
   async anyRunning(queue: string): Promise<boolean> {
     return (await this.deps.jobs.running(queue)).length > 0;
   }
 
+  /** One pass of every running job of the queue, each at its own rate. */
   async runPass(queue: string, config: QueueConfig): Promise<number> {
     let total = 0;
     for (const job of await this.deps.jobs.running(queue)) total += await this.runJob(queue, config, job);
@@ -108,6 +108,8 @@ export class Redrives {
 
   private async runJob(queue: string, config: QueueConfig, job: RedriveJob): Promise<number> {
     const now = this.now();
+    // The batch of a pass that stopped before it saved what moved: counted now.
+    const earlier = job.pending?.length ? await this.movedOf(queue, job.pending) : 0;
     const credit = refill(job.credit, job.last_run_at, now, job.rate_per_sec);
     const take = Math.floor(credit);
     // Each examined item with the cursor from before it, so a message that did not move is seen again.
@@ -138,6 +140,18 @@ export class Redrives {
       if (!filled && page.length < PAGE) exhausted = true;
     }
     const batch = examined.filter((e) => e.selected).map((e) => e.item);
+    // Saved before it moves, with what the last batch moved: the job's counts stay exact whatever
+    // stops the pass.
+    if (batch.length || job.pending) {
+      const going = await this.deps.jobs.progress(job, {
+        add: { moved: earlier, remaining: -earlier },
+        set: {
+          status: 'running',
+          pending: batch.map((item) => ({ id: item.message_id, entry: item.entry })),
+        },
+      });
+      if (!going) return earlier;
+    }
     const landed = batch.length
       ? await this.redriveBatch(queue, config, batch, job.redrive_id, now)
       : new Set<string>();
@@ -147,18 +161,31 @@ export class Redrives {
       exhausted = false;
     }
     const moved = landed.size;
-    const remaining = Math.max(0, job.remaining - moved);
-    await this.deps.jobs.progress(
-      job,
-      { moved, remaining: -moved },
-      {
+    const remaining = Math.max(0, job.remaining - earlier - moved);
+    await this.deps.jobs.progress(job, {
+      add: { moved, remaining: -moved },
+      set: {
         credit: credit - moved,
         last_run_at: now,
         status: exhausted || remaining === 0 ? 'done' : 'running',
         ...(cursor ? { cursor } : {}),
       },
+      remove: ['pending'],
+    });
+    return earlier + moved;
+  }
+
+  /** How many of a saved batch moved: their items left the DLQ with their next entry. */
+  private async movedOf(queue: string, pending: readonly { id: string; entry: number }[]): Promise<number> {
+    const items = await this.deps.messages.getMany(
+      queue,
+      pending.map((p) => p.id),
+      true,
     );
-    return moved;
+    return pending.filter((p) => {
+      const item = items.get(p.id);
+      return item !== undefined && item.state !== 'dead' && item.entry > p.entry;
+    }).length;
   }
 
   private async matches(queue: string, item: StateItem, filter: RedriveFilterSpec): Promise<boolean> {

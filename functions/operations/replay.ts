@@ -120,12 +120,12 @@ export class Replays {
     return view(job);
   }
 
-  /** One pass of every running job of the namespace, each at its own rate. */
   /** Whether a job of the queue is running (the sweep does not rest while one is). */
   async anyRunning(queue: string): Promise<boolean> {
     return (await this.deps.jobs.running(queue)).length > 0;
   }
 
+  /** One pass of every running job of the namespace, each at its own rate. */
   async runPass(queue: string, config: QueueConfig): Promise<number> {
     let total = 0;
     for (const job of await this.deps.jobs.running(queue)) total += await this.runJob(queue, config, job);
@@ -154,17 +154,18 @@ export class Replays {
       if (pass.cursor !== undefined) cursors[shard] = pass.cursor;
       if (pass.finished) finished.add(shard);
     }
-    await this.deps.jobs.progress(
-      job,
-      { replayed, scanned },
-      {
+    // One write with the cursors: a pass that stops before it reads its records again (their
+    // copies are admitted once) and counts them once.
+    await this.deps.jobs.progress(job, {
+      add: { replayed, scanned },
+      set: {
         credit: credit - replayed,
         last_run_at: now,
         cursors,
         finished: [...finished],
         status: finished.size === job.shards.length ? 'done' : 'running',
       },
-    );
+    });
     return replayed;
   }
 

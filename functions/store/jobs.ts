@@ -14,6 +14,18 @@ export type JobStatus = 'running' | 'done' | 'cancelled';
 export interface Job {
   queue: string;
   status: JobStatus;
+  /**
+   * Counts the job's progress writes: each is made on the one before, so a write the SDK sends
+   * again after a lost answer (it had landed) is not counted twice. Absent until the first.
+   */
+  pass?: number;
+}
+
+/** What one progress write does: counts added, fields set and removed. */
+export interface JobChange<J extends Job> {
+  add?: Record<string, number>;
+  set: Partial<Omit<J, 'queue' | 'pass'>> & Pick<J, 'status'>;
+  remove?: string[];
 }
 
 export interface JobKind<J extends Job> {
@@ -68,6 +80,10 @@ export class JobStore<J extends Job> {
     return { job: await this.found(queue, id), cancelled };
   }
 
+  /**
+   * The queue's running jobs, each read again from the table: the index may not show a pass's
+   * last write yet, and the next pass writes on it (`pass`).
+   */
   async running(queue: string): Promise<J[]> {
     const out = await this.doc.send(
       new QueryCommand({
@@ -76,25 +92,60 @@ export class JobStore<J extends Job> {
         ...buildKeyCondition('#gsi1pk = :pk', { ':pk': this.kind.running(queue) }),
       }),
     );
-    return (out.Items ?? []) as J[];
+    const jobs: (J | undefined)[] = await Promise.all(
+      ((out.Items ?? []) as J[]).map((found) => this.get(queue, this.kind.id(found))),
+    );
+    return jobs.filter((job): job is J => job?.status === 'running');
   }
 
   /**
-   * Saves a pass's progress. What it did is counted (`add`) whatever happened meanwhile (a cancel
-   * during the pass must not hide messages that did move); the rest (`set`) only while running.
+   * Saves a pass's progress in one write, once: its counts (`add`) and where it stands (`set`,
+   * `remove`), on the write before it (`job.pass`, which it moves on). Counted whatever happened
+   * meanwhile (a cancel during the pass must not hide messages that did move); the rest only while
+   * the job runs. Answers whether it ran on: false when cancelled (or moved on by another pass).
    */
-  async progress(
+  async progress(job: J, change: JobChange<J>): Promise<boolean> {
+    const remove = [
+      ...(change.remove ?? []),
+      ...(change.set.status !== 'running' ? ['gsi1pk', 'gsi1sk'] : []),
+    ];
+    const add = Object.fromEntries(Object.entries(change.add ?? {}).filter(([, n]) => n !== 0));
+    const counts = Object.keys(add).length > 0;
+    const whole = { ...(counts ? { add } : {}), set: change.set, remove };
+    if (await this.onPass(job, whole, '#status = :running', { ':running': 'running' })) return true;
+    if (counts) await this.onPass(job, { add, set: {}, remove: change.remove ?? [] });
+    return false;
+  }
+
+  /**
+   * One write made on the job's last one (`pass`), which it moves on; a write whose answer was
+   * lost but which landed reads as made. Answers false when the condition held the write back.
+   */
+  private async onPass(
     job: J,
-    add: Record<string, number>,
-    set: Partial<Omit<J, 'queue'>> & Pick<J, 'status'>,
+    spec: { add?: Record<string, number>; set: Record<string, unknown>; remove: string[] },
+    condition?: string,
+    values: Record<string, unknown> = {},
   ): Promise<boolean> {
-    if (Object.values(add).some((n) => n !== 0)) await this.update(job, { add });
-    return this.update(job, {
-      set: { ...set },
-      remove: set.status !== 'running' ? ['gsi1pk', 'gsi1sk'] : [],
-      condition: '#status = :running',
-      values: { ':running': 'running' },
+    const before = job.pass ?? 0;
+    const after = before + 1;
+    const samePass = '(attribute_not_exists(#pass) OR #pass = :before)';
+    const written = await this.update(job, {
+      ...(spec.add ? { add: spec.add } : {}),
+      set: { ...spec.set, pass: after },
+      remove: spec.remove,
+      condition: condition ? `${samePass} AND ${condition}` : samePass,
+      values: { ...values, ':before': before },
+    }).catch(async (err) => {
+      // A timeout after which the write may have landed: the item says.
+      if ((await this.get(job.queue, this.kind.id(job)))?.pass === after) return true;
+      throw err;
     });
+    if (written || (await this.get(job.queue, this.kind.id(job)))?.pass === after) {
+      job.pass = after;
+      return true;
+    }
+    return false;
   }
 
   cancel(job: J): Promise<boolean> {

@@ -20,6 +20,11 @@ export interface RedriveJob extends Job {
   /** Token bucket of the job's rate. */
   credit: number;
   last_run_at: number;
+  /**
+   * The batch a pass is moving, saved before it moves: a pass that stops before it saves what
+   * moved leaves the next one to count it (a moved message's entry is past the one named here).
+   */
+  pending?: { id: string; entry: number }[];
 }
 
 export type RedriveJobs = JobStore<RedriveJob>;
