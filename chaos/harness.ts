@@ -42,6 +42,8 @@ export interface Restart {
   killedAt: number;
   /** From the kill until the runtime served again (including the random time it stayed down). */
   downMs: number;
+  /** From the start of the new process until it served: what a restart costs. */
+  startMs: number;
   /** From the kill until the first ack after the restart was answered `acked`. */
   recoverMs: number | undefined;
 }
@@ -81,7 +83,7 @@ export async function runCrash(options: CrashOptions): Promise<CrashReport> {
     env: { [CALLS_FILE_ENV]: pushCallsFile, [DYNAMODB_EMULATOR_ENV]: dynamodb },
   });
   const history = new History();
-  const kills: { killedAt: number; readyAt: number }[] = [];
+  const kills: { killedAt: number; readyAt: number; startMs: number }[] = [];
   const killRandom = random.fork();
   /** Only a run that held every invariant (and was not asked to keep it) leaves nothing behind. */
   let remove = false;
@@ -127,9 +129,10 @@ export async function runCrash(options: CrashOptions): Promise<CrashReport> {
           const killedAt = Date.now();
           await runtime.kill();
           await sleep(killRandom.int(0, MAX_DOWN_MS));
+          const startedAt = Date.now();
           await startRuntime();
           history.mark(`running again after kill ${i + 1}`);
-          kills.push({ killedAt, readyAt: Date.now() });
+          kills.push({ killedAt, readyAt: Date.now(), startMs: Date.now() - startedAt });
           log(
             `kill ${i + 1} at +${((killedAt - history.startedAt) / 1000).toFixed(1)} s; serving again after ${Date.now() - killedAt} ms`,
           );
@@ -150,11 +153,12 @@ export async function runCrash(options: CrashOptions): Promise<CrashReport> {
       await checkLineage(dataDir, CHAOS_TENANT.tenant, [QUEUES.unordered, QUEUES.ordered], dynamodb),
     ];
     const ok = invariants.every((i) => i.ok);
-    const restarts = kills.map(({ killedAt, readyAt }, i) => {
+    const restarts = kills.map(({ killedAt, readyAt, startMs }, i) => {
       const acked = firstAckBetween(history, readyAt, kills[i + 1]?.killedAt ?? Number.POSITIVE_INFINITY);
       return {
         killedAt: (killedAt - history.startedAt) / 1000,
         downMs: readyAt - killedAt,
+        startMs,
         recoverMs: acked === undefined ? undefined : acked - killedAt,
       };
     });

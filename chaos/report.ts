@@ -10,17 +10,30 @@ const EXAMPLES = 10;
 export function formatCrash(r: CrashReport): string {
   const restarts = r.restarts.map(
     (x, i) =>
-      `  restart ${i + 1}: killed at +${x.killedAt.toFixed(1)} s, serving after ${x.downMs} ms, ` +
+      `  restart ${i + 1}: killed at +${x.killedAt.toFixed(1)} s, serving after ${x.downMs} ms ` +
+      `(${x.startMs} ms from its start), ` +
       `first ack after ${x.recoverMs === undefined ? '-' : `${x.recoverMs} ms`}`,
   );
   return [
     `crash run, seed ${r.seed}`,
     `  kills ${r.restarts.length}, restarts ${r.restarts.length}`,
     ...restarts,
+    ...startTimes(r.restarts.map((x) => x.startMs)),
     ...figures(r.scenario),
     ...invariants(r.invariants),
     ...(r.keptAt ? [`  run folder: ${r.keptAt}`] : []),
   ].join('\n');
+}
+
+/** Whether restarts slow down as the data folder grows: the first ten starts beside the last ten. */
+function startTimes(ms: readonly number[]): string[] {
+  if (ms.length < 20) return [];
+  const median = (xs: readonly number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? 0;
+  const first = median(ms.slice(0, 10));
+  const last = median(ms.slice(-10));
+  return [
+    `  start to serving, median of the first ten ${first} ms, of the last ten ${last} ms (${(last / first).toFixed(2)}×)`,
+  ];
 }
 
 export function formatFaults(r: FaultReport): string {

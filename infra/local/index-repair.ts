@@ -1,5 +1,5 @@
 import type { AwsClients } from '../../functions/aws/clients.js';
-import { DeleteCommand, PutCommand, ScanCommand } from '../../functions/aws/dynamodb.js';
+import { DeleteCommand, GetCommand, PutCommand, ScanCommand } from '../../functions/aws/dynamodb.js';
 import { GSI1 } from '../../functions/store/keys.js';
 
 /**
@@ -24,16 +24,27 @@ export interface IndexDisagreements {
   missing: Item[];
 }
 
-/** Where the index and the table disagree: one scan of each. */
+/**
+ * Where the index and the table disagree: one scan of each. The table's scan answers only the keys
+ * of the items with index keys: a table that grew with segments and dedup records would otherwise
+ * make every start slower (the whole table, payloads included, read at each one).
+ */
 export async function indexDisagreements(clients: AwsClients, table: string): Promise<IndexDisagreements> {
-  const scan = async (index?: string) => {
+  const scan = async (input: { IndexName?: string; keysOnly?: boolean }) => {
     const items: Item[] = [];
     let start: Item | undefined;
     do {
       const page = await clients.doc.send(
         new ScanCommand({
           TableName: table,
-          ...(index ? { IndexName: index } : {}),
+          ...(input.IndexName ? { IndexName: input.IndexName } : {}),
+          ...(input.keysOnly
+            ? {
+                ProjectionExpression: '#pk, #sk, #ipk, #isk',
+                FilterExpression: 'attribute_exists(#ipk)',
+                ExpressionAttributeNames: { '#pk': 'pk', '#sk': 'sk', '#ipk': 'gsi1pk', '#isk': 'gsi1sk' },
+              }
+            : {}),
           ExclusiveStartKey: start,
         }),
       );
@@ -42,16 +53,24 @@ export async function indexDisagreements(clients: AwsClients, table: string): Pr
     } while (start);
     return items;
   };
-  const [rows, entries] = await Promise.all([scan(), scan(GSI1)]);
-  const byId = new Map(rows.map((r) => [id(r), r]));
+  const [keys, entries] = await Promise.all([scan({ keysOnly: true }), scan({ IndexName: GSI1 })]);
+  // Whole items only where one is needed: one the index lacks, or one a stale entry names.
+  const whole = async (key: Item) =>
+    (
+      await clients.doc.send(
+        new GetCommand({ TableName: table, Key: { pk: key.pk, sk: key.sk }, ConsistentRead: true }),
+      )
+    ).Item as Item | undefined;
   const indexed = new Set(entries.map((e) => `${id(e)}\u0000${place(e)}`));
-  return {
-    stale: entries.flatMap((entry) => {
-      const row = byId.get(id(entry));
-      return row && row.gsi1pk !== undefined && place(row) === place(entry) ? [] : [{ entry, row }];
-    }),
-    missing: rows.filter((row) => row.gsi1pk !== undefined && !indexed.has(`${id(row)}\u0000${place(row)}`)),
-  };
+  const missingKeys = keys.filter((row) => !indexed.has(`${id(row)}\u0000${place(row)}`));
+  const byId = new Map(keys.map((r) => [id(r), r]));
+  const staleEntries = entries.filter((entry) => {
+    const row = byId.get(id(entry));
+    return !(row && place(row) === place(entry));
+  });
+  const missing = (await Promise.all(missingKeys.map(whole))).filter((row): row is Item => row !== undefined);
+  const stale = await Promise.all(staleEntries.map(async (entry) => ({ entry, row: await whole(entry) })));
+  return { stale, missing };
 }
 
 export async function repairIndex(clients: AwsClients, table: string): Promise<number> {
