@@ -154,11 +154,17 @@ interface Options {
   baseline: { file: string; goals: GoalRow[] } | undefined;
   /** The produce and end-to-end runs to do (--only); all when undefined. */
   only: ReadonlySet<string> | undefined;
+  /** --as-aws: each request as if in a Lambda instance of its own (no in-process hand-offs). */
+  asAws: boolean;
 }
 
 const SCOPE_NOTE =
   'Per-message figures include everything the runtime did during the run: dispatch admitting messages, ' +
   'the sweep (one pass a second over every queue) and the local shard pollers (Kinesis.GetRecords).';
+
+const AS_AWS_NOTE =
+  'As AWS runs it (--as-aws): no admission handed leases to, or woke, a long poll of its own process; ' +
+  'receivers found their messages by their own re-reads, dispatch polled each shard once a second.';
 
 function parseOptions(): Options {
   const { values } = parseArgs({
@@ -169,6 +175,7 @@ function parseOptions(): Options {
       'dynamodb-local': { type: 'boolean', default: false },
       baseline: { type: 'string' },
       only: { type: 'string' },
+      'as-aws': { type: 'boolean', default: false },
     },
   });
   const integer = (name: string, raw: string, min: number) => {
@@ -189,6 +196,7 @@ function parseOptions(): Options {
       : parseDynamoDbEmulator(process.env[DYNAMODB_EMULATOR_ENV]),
     baseline: values.baseline === undefined ? undefined : readBaseline(values.baseline),
     only: values.only === undefined ? undefined : parseOnly(values.only),
+    asAws: values['as-aws'],
   };
 }
 
@@ -493,6 +501,7 @@ async function main(): Promise<void> {
       dataDir,
       ADMIN_KEY,
       options.dynamodb,
+      options.asAws,
     );
     measured = await measure(runtime, options.messages, options.only);
   } finally {
@@ -547,9 +556,10 @@ async function main(): Promise<void> {
       backlog,
       peer,
       baseline: options.baseline?.goals,
+      asAws: options.asAws,
     }),
     ...(options.baseline ? { baseline: options.baseline.file } : {}),
-    notes: [SCOPE_NOTE, capacityNote(options.dynamodb)],
+    notes: [SCOPE_NOTE, capacityNote(options.dynamodb), ...(options.asAws ? [AS_AWS_NOTE] : [])],
   };
   const resultsDir = fileURLToPath(new URL('./results/', import.meta.url));
   mkdirSync(resultsDir, { recursive: true });

@@ -3,7 +3,7 @@ import { SqsAuthenticator } from './access/sigv4-verifier.js';
 import { SqsCredentialIssuer } from './access/sqs-credentials.js';
 import { type LeaseTerms, processAdmissions } from './admission/admitted-signal.js';
 import { FastAdmission } from './admission/fast-admission.js';
-import { RangeAdmission } from './admission/range-admission.js';
+import { type AdmissionWaiters, RangeAdmission } from './admission/range-admission.js';
 import type { AwsClients } from './aws/clients.js';
 import { ClaimStore } from './claims/claims.js';
 import { HeldDelivery } from './consume/held-delivery.js';
@@ -70,17 +70,21 @@ export function buildServices(config: RuntimeConfig, clients: AwsClients) {
   const pollCancels = new PollCancels(clients.doc, table);
   const reader = new ShardReader(clients.kinesis);
   const windows = new OrderedLook({ ranges, blocks, keys });
+  // Admission hands leases to, and wakes, the long polls waiting in this process, unless requests
+  // are isolated as on AWS (RuntimeConfig.requestsIsolated).
+  const inProcess = config.requestsIsolated !== true;
+  const waiters: AdmissionWaiters = {
+    waits: (queue) => processAdmissions.waits(`${table}/${queue}`),
+    reserve: (queue, offers, now) => processAdmissions.reserve(`${table}/${queue}`, offers, now),
+    notify: (queue, entries, ranges) => processAdmissions.notify(`${table}/${queue}`, entries, ranges),
+  };
   const admission = new RangeAdmission({
     ranges,
     segments,
     messages,
     dedup,
     windows,
-    waiters: {
-      waits: (queue) => processAdmissions.waits(`${table}/${queue}`),
-      reserve: (queue, offers, now) => processAdmissions.reserve(`${table}/${queue}`, offers, now),
-      notify: (queue, entries, ranges) => processAdmissions.notify(`${table}/${queue}`, entries, ranges),
-    },
+    ...(inProcess ? { waiters } : {}),
   });
   return {
     tenant,
@@ -117,12 +121,16 @@ export function buildServices(config: RuntimeConfig, clients: AwsClients) {
     fastAdmission: new FastAdmission({ tenant, admission, reader }),
     reader,
     /** Admissions of this table's queues in this process. */
-    admissions: {
-      announcesAll: config.admissionsInProcess === true,
-      seen: (queue: string) => processAdmissions.seen(`${table}/${queue}`),
-      wait: (queue: string, since: number, terms: LeaseTerms, ms: number) =>
-        processAdmissions.wait(`${table}/${queue}`, since, terms, ms),
-    },
+    ...(inProcess
+      ? {
+          admissions: {
+            announcesAll: config.admissionsInProcess === true,
+            seen: (queue: string) => processAdmissions.seen(`${table}/${queue}`),
+            wait: (queue: string, since: number, terms: LeaseTerms, ms: number) =>
+              processAdmissions.wait(`${table}/${queue}`, since, terms, ms),
+          },
+        }
+      : {}),
     dedup,
     storage,
     /** Armed after work that may leave state for the sweep (core/sweep-rest.ts). */

@@ -29,6 +29,12 @@ export interface RuntimeConfig {
    */
   admissionsInProcess?: boolean;
   /**
+   * Every request as if it ran in a Lambda instance of its own: no admission wakes a long poll of
+   * this process or hands it leases (on AWS a waiting receive holds its instance, so a produce
+   * never runs beside it). The bench's `--as-aws` mode runs the local runtime so.
+   */
+  requestsIsolated?: boolean;
+  /**
    * Called when this process armed the sweep (store/sweep-arm.ts): the local runtime wakes its
    * resting sweep, as the table's stream does on AWS.
    */

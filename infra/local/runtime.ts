@@ -61,6 +61,11 @@ export interface RuntimeOptions {
    * does not: the bench turns it off so its figures are at AWS's cadence.
    */
   wakePollers?: boolean;
+  /**
+   * Each request as if in a Lambda instance of its own: no admission wakes or hands leases to a
+   * long poll of this process (RuntimeConfig.requestsIsolated). The bench's `--as-aws` mode.
+   */
+  requestsIsolated?: boolean;
   /** dynalite (default) or AWS's DynamoDB Local (needs Java). */
   dynamodb?: DynamoDbEmulator;
 }
@@ -114,7 +119,8 @@ async function startOn(options: RuntimeOptions, unlock: () => void): Promise<Run
       { name: ADMIN_KEY_NAME, sha256: hashApiKey(adminKey), scopes: ['produce:*', 'consume:*', 'admin:*'] },
     ],
     secrets: { kind: 'local', key: secretsKey },
-    admissionsInProcess: true,
+    admissionsInProcess: options.requestsIsolated !== true,
+    requestsIsolated: options.requestsIsolated === true,
     // The table's stream wakes the sweep on AWS; here the arm's writer does.
     onSweepArmed: () => sweep?.wake(),
   };
