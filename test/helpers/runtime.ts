@@ -64,6 +64,7 @@ export async function startTestRuntime(
     idlePollMs?: number;
     wakePollers?: boolean;
     gaugeIntervalMs?: number;
+    requestsIsolated?: boolean;
   } = FAST,
 ): Promise<TestRuntime> {
   const tenant = parseTenantConfig(rawTenant);
