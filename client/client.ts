@@ -26,6 +26,7 @@ import type {
   ReceivedMessage,
   ReceiveOptions,
   Redrive,
+  RedriveFilter,
   RedriveRequest,
   Replay,
   ReplayRequest,
@@ -216,6 +217,21 @@ export class LeaseqClient {
   /** Starts moving dead letters back into the queue at `rate_per_sec`, filtered (audited). */
   redrive(queue: string, body: RedriveRequest = {}, options: OperationOptions = {}): Promise<Redrive> {
     return this.send('POST', this.opPath(queue, 'redrive', options), options, body);
+  }
+
+  /** How many dead letters a redrive with `filter` would take now; starts nothing. */
+  async redriveMatching(
+    queue: string,
+    filter: RedriveFilter = {},
+    options: OperationOptions = {},
+  ): Promise<number> {
+    const answer: { matching: number } = await this.send(
+      'POST',
+      this.opPath(queue, 'redrive/matching', options),
+      options,
+      { filter },
+    );
+    return answer.matching;
   }
 
   /** A redrive's progress: `moved`, `remaining`, `status`. */

@@ -56,9 +56,25 @@ function startForm(page: QueuePage): HTMLFormElement {
     ),
     h('label', {}, 'Dead after (UTC) ', h('input', { name: 'after', type: 'datetime-local', step: 1 })),
     h('label', {}, 'Dead before (UTC) ', h('input', { name: 'before', type: 'datetime-local', step: 1 })),
-    h('p', {}, h('button', { type: 'submit' }, 'Start redrive')),
+    h(
+      'p',
+      {},
+      h('button', { type: 'submit' }, 'Start redrive'),
+      ' ',
+      h('button', { type: 'button', onclick: () => void countMatching() }, 'Count matching'),
+    ),
     status,
   );
+  // What the filter takes, before anything moves.
+  const countMatching = async () => {
+    try {
+      const { filter } = request(form);
+      const matching = await client.redriveMatching(view.queue, filter, consumerScope(view));
+      show(status, h('p', { class: 'matching' }, `${count(matching)} dead letter(s) match this filter`));
+    } catch (error) {
+      show(status, notice(error, `count what a redrive of ${view.queue} would take`));
+    }
+  };
   return form;
 }
 

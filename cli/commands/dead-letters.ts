@@ -116,6 +116,7 @@ export function registerDeadLetters(program: Command): void {
     .option('--ids <ids...>', 'only these message ids (comma-separated or repeated)', collect)
     .option('--dead-after <iso>', 'only dead letters that died after this time')
     .option('--dead-before <iso>', 'only dead letters that died before this time')
+    .option('--count', 'count the dead letters the filter matches, and start nothing')
     .option('--follow', 'show progress until done; Ctrl-C asks whether to cancel')
     .option(
       '--status <redrive_id>',
@@ -131,6 +132,7 @@ export function registerDeadLetters(program: Command): void {
           ids?: string[];
           deadAfter?: string;
           deadBefore?: string;
+          count?: boolean;
           follow?: boolean;
           status?: string;
           cancel?: string;
@@ -159,6 +161,12 @@ export function registerDeadLetters(program: Command): void {
             ...(opts.deadAfter !== undefined ? { dead_after: opts.deadAfter } : {}),
             ...(opts.deadBefore !== undefined ? { dead_before: opts.deadBefore } : {}),
           };
+          if (opts.count) {
+            const matching = await ctx.client.redriveMatching(queue, filter, ctx.scope);
+            if (ctx.json) writeJson({ matching });
+            else writeOut(`${matching} dead letter(s) match`);
+            return;
+          }
           job = await ctx.client.redrive(
             queue,
             { ...(opts.rate !== undefined ? { rate_per_sec: opts.rate } : {}), filter },

@@ -99,6 +99,13 @@ export const ROUTE_DOCS: Record<string, RouteDoc> = {
     consumer: true,
     ok: [202, '{"redrive_id","status","moved","remaining","rate_per_sec"}'],
   },
+  'POST /queues/{queue}/redrive/matching': {
+    summary: 'Count the dead letters a redrive with this filter would take, without starting one',
+    scope: 'admin',
+    body: s.redriveMatchingRequestSchema,
+    consumer: true,
+    ok: [200, '{"matching"}'],
+  },
   'GET /queues/{queue}/redrives/{redrive_id}': {
     summary: "A redrive's progress",
     scope: 'admin',

@@ -147,20 +147,22 @@ export const dlqListQuerySchema = z.lazy(() =>
 const ratePerSecSchema = z._default(z.number().check(z.positive(), z.maximum(1000)), 10);
 const messageIdsSchema = z.array(z.string().check(z.regex(MESSAGE_ID))).check(z.maxLength(1000));
 
-export const redriveRequestSchema = z.lazy(() =>
+const redriveFilterSchema = z._default(
   z.strictObject({
-    rate_per_sec: ratePerSecSchema,
-    filter: z._default(
-      z.strictObject({
-        message_ids: z.optional(messageIdsSchema),
-        error_contains: z.optional(z.string().check(z.minLength(1), z.maxLength(1024))),
-        dead_after: z.optional(z.iso.datetime({ offset: true })),
-        dead_before: z.optional(z.iso.datetime({ offset: true })),
-      }),
-      {},
-    ),
+    message_ids: z.optional(messageIdsSchema),
+    error_contains: z.optional(z.string().check(z.minLength(1), z.maxLength(1024))),
+    dead_after: z.optional(z.iso.datetime({ offset: true })),
+    dead_before: z.optional(z.iso.datetime({ offset: true })),
   }),
+  {},
 );
+
+export const redriveRequestSchema = z.lazy(() =>
+  z.strictObject({ rate_per_sec: ratePerSecSchema, filter: redriveFilterSchema }),
+);
+
+/** What a redrive with this filter would take, counted before one starts. */
+export const redriveMatchingRequestSchema = z.lazy(() => z.strictObject({ filter: redriveFilterSchema }));
 
 export const replayRequestSchema = z.lazy(() =>
   z.strictObject({

@@ -83,6 +83,11 @@ export class Redrives {
     return view(job);
   }
 
+  /** How many dead letters a redrive with `filter` would take now. */
+  matching(queue: string, filter: RedriveFilterSpec): Promise<number> {
+    return this.countMatching(queue, filter, this.now());
+  }
+
   async get(queue: string, id: string): Promise<RedriveView> {
     return view(await this.deps.jobs.found(queue, id));
   }

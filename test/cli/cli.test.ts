@@ -131,6 +131,9 @@ describe('leaseq against a local runtime', { timeout: 90_000 }, () => {
     expect(show.stdout).toContain('non_retryable');
     expect(show.stdout).toContain('boom');
 
+    const counted = await leaseq(['redrive', 'dead', '--ids', 'd-1,d-2,other', '--count']);
+    expect(counted).toMatchObject({ code: 0, stdout: '2 dead letter(s) match\n', stderr: '' });
+
     const redrive = await leaseq(['redrive', 'dead', '--rate', '100', '--follow']);
     expect(redrive.stderr).toBe('');
     expect(redrive.code).toBe(0);

@@ -135,6 +135,10 @@ describe('the console', () => {
     ]);
     await page.getByLabel('Rate (messages a second)').fill('20');
     await page.getByLabel('Last error contains').fill('declined');
+    // Counted before it starts: the three declined ones, and nothing moved.
+    await page.getByRole('button', { name: 'Count matching' }).click();
+    await page.getByText('3 dead letter(s) match this filter').waitFor(SEEN);
+    expect((await queueApi(t, 'dead').dlq()).body.messages).toHaveLength(3);
     await shot('redrive-form');
     await page.getByRole('button', { name: 'Start redrive' }).click();
     await page.locator('[data-redrive-status="done"]').waitFor(SEEN);

@@ -83,6 +83,14 @@ describe('redrive', () => {
     await deadLetters('filter', ['f-1', 'f-2', 'f-3', 'f-4'], (id) =>
       id === 'f-1' || id === 'f-3' ? 'upstream timeout' : 'parse error',
     );
+    // Counted before one starts, and counting starts nothing.
+    const matching = (filter: unknown) => t.api('/queues/filter/redrive/matching', { body: { filter } });
+    expect((await matching({})).body).toEqual({ matching: 4 });
+    expect((await matching({ error_contains: 'TIMEOUT' })).body).toEqual({ matching: 2 });
+    expect((await matching({ message_ids: ['f-4', 'nobody'] })).body).toEqual({ matching: 1 });
+    expect((await matching({ dead_after: 'yesterday' })).status).toBe(400);
+    expect((await t.api('/queues/filter/stats')).body.dlq_depth).toBe(4);
+    expect((await t.api('/queues/filter/audit')).body.entries).toEqual([]);
     const res = await t.api('/queues/filter/redrive', {
       body: { rate_per_sec: 100, filter: { error_contains: 'TIMEOUT' } },
     });

@@ -4,6 +4,7 @@ import {
   auditQuerySchema,
   dlqListQuerySchema,
   pauseRequestSchema,
+  redriveMatchingRequestSchema,
   redriveRequestSchema,
   replayRequestSchema,
   resumeRequestSchema,
@@ -35,6 +36,15 @@ export const redriveRoute = operationsRoute('POST', '/queues/{queue}/redrive', a
   const body = parseBody(req.event, redriveRequestSchema);
   return json(202, await req.services.redrives.start(req.state, body, req.principal.name));
 });
+
+export const redriveMatchingRoute = operationsRoute(
+  'POST',
+  '/queues/{queue}/redrive/matching',
+  async (req) => {
+    const { filter } = parseBody(req.event, redriveMatchingRequestSchema);
+    return json(200, { matching: await req.services.redrives.matching(req.state, filter) });
+  },
+);
 
 export const redriveGetRoute = operationsRoute('GET', '/queues/{queue}/redrives/{redrive_id}', async (req) =>
   json(200, await req.services.redrives.get(req.state, pathParam(req.event, 'redrive_id', PARAM.redriveId))),
