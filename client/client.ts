@@ -11,6 +11,7 @@ import type {
   CreatedKey,
   CreateKeyRequest,
   DeadLetter,
+  DeadLetterGroups,
   DlqListOptions,
   DlqPage,
   ExtendResult,
@@ -187,6 +188,11 @@ export class LeaseqClient {
   stats(queue: string, options?: OperationOptions): Promise<QueueStats | ConsumerStats>;
   stats(queue: string, options: OperationOptions = {}): Promise<QueueStats | ConsumerStats> {
     return this.get(this.opPath(queue, 'stats', options), options);
+  }
+
+  /** The dead letters grouped by their last error, largest group first: one bug or many. */
+  dlqErrors(queue: string, options: OperationOptions = {}): Promise<DeadLetterGroups> {
+    return this.get(this.opPath(queue, 'dlq-errors', options), options);
   }
 
   /** One page of dead letters, oldest first; pass `next_cursor` back for the next page. */

@@ -164,6 +164,25 @@ export interface FailedAttempt {
   failed_at: string;
 }
 
+/** Dead letters that failed the same way last (GET /queues/{q}/dlq-errors). */
+export interface DeadLetterGroup {
+  /** The last attempt's error text (its first 200 characters), or its reason in parentheses. */
+  error: string;
+  count: number;
+  first_dead_at: string;
+  last_dead_at: string;
+  sample_message_id: string;
+}
+
+export interface DeadLetterGroups {
+  /** Largest first. */
+  groups: DeadLetterGroup[];
+  /** Dead letters read (the oldest 10,000 at most). */
+  grouped: number;
+  /** Whether there were more than were read. */
+  truncated: boolean;
+}
+
 export interface DeadLetter<T = unknown> {
   message_id: string;
   key: string | null;

@@ -1,4 +1,4 @@
-import type { DeadLetter, FailedAttempt } from '../client/types.js';
+import type { DeadLetter, DeadLetterGroups, FailedAttempt } from '../client/types.js';
 import { notice } from './api.js';
 import { h, show, table } from './dom.js';
 import { pretty, time } from './format.js';
@@ -18,7 +18,10 @@ async function deadLetters(el: HTMLElement, page: QueuePage, cursor?: string): P
   const { client, view, signal } = page;
   const scope = { ...consumerScope(view), signal };
   try {
-    const found = await client.dlq(view.queue, { limit: PAGE_SIZE, ...(cursor ? { cursor } : {}) }, scope);
+    const [found, byError] = await Promise.all([
+      client.dlq(view.queue, { limit: PAGE_SIZE, ...(cursor ? { cursor } : {}) }, scope),
+      cursor ? undefined : client.dlqErrors(view.queue, scope),
+    ]);
     if (signal.aborted) return;
     const rows = found.messages.map((m) => {
       const last = m.attempts.at(-1);
@@ -32,6 +35,7 @@ async function deadLetters(el: HTMLElement, page: QueuePage, cursor?: string): P
     });
     show(
       el,
+      byError?.groups.length ? errorGroups(byError, page) : '',
       rows.length || cursor
         ? table(['Message', 'Key', 'Attempts', 'Last error', 'Dead at'], rows, { class: 'dlq' })
         : h('p', { class: 'muted' }, 'No dead letters.'),
@@ -46,6 +50,39 @@ async function deadLetters(el: HTMLElement, page: QueuePage, cursor?: string): P
   } catch (error) {
     if (!signal.aborted) show(el, notice(error, `see the dead letters of ${view.queue}`));
   }
+}
+
+/** One bug or many: the dead letters by their last error, each group redriven on its own. */
+function errorGroups(found: DeadLetterGroups, page: QueuePage): Node {
+  const { client, view } = page;
+  const status = h('div');
+  const redrive = async (error: string) => {
+    try {
+      const filter = { error_contains: error };
+      const started = await client.redrive(view.queue, { filter }, consumerScope(view));
+      page.go({ tab: 'redrive', id: started.redrive_id });
+    } catch (err) {
+      show(status, notice(err, `redrive the dead letters failing with ${error}`));
+    }
+  };
+  const rows = found.groups.map((g) => [
+    g.count,
+    h('span', { class: 'error' }, g.error),
+    time(g.first_dead_at),
+    time(g.last_dead_at),
+    h('a', { href: href({ ...view, id: g.sample_message_id }) }, g.sample_message_id),
+    // A group named by its reason has no error text to filter a redrive by.
+    g.error.startsWith('(')
+      ? '—'
+      : h('button', { type: 'button', onclick: () => void redrive(g.error) }, 'Redrive this group'),
+  ]);
+  return h(
+    'section',
+    { 'aria-label': 'By error' },
+    h('h3', {}, found.truncated ? `By error (the oldest ${found.grouped})` : 'By error'),
+    table(['Count', 'Last error', 'First', 'Last', 'For example', ''], rows, { class: 'dlq-groups' }),
+    status,
+  );
 }
 
 async function deadLetter(el: HTMLElement, page: QueuePage, id: string): Promise<void> {

@@ -54,7 +54,8 @@ const LAMBDA_CREDENTIALS = fileURLToPath(
  * needs them does not parse them at init. The S3 client (aws/s3-objects.ts: a quarter of a bundle,
  * used only by claim-checked payloads and segments over 8 KB), the KMS client (aws/kms.ts: only
  * the api's SQS credentials), Ajv (core/payload-check.ts: only for queues with a payload schema),
- * the OpenAPI generator (api/app.ts: only `GET /openapi.json`) and the console's assets
+ * the OpenAPI generator (api/app.ts: only `GET /openapi.json`), the DLQ's grouping by error
+ * (operations/dead-letter-errors.ts: only `GET /queues/{queue}/dlq-errors`) and the console's assets
  * (console/assets.ts: only the console's pages).
  */
 const LAZY_MODULES = [
@@ -62,6 +63,7 @@ const LAZY_MODULES = [
   'aws/kms-client',
   'core/payload-validator',
   'api/openapi',
+  'operations/dead-letter-grouping',
   'console/bundled-assets',
 ].map((path) => ({
   import: `./${path.split('/')[1]}.js`,

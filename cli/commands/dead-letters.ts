@@ -50,6 +50,36 @@ export function registerDeadLetters(program: Command): void {
     });
 
   dlq
+    .command('errors')
+    .description('the dead letters grouped by their last error, largest group first')
+    .argument('<queue>')
+    .action(async (queue: string, _opts: unknown, cmd: Command) => {
+      const ctx = contextOf(cmd.optsWithGlobals<GlobalOptions>());
+      const found = await ctx.client.dlqErrors(queue, ctx.scope);
+      if (ctx.json) {
+        writeJson(found);
+        return;
+      }
+      if (!found.groups.length) {
+        writeOut('no dead letters');
+        return;
+      }
+      writeOut(
+        table(
+          ['count', 'last error', 'first dead', 'last dead', 'e.g.'],
+          found.groups.map((g) => [
+            g.count,
+            preview(g.error, 60),
+            g.first_dead_at,
+            g.last_dead_at,
+            g.sample_message_id,
+          ]),
+        ),
+      );
+      if (found.truncated) writeOut(`the oldest ${found.grouped} dead letters only`);
+    });
+
+  dlq
     .command('show')
     .description('one dead letter and its attempts')
     .argument('<queue>')

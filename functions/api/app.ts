@@ -15,6 +15,7 @@ import { KeyRing } from '../core/auth.js';
 import { ReceiptSigner } from '../core/receipt.js';
 import type { RuntimeConfig } from '../core/runtime-config.js';
 import { countFor, flushMetrics, metricsOptions, SERVICE } from '../observability/metrics.js';
+import { DeadLetterErrors } from '../operations/dead-letter-errors.js';
 import { Producer } from '../produce/producer.js';
 import { buildServices, buildSqsAccess } from '../services.js';
 import { sqsRoute } from '../sqs/endpoint.js';
@@ -27,6 +28,7 @@ import { healthRoute } from './routes/health.js';
 import { createKeyRoute, createSqsCredentialsRoute, listKeysRoute, revokeKeyRoute } from './routes/keys.js';
 import {
   auditRoute,
+  dlqErrorsRoute,
   dlqGetRoute,
   dlqListRoute,
   dlqPurgeRoute,
@@ -72,6 +74,7 @@ export const routes: Route[] = [
   ackRoute,
   nackRoute,
   extendRoute,
+  dlqErrorsRoute,
   dlqListRoute,
   dlqGetRoute,
   dlqPurgeRoute,
@@ -134,6 +137,7 @@ export function createApiHandler(
       ranges: new RangeConsumer({ ...built, failures: built.rangeFailures, signer: loadSigner }),
     }),
     operations: built.operations,
+    deadLetterErrors: new DeadLetterErrors(built),
     redrives: built.redrives,
     replays: built.replays,
     tracer: built.tracer,

@@ -80,6 +80,12 @@ export const ROUTE_DOCS: Record<string, RouteDoc> = {
     consumer: true,
     ok: [200, '{"messages":[...],"next_cursor"}'],
   },
+  'GET /queues/{queue}/dlq-errors': {
+    summary: 'Dead letters grouped by their last error: count, first and last seen, a sample',
+    scope: 'admin',
+    consumer: true,
+    ok: [200, '{"groups":[...],"grouped","truncated"}'],
+  },
   'GET /queues/{queue}/dlq/{message_id}': {
     summary: 'One dead letter',
     scope: 'admin',

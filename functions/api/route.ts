@@ -11,6 +11,7 @@ import { consumerNamespace, type QueueConfig } from '../core/config.js';
 import { ConsumerNotFoundError, QueueNotFoundError, QuotaExceededError } from '../core/errors.js';
 import type { RuntimeConfig } from '../core/runtime-config.js';
 import { countThrottled } from '../observability/metrics.js';
+import type { DeadLetterErrors } from '../operations/dead-letter-errors.js';
 import type { Operations } from '../operations/operations.js';
 import type { Redrives } from '../operations/redrive.js';
 import type { Replays } from '../operations/replay.js';
@@ -30,6 +31,7 @@ export interface ApiServices {
   producer: Producer;
   consumer: Consumer;
   operations: Operations;
+  deadLetterErrors: DeadLetterErrors;
   redrives: Redrives;
   replays: Replays;
   tracer: Tracer;

@@ -131,6 +131,10 @@ describe('leaseq against a local runtime', { timeout: 90_000 }, () => {
     expect(show.stdout).toContain('non_retryable');
     expect(show.stdout).toContain('boom');
 
+    const errors = await leaseq(['dlq', 'errors', 'dead', '--json']);
+    expect(
+      JSON.parse(errors.stdout).groups.map((g: { error: string; count: number }) => [g.error, g.count]),
+    ).toEqual([['boom', 3]]);
     const counted = await leaseq(['redrive', 'dead', '--ids', 'd-1,d-2,other', '--count']);
     expect(counted).toMatchObject({ code: 0, stdout: '2 dead letter(s) match\n', stderr: '' });
 

@@ -159,6 +159,24 @@ describe('the OpenAPI document of the bundled api', () => {
   });
 });
 
+describe('the DLQ grouped by error of the bundled api', () => {
+  it('reads and groups from its own file on the first ask', () => {
+    expect(runBundled('test/fixtures/dead-letter-errors-probe.ts')).toEqual({
+      groups: [
+        {
+          error: 'timed out',
+          count: 2,
+          first_dead_at: '2025-12-31T23:59:59.000Z',
+          last_dead_at: '2025-12-31T23:59:59.000Z',
+          sample_message_id: expect.any(String),
+        },
+      ],
+      grouped: 2,
+      truncated: false,
+    });
+  });
+});
+
 describe('the payload schema check of a bundled function', () => {
   it('loads the validator from its own file and answers as in source', () => {
     expect(runBundled('test/fixtures/payload-probe.ts')).toEqual(['payload/n must be number', null]);

@@ -122,6 +122,10 @@ const expectations: Record<string, Expectation> = {
     status: 404,
     check: async ({ body }) => expect(body.error.code).toBe('MESSAGE_NOT_FOUND'),
   },
+  'dlq-errors.json': {
+    status: 200,
+    check: async ({ body }) => expect(body).toEqual({ groups: [], grouped: 0, truncated: false }),
+  },
   'dlq-purge.json': {
     status: 404,
     check: async ({ body }) => expect(body.error.code).toBe('MESSAGE_NOT_FOUND'),
@@ -135,6 +139,11 @@ const expectations: Record<string, Expectation> = {
     status: 202,
     check: async ({ body }) =>
       expect(body).toMatchObject({ redrive_id: expect.any(String), status: 'done', moved: 0, remaining: 0 }),
+  },
+  // Counting starts nothing: the DLQ is empty, so nothing matches.
+  'redrive-matching.json': {
+    status: 200,
+    check: async ({ body }) => expect(body).toEqual({ matching: 0 }),
   },
   'redrive-get.json': {
     status: 404,

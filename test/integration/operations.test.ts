@@ -91,6 +91,16 @@ describe('redrive', () => {
     expect((await matching({ dead_after: 'yesterday' })).status).toBe(400);
     expect((await t.api('/queues/filter/stats')).body.dlq_depth).toBe(4);
     expect((await t.api('/queues/filter/audit')).body.entries).toEqual([]);
+    // One bug or many: two of each.
+    const byError = (await t.api('/queues/filter/dlq-errors')).body;
+    expect(byError).toMatchObject({ grouped: 4, truncated: false });
+    expect(byError.groups.map((g: { error: string; count: number }) => [g.error, g.count]).sort()).toEqual([
+      ['parse error', 2],
+      ['upstream timeout', 2],
+    ]);
+    expect(['f-1', 'f-3']).toContain(
+      byError.groups.find((g: { error: string }) => g.error === 'upstream timeout').sample_message_id,
+    );
     const res = await t.api('/queues/filter/redrive', {
       body: { rate_per_sec: 100, filter: { error_contains: 'TIMEOUT' } },
     });

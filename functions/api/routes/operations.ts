@@ -21,6 +21,10 @@ export const dlqListRoute = operationsRoute('GET', '/queues/{queue}/dlq', async 
   );
 });
 
+export const dlqErrorsRoute = operationsRoute('GET', '/queues/{queue}/dlq-errors', async (req) =>
+  json(200, await req.services.deadLetterErrors.groups(req.state, req.queue.config)),
+);
+
 export const dlqGetRoute = operationsRoute('GET', '/queues/{queue}/dlq/{message_id}', async (req) => {
   const id = pathParam(req.event, 'message_id', PARAM.messageId);
   return json(200, await req.services.operations.dlqGet(req.state, req.queue.config, id));
