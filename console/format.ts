@@ -23,6 +23,11 @@ export function count(n: number | null | undefined): string {
   return n === null || n === undefined ? '—' : n.toLocaleString();
 }
 
+/** A rate: 0.33/s, 12/s, 1,250/s. */
+export function perSecond(n: number): string {
+  return `${n.toLocaleString(undefined, { maximumFractionDigits: n < 10 ? 2 : 0 })}/s`;
+}
+
 /** A JSON value as indented text, for payloads and details. */
 export function pretty(value: unknown): string {
   return typeof value === 'string' ? value : JSON.stringify(value, null, 2);

@@ -3,11 +3,15 @@ import { notice } from './api.js';
 import { auditTab } from './audit.js';
 import { dlqTab } from './dlq.js';
 import { type Child, h, show } from './dom.js';
-import { age, count } from './format.js';
+import { age, count, perSecond } from './format.js';
+import { keep, rates, type Sample, sampleOf, values } from './history.js';
 import { consumerScope, href, type QueueView, TABS, type Tab } from './nav.js';
 import { every, type Page, REFRESH_MS } from './page.js';
 import { parkedTab } from './parked.js';
+import { plotFigure } from './plot.js';
+import { ageMax, type Plot } from './plot-scale.js';
 import { redriveTab } from './redrive.js';
+import { historyKey, loadHistory, saveHistory } from './session.js';
 import { traceTab } from './trace.js';
 
 /** A queue's page (or one Lambda consumer's state of it): its figures, then one tool per tab. */
@@ -52,6 +56,20 @@ export async function queuePage(main: HTMLElement, page: Page, view: QueueView):
   }
   const scope = consumerScope(view);
   const stats = h('div', { class: 'stats' });
+  // The last hour, sampled from the figures this page polls (docs/operations.md, "Console").
+  const key = historyKey(view.queue, view.consumer);
+  let samples = loadHistory(key);
+  const grid = h('div', { class: 'plot-grid' }, ...plotsOf(samples, view.consumer !== undefined));
+  const plots = h(
+    'section',
+    { class: 'plots', 'aria-label': 'The last hour' },
+    h(
+      'p',
+      { class: 'muted' },
+      `The last hour, as this page sampled it every ${REFRESH_MS / 1000} s while open in this tab.`,
+    ),
+    grid,
+  );
   const body = h('section', { class: 'tab' });
   show(
     main,
@@ -85,6 +103,7 @@ export async function queuePage(main: HTMLElement, page: Page, view: QueueView):
         )
       : '',
     stats,
+    plots,
     h(
       'nav',
       { class: 'tabs', 'aria-label': 'Tools' },
@@ -107,7 +126,11 @@ export async function queuePage(main: HTMLElement, page: Page, view: QueueView):
   every(page.signal, REFRESH_MS, async () => {
     try {
       const figures = await page.client.stats(view.queue, { ...scope, signal: page.signal });
-      if (!page.signal.aborted) show(stats, ...cards(figures, queue.ordered));
+      if (page.signal.aborted) return;
+      samples = keep(samples, sampleOf(figures, Date.now()));
+      saveHistory(key, samples);
+      show(stats, ...cards(figures, queue.ordered));
+      show(grid, ...plotsOf(samples, view.consumer !== undefined));
     } catch (error) {
       if (!page.signal.aborted) show(stats, notice(error, `see the figures of ${view.queue}`));
     }
@@ -145,5 +168,53 @@ function cards(s: QueueStats | ConsumerStats, ordered: boolean): Child[] {
     ...common,
     card('Oldest unacked', age(s.oldest_unacked_age_seconds)),
     ...(s.paused ? [card('Paused', s.paused.reason, 'tone-warn')] : []),
+  ];
+}
+
+/** The plots of the samples: a Lambda consumer's have no age, and its rates are its failures. */
+function plotsOf(samples: Sample[], consumer: boolean): HTMLElement[] {
+  const depth: Plot = {
+    title: 'Depth',
+    format: count,
+    series: [
+      { name: 'ready', tone: 'tone-accent', points: values(samples, (s) => s.ready) },
+      { name: 'in flight', tone: 'tone-alt', points: values(samples, (s) => s.in_flight) },
+    ],
+  };
+  const oldest: Plot = {
+    title: 'Oldest unacked',
+    format: age,
+    top: ageMax,
+    series: [{ name: 'age', tone: 'tone-warn', points: values(samples, (s) => s.oldest) }],
+  };
+  const rate = (name: string, tone: string, pick: (s: Sample) => number | undefined) => ({
+    name,
+    tone,
+    points: rates(samples, pick),
+  });
+  const flow: Plot = {
+    title: 'Messages a second',
+    format: perSecond,
+    series: consumer
+      ? [
+          rate('nacked', 'tone-warn', (s) => s.nacked),
+          rate('dead-lettered', 'tone-bad', (s) => s.dead_lettered),
+        ]
+      : [
+          rate('produced', 'tone-accent', (s) => s.produced),
+          rate('acked', 'tone-ok', (s) => s.acked),
+          rate('redelivered', 'tone-warn', (s) => s.redelivered),
+        ],
+  };
+  const dlq: Plot = {
+    title: 'DLQ depth',
+    format: count,
+    series: [{ name: 'dead letters', tone: 'tone-bad', points: values(samples, (s) => s.dlq) }],
+  };
+  return [
+    plotFigure(depth, { 'data-plot': 'depth' }),
+    ...(consumer ? [] : [plotFigure(oldest, { 'data-plot': 'oldest' })]),
+    plotFigure(flow, { 'data-plot': 'rates' }),
+    plotFigure(dlq, { 'data-plot': 'dlq' }),
   ];
 }

@@ -100,6 +100,77 @@ describe('the console', () => {
     await shot('queues');
   });
 
+  it("plots a queue's last hour as the page samples it, kept over a reload", {
+    timeout: 90_000,
+  }, async () => {
+    const jobs = queueApi(t, 'jobs');
+    /** The samples the tab keeps for the queue's page. */
+    const history = async () =>
+      JSON.parse(
+        (await page.evaluate<string | null>("sessionStorage.getItem('leaseq.history.jobs')")) ?? '[]',
+      ) as Record<string, number>[];
+    /** Waits for the page's next sample (it polls the stats every 3 s). */
+    const nextSample = async () => {
+      const n = (await history()).length;
+      await expect.poll(async () => (await history()).length, SEEN).toBeGreaterThan(n);
+    };
+    const svg = (plot: string) => page.locator(`figure[data-plot="${plot}"] svg[role="img"]`);
+    const label = (plot: string) => svg(plot).getAttribute('aria-label');
+
+    await open('#/queues/jobs/trace');
+    await expect.poll(async () => (await history()).length, SEEN).toBeGreaterThanOrEqual(2);
+    // Something to draw: four produced, all seven received, one failed and received again, four
+    // acked and three given back.
+    await jobs.produce([4, 5, 6, 7].map((n) => ({ payload: { n } })));
+    const got = await jobs.receiveAll(7, 15_000);
+    expect(got).toHaveLength(7);
+    await nextSample();
+    const [first, ...rest] = got;
+    expect((await jobs.nack({ receipt: first?.receipt, retry_after_seconds: 0 })).status).toBe(200);
+    const again = await jobs.receiveAll(1, 15_000);
+    expect(again.map((m) => [m.message_id, m.attempt])).toEqual([[first?.message_id, 2]]);
+    await nextSample();
+    await jobs.ack([...again, ...rest.slice(0, 3)].map((m) => m.receipt));
+    for (const m of rest.slice(3))
+      expect((await jobs.nack({ receipt: m.receipt, release: true })).status).toBe(200);
+    await nextSample();
+    await nextSample();
+
+    // The latest values, in each plot's label, are the stats' figures (nothing moves now).
+    const stats = await jobs.stats();
+    expect(stats).toMatchObject({ depth: 3, in_flight: 0, dlq_depth: 0 });
+    await expect.poll(() => label('depth'), SEEN).toContain('latest: ready 3, in flight 0');
+    const depthCard = page.locator('.card', { has: page.locator('.label', { hasText: /^Depth$/ }) });
+    expect(await depthCard.locator('.value').textContent()).toBe('3');
+    expect(await label('dlq')).toContain('latest: dead letters 0');
+    expect(await label('oldest')).toMatch(/latest: age \d+ (s|m \d+ s)$/);
+    expect(await label('rates')).toMatch(
+      /latest: produced [\d.]+\/s, acked [\d.]+\/s, redelivered [\d.]+\/s$/,
+    );
+    // The rates come from the counters' steps between samples: the samples saw all of it.
+    const samples = await history();
+    const moved = (field: string) => (samples.at(-1)?.[field] ?? 0) - (samples[0]?.[field] ?? 0);
+    expect([moved('produced'), moved('acked'), moved('redelivered')]).toEqual([4, 4, 1]);
+    // The acked line rose and fell: not flat.
+    const acked = await page.locator('figure[data-plot="rates"] path.line').nth(1).getAttribute('d');
+    const heights = new Set([...(acked ?? '').matchAll(/[ML][\d.]+ ([\d.]+)/g)].map((m) => m[1]));
+    expect(heights.size).toBeGreaterThan(1);
+    for (const plot of ['depth', 'oldest', 'rates', 'dlq']) expect(await svg(plot).count()).toBe(1);
+    await shot('plots');
+
+    // The tab keeps its samples over a reload.
+    const kept = samples.length;
+    await page.reload();
+    await svg('depth').waitFor(SEEN);
+    expect((await history()).length).toBeGreaterThanOrEqual(kept);
+
+    // Keys park on ordered queues only: the tab shows there and nowhere else.
+    const tools = page.getByRole('navigation', { name: 'Tools' });
+    expect(await tools.getByRole('link').allTextContents()).not.toContain('Parked keys');
+    await open('#/queues/ledger/trace');
+    await tools.getByRole('link', { name: 'Parked keys' }).waitFor(SEEN);
+  });
+
   it("opens a dead letter's history: attempts, errors, times and payload", async () => {
     await deadLetter(
       'dead',
@@ -199,7 +270,11 @@ describe('the console', () => {
   it('refuses a key without admin scope politely, and one revoked under it', async () => {
     const made = await t.api('/keys', { body: { name: 'producer', scopes: ['produce:jobs'] } });
     expect(made.status).toBe(201);
+    const plotted = "Object.keys(sessionStorage).filter((k) => k.startsWith('leaseq.history.')).length";
+    expect(await page.evaluate<number>(plotted)).toBeGreaterThan(0);
     await page.getByRole('button', { name: 'Forget key' }).click();
+    // What the key saw goes with it.
+    expect(await page.evaluate<number>(plotted)).toBe(0);
     await signIn(made.body.key);
     const refused = page.locator('[data-refused="jobs"]');
     await refused.waitFor(SEEN);
@@ -251,7 +326,9 @@ describe("the console's files", () => {
     const gzipped = Object.values(assets).reduce((n, text) => n + gzipSync(text).byteLength, 0);
     expect(gzipped).toBeLessThanOrEqual(100 * 1024);
     expect(assets.html).not.toMatch(/<script(?![^>]*\bsrc=)[^>]*>/);
-    for (const text of Object.values(assets)) expect(text).not.toMatch(/https?:\/\//);
+    // The SVG namespace of the plots is a name, never fetched.
+    for (const text of Object.values(assets))
+      expect(text.replaceAll('http://www.w3.org/2000/svg', '')).not.toMatch(/https?:\/\//);
   });
 });
 
