@@ -112,6 +112,13 @@ export const PRICES = {
     checkedAgainst: 'awsforengineers.com/blog/aws-api-gateway-pricing-explained (2025-05)',
     since: '2020-03 (HTTP APIs generally available)',
   },
+  apiGatewayHttpRequestOver300M: {
+    usd: 0.9 / 1e6,
+    per: 'HTTP API request past the first 300 M a month (metered in 512 KB increments)',
+    source: 'https://aws.amazon.com/api-gateway/pricing/',
+    check: 'memory',
+    since: '2020-03',
+  },
   lambdaRequest: {
     usd: 0.2 / 1e6,
     per: 'Lambda invocation',
@@ -145,6 +152,9 @@ export const PRICES = {
     since: '2016 or earlier',
   },
 } as const satisfies Record<string, Price>;
+
+/** HTTP API requests a month billed at apiGatewayHttpRequest before apiGatewayHttpRequestOver300M (per account and region). */
+export const API_GATEWAY_HTTP_FIRST_TIER_REQUESTS = 300_000_000;
 
 /** How leaseq's stack is sized (infra/tenant-stack.ts, infra/queue.ts): what turns durations into GB-seconds. */
 export const DEPLOYMENT = {

@@ -5,6 +5,7 @@ import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import type { BenchFigures } from '../cli/sizing.js';
 import type { MeterSnapshot } from '../functions/aws/meter.js';
 import { parseTenantConfig, queueConfigSchema } from '../functions/core/config.js';
 import {
@@ -165,6 +166,34 @@ const SCOPE_NOTE =
 const AS_AWS_NOTE =
   'As AWS runs it (--as-aws): no admission handed leases to, or woke, a long poll of its own process; ' +
   'receivers found their messages by their own re-reads, dispatch polled each shard once a second.';
+
+/** What `leaseq size` (cli/sizing.ts) takes a delivered message to cost: rewritten by each run of c4-ids. */
+const FIGURES_FILE = fileURLToPath(new URL('./figures.json', import.meta.url));
+
+/**
+ * Rewrites bench/figures.json from the producer-ids run (as leaseq/client sends), when it ran and
+ * kept its promises: two decimals, as docs/performance.md quotes them, and a fixed key order, so a
+ * rerun changes only the figures. Answers the file written, or undefined.
+ */
+function writeSizingFigures(report: Report): string | undefined {
+  const run = report.endToEnd.find((r) => r.queue === RUN.producerIds);
+  const cost = report.cost.runs.find((r) => r.run === RUN.producerIds);
+  if (!run || !cost || run.failed) return undefined;
+  const round = (n: number) => Math.round(n * 100) / 100;
+  const figures: BenchFigures = {
+    run: run.queue,
+    description: run.description,
+    date: report.date.slice(0, 10),
+    dynamodb: report.dynamodb,
+    payloadBytes: report.workload.payloadBytes,
+    writeUnitsPerMessage: round(cost.perMessage.writeUnitsAllIn),
+    readUnitsPerMessage: round(cost.perMessage.readUnits),
+    dynamodbRequestsPerMessage: round(cost.perMessage.dynamodbRequests),
+    apiRequestsPerMessage: round(cost.perMessage.apiRequests),
+  };
+  writeFileSync(FIGURES_FILE, `${JSON.stringify(figures, null, 2)}\n`);
+  return relative(process.cwd(), FIGURES_FILE);
+}
 
 function parseOptions(): Options {
   const { values } = parseArgs({
@@ -565,7 +594,10 @@ async function main(): Promise<void> {
   mkdirSync(resultsDir, { recursive: true });
   const file = join(resultsDir, `${report.date.replace(/[:.]/g, '-')}.json`);
   writeFileSync(file, `${JSON.stringify(report, null, 2)}\n`);
+  // --as-aws measures the same messages with a receiver's re-reads: the in-process run's figures are the ones quoted.
+  const figures = options.asAws ? undefined : writeSizingFigures(report);
   print(report, relative(process.cwd(), file), options.baseline?.goals);
+  if (figures) progress(`leaseq size's per-message figures: ${figures}`);
   progress(`done in ${((Date.now() - startedAt.getTime()) / 1000).toFixed(0)} s`);
   // Figures of a run that broke its queue's promises are printed, but the bench did not pass.
   if (failedRuns(measured).length) process.exitCode = 1;

@@ -1,7 +1,17 @@
 import type { Command } from 'commander';
-import { type GlobalOptions, nonNegativeNumber, positiveNumber } from '../context.js';
+import { API_GATEWAY_HTTP_FIRST_TIER_REQUESTS, PRICES } from '../../bench/prices.js';
+import { type GlobalOptions, nonNegativeNumber, positiveNumber, UsageError } from '../context.js';
 import { fields, num, usd, writeJson, writeOut } from '../output.js';
-import { PRICE_BASIS, SIZING_DEFAULTS, type SizingResult, SOURCES, size } from '../sizing.js';
+import {
+  BENCH_FIGURES,
+  figuresBasis,
+  PRICE_BASIS,
+  peakError,
+  SIZING_DEFAULTS,
+  type SizingResult,
+  SOURCES,
+  size,
+} from '../sizing.js';
 
 /** `leaseq size`: the sizing calculator (cli/sizing.ts does the arithmetic). Makes no call. */
 
@@ -9,7 +19,12 @@ export function registerSize(program: Command): void {
   program
     .command('size')
     .description('size a deployment: shards, DynamoDB units, Lambda concurrency, $ a month')
-    .requiredOption('--rate <n>', 'messages per second, sustained', positiveNumber)
+    .requiredOption('--rate <n>', 'messages per second, sustained (what a month costs)', positiveNumber)
+    .option(
+      '--peak <n>',
+      'messages per second at the busiest (what capacity is sized for; default --rate)',
+      positiveNumber,
+    )
     .requiredOption('--bytes <n>', 'average payload bytes', positiveNumber)
     .option('--retention-hours <h>', 'the stream retention', positiveNumber, SIZING_DEFAULTS.retentionHours)
     .option('--ordered', 'an ordered queue')
@@ -29,6 +44,7 @@ export function registerSize(program: Command): void {
       (
         opts: {
           rate: number;
+          peak?: number;
           bytes: number;
           retentionHours: number;
           ordered?: boolean;
@@ -37,8 +53,11 @@ export function registerSize(program: Command): void {
         },
         cmd: Command,
       ) => {
+        const wrongPeak = peakError(opts.rate, opts.peak);
+        if (wrongPeak) throw new UsageError(wrongPeak);
         const result = size({
           rate: opts.rate,
+          ...(opts.peak !== undefined ? { peak: opts.peak } : {}),
           bytes: opts.bytes,
           retentionHours: opts.retentionHours,
           ordered: opts.ordered === true,
@@ -46,23 +65,65 @@ export function registerSize(program: Command): void {
           envelopeBytes: opts.envelopeBytes,
         });
         if (cmd.optsWithGlobals<GlobalOptions>().json)
-          writeJson({ ...result, sources: SOURCES, prices: PRICE_BASIS });
+          writeJson({
+            ...result,
+            sources: SOURCES,
+            prices: PRICE_BASIS,
+            figuresFrom: figuresBasis(BENCH_FIGURES),
+          });
         else writeOut(sizingReport(result));
       },
     );
 }
 
+/** "2,840 WRU/s", or "2,840 WRU/s at the peak, 71 sustained" when the two differ. */
+function perSecond(r: SizingResult, atPeak: number, unit: string): string {
+  const { rate, peak } = r.input;
+  if (peak === rate) return `${num(atPeak)}${unit}`;
+  return `${num(atPeak)}${unit} at the peak, ${num((atPeak / peak) * rate)} sustained`;
+}
+
+/** A figure a message: two decimals at most, as the bench's figures are given. */
+const each = (n: number) => n.toLocaleString('en-US', { maximumFractionDigits: 2 });
+
 export function sizingReport(r: SizingResult): string {
+  const { input, figures } = r;
   const k = r.kinesis;
   const d = r.dynamodb;
   const l = r.lambda;
   const m = r.monthlyUsd;
+  const od = m.kinesisOnDemand;
+  const sustained =
+    input.peak === input.rate
+      ? `${num(input.rate)} msg/s`
+      : `${num(input.rate)} msg/s sustained, ${num(input.peak)} at the peak,`;
+  const segmentItems = r.segments.store === 'dynamodb';
+  const withSegments = (bench: number, total: number) =>
+    segmentItems ? `${each(total)} a message: ${bench} + segments` : `${bench} a message`;
+  const s3 =
+    r.s3.putsPerMessage === 0
+      ? 'none'
+      : `${each(r.s3.putsPerMessage)} PUT and ${each(r.s3.getsPerMessage)} GET a message (${[
+          ...(k.claimChecked ? ['claim checks'] : []),
+          ...(r.segments.store === 's3' ? ['segments'] : []),
+        ].join(', ')})`;
+  const firstTier = API_GATEWAY_HTTP_FIRST_TIER_REQUESTS;
+  const perMillion = (price: { usd: number }) => usd(price.usd * 1e6);
+  const apiTiers =
+    r.perMonth.apiRequests > firstTier
+      ? ` (${num(r.perMonth.apiRequests / 1e6)} M requests: ${num(firstTier / 1e6)} M at ` +
+        `${perMillion(PRICES.apiGatewayHttpRequest)} a million, the rest at ${perMillion(PRICES.apiGatewayHttpRequestOver300M)})`
+      : '';
+  const cheaper =
+    r.cheaper.mode === 'provisioned'
+      ? `provisioned stream, by ${usd(r.cheaper.byUsd)} a month (as leaseq's stack deploys it)`
+      : `on-demand stream, by ${usd(r.cheaper.byUsd)} a month (leaseq's stack deploys provisioned: switch the stream)`;
   return [
-    `${num(r.input.rate)} msg/s of ${num(r.input.bytes)} B${r.input.ordered ? ', ordered' : ''}, ${r.input.retentionHours} h retention`,
+    `${sustained} of ${num(input.bytes)} B${input.ordered ? ', ordered' : ''}, ${input.retentionHours} h retention`,
     fields([
       [
         'Kinesis record',
-        `${num(k.recordBytes)} B (payload${k.claimChecked ? ' in S3, claim' : ''} + ~${r.input.envelopeBytes} B envelope)`,
+        `${num(k.recordBytes)} B (payload${k.claimChecked ? ' in S3, claim' : ''} + ~${input.envelopeBytes} B envelope)`,
       ],
       [
         'shards for bytes',
@@ -70,14 +131,31 @@ export function sizingReport(r: SizingResult): string {
       ],
       ['shards for records', `${num(k.shardsForRecords)} (1,000 records/s a shard)`],
       ['binding limit', k.binding],
-      ['shards', `${num(k.shards)} (with ${Math.round(r.input.headroom * 100)} % headroom)`],
-      ['DynamoDB writes', `${num(d.writeUnitsPerSecond)} WRU/s (${SOURCES.writeUnitsPerMessage} a message)`],
-      ['DynamoDB reads', `${num(d.readUnitsPerSecond)} RRU/s (${SOURCES.readUnitsPerMessage} a message)`],
+      [
+        'shards',
+        `${num(k.shards)} (${input.peak === input.rate ? '' : 'the peak '}with ${Math.round(input.headroom * 100)} % headroom)`,
+      ],
+      [
+        'DynamoDB writes',
+        `${perSecond(r, d.writeUnitsPerSecond, ' WRU/s')} (${withSegments(figures.writeUnitsPerMessage, d.writeUnitsPerMessage)})`,
+      ],
+      [
+        'DynamoDB reads',
+        `${perSecond(r, d.readUnitsPerSecond, ' RRU/s')} (${withSegments(figures.readUnitsPerMessage, d.readUnitsPerMessage)})`,
+      ],
       [
         'DynamoDB requests',
-        `${num(d.requestsPerSecond)}/s (${SOURCES.dynamodbRequestsPerMessage} a message)`,
+        `${perSecond(r, d.requestsPerSecond, '/s')} (${withSegments(figures.dynamodbRequestsPerMessage, d.requestsPerMessage)})`,
       ],
-      ['API calls', `${num(l.apiRequestsPerSecond)}/s (${SOURCES.apiRequestsPerMessage} a message)`],
+      [
+        'segments',
+        `one per ${SOURCES.segmentMessages} messages, ~${num(r.segments.bytes)} B: ${segmentItems ? 'DynamoDB items (up to 8 KB)' : 'S3 objects (past 8 KB)'}`,
+      ],
+      ['S3 requests', s3],
+      [
+        'API calls',
+        `${perSecond(r, l.apiRequestsPerSecond, '/s')} (${figures.apiRequestsPerMessage} a message)`,
+      ],
       [
         'Lambda concurrency',
         `${num(l.concurrency)} (api ${num(l.apiConcurrency)} at ${SOURCES.apiSecondsPerRequest * 1000} ms a call, dispatch ${num(l.dispatchConcurrency)}: one a shard, sweep ${l.sweepConcurrency})`,
@@ -85,12 +163,19 @@ export function sizingReport(r: SizingResult): string {
       ['$/month Kinesis shards', usd(m.kinesisShards)],
       ['$/month Kinesis retention > 24 h', usd(m.kinesisRetention)],
       ['$/month Kinesis PUT units', usd(m.kinesisPut)],
+      [
+        '$/month Kinesis on-demand',
+        `${usd(od.total)} instead of the three above (stream ${usd(od.stream)}, data in ${usd(od.dataIn)}, out ${usd(od.dataOut)}, retention ${usd(od.retention)})`,
+      ],
       ['$/month DynamoDB', usd(m.dynamodb)],
-      ['$/month API Gateway', usd(m.apiGateway)],
+      ['$/month S3 requests', usd(m.s3)],
+      ['$/month API Gateway', `${usd(m.apiGateway)}${apiTiers}`],
       ['$/month Lambda (api)', usd(m.lambda)],
-      ['$/month total', usd(m.total)],
+      ['$/month total, provisioned', usd(m.total)],
+      ['$/month total, on-demand', usd(m.totalOnDemand)],
+      ['cheaper', cheaper],
     ]),
-    `units per message: docs/performance.md (c4-ids: producer ids, no index units); prices: ${PRICE_BASIS}`,
+    `per-message figures: ${figuresBasis(figures)}; prices: ${PRICE_BASIS}`,
     ...r.notes.map((n) => `note: ${n}`),
   ].join('\n');
 }

@@ -3,6 +3,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { BENCH_FIGURES } from '../../cli/sizing.js';
 import { queueApi } from '../helpers/queue-api.js';
 import { startTestRuntime, type TestRuntime } from '../helpers/runtime.js';
 
@@ -237,14 +238,44 @@ describe('leaseq against a local runtime', { timeout: 90_000 }, () => {
       binding: 'bytes',
       shards: 538,
     });
-    // 200,000 × 1.42 WRU and × 2.00 RRU a message.
-    expect(r.dynamodb.writeUnitsPerSecond).toBeCloseTo(284_000, 3);
-    expect(r.dynamodb.readUnitsPerSecond).toBeCloseTo(400_000, 3);
-    // 525.6 billion messages a month × $1.1375 per million in DynamoDB units.
-    expect(r.monthlyUsd.dynamodb).toBeCloseTo(597_870, 0);
+    // 200,000 × the bench's units a message (bench/figures.json: 1.42 WRU and 2.00 RRU when written).
+    const f = BENCH_FIGURES;
+    expect(r.figures).toEqual(f);
+    expect(r.dynamodb.writeUnitsPerSecond).toBeCloseTo(200_000 * f.writeUnitsPerMessage, 3);
+    expect(r.dynamodb.readUnitsPerSecond).toBeCloseTo(200_000 * f.readUnitsPerMessage, 3);
+    // 525.6 billion messages a month × their DynamoDB units ($1.1375 per million at 1.42 and 2.00).
+    expect(r.monthlyUsd.dynamodb).toBeCloseTo(
+      525_600 * (f.writeUnitsPerMessage * 0.625 + f.readUnitsPerMessage * 0.125),
+      0,
+    );
+    // Both stream modes, and the cheaper by the Kinesis lines alone.
+    expect(r.monthlyUsd.kinesisOnDemand.total).toBeGreaterThan(0);
+    expect(r.cheaper.mode).toBe('provisioned');
     const text = await leaseq(['size', '--rate', '200000', '--bytes', '2048']);
     expect(text.stdout).toContain('binding limit');
     expect(text.stdout).toMatch(/shards\s+│ 538/);
+  });
+
+  it('leaseq size --peak: capacity for the peak, the month at the rate, on-demand beside provisioned', async () => {
+    const run = await leaseq(['size', '--rate', '50', '--peak', '2000', '--bytes', '1024']);
+    expect(run.stderr).toBe('');
+    expect(run.code).toBe(0);
+    expect(lines(run.stdout)[0]).toBe('50 msg/s sustained, 2,000 at the peak, of 1,024 B, 24 h retention');
+    // 2,000 × 1,324 B = 2.53 MiB/s → 3 shards for bytes, × 1.2 → 4.
+    expect(run.stdout).toMatch(/shards\s+│ 4 \(the peak with 20 % headroom\)/);
+    // 131.4 M messages of 2 KB billed: $29.20 a stream, $20.05 in, $20.05 out (read twice).
+    expect(run.stdout).toMatch(/\$\/month Kinesis on-demand\s+│ \$69\.30 instead of the three above/);
+    expect(run.stdout).toMatch(/\$\/month total, on-demand\s+│ \$/);
+    // 4 shards ($43.80) and PUT units ($1.84) against $69.30.
+    expect(run.stdout).toMatch(/cheaper\s+│ provisioned stream, by \$23\.66 a month/);
+    expect(run.stdout).toContain(`per-message figures: bench run ${BENCH_FIGURES.run} (`);
+    expect(run.stdout).toContain('note: capacity is sized for the peak of 2,000 msg/s');
+
+    const low = await leaseq(['size', '--rate', '50', '--peak', '20', '--bytes', '1024']);
+    expect(low.code).toBe(2);
+    expect(lines(low.stderr)).toEqual([
+      'leaseq: --peak 20 is below --rate 50: the peak is the busiest rate, at least the sustained one',
+    ]);
   });
 
   it('usage mistakes exit 2 with one line and no stack trace', async () => {

@@ -34,6 +34,7 @@ const BUILD_INPUTS = [
   'cli',
   'console',
   'bench/prices.ts',
+  'bench/figures.json',
   'scripts/build-package.mjs',
   'tsconfig.json',
   'tsconfig.build.json',
