@@ -1,6 +1,7 @@
 import type { BacklogReport } from './backlog.js';
 import type { PeerReport } from './bullmq.js';
 import { type FixedMonthly, fixedTotal, type RunCost, type SqsCost } from './cost.js';
+import { type IsolationReport, slowdown } from './isolation.js';
 import { END_TO_END_RUNS, GOAL_BACKLOG, type PhaseFailure, RUN } from './runs.js';
 import type { ScalingReport } from './scaling.js';
 import { formatNumber, formatTable, INDEX_NOT_REPORTED } from './stats.js';
@@ -44,6 +45,8 @@ export interface GoalInputs {
   /** Undefined when the phase was skipped. */
   backlog: BacklogReport | PhaseFailure | undefined;
   peer: PeerReport | PhaseFailure | undefined;
+  /** Undefined when the phase was skipped. */
+  isolation?: IsolationReport | PhaseFailure | undefined;
   /** The goal rows of an earlier run (--baseline), for the before/after and the throughput goal. */
   baseline: readonly GoalRow[] | undefined;
   /** Latency measured as AWS runs it (--as-aws): its rows say so, under ids of their own. */
@@ -51,6 +54,8 @@ export interface GoalInputs {
 }
 
 const LIMITS = {
+  /** One queue's flood may not slow another's p99 past this. */
+  isolationSlowdown: 2,
   writeUnitsServerIds: 0.5,
   writeUnitsProducerIds: 1.5,
   readUnits: 1.0,
@@ -186,6 +191,7 @@ export function goalRows(inputs: GoalInputs): GoalRow[] {
     peerRow(inputs),
     ...latencyRows(inputs),
     scalingRow(inputs.scaling),
+    ...isolationRows(inputs.isolation),
     fixedRow(inputs, 'fixed-one-queue', 'fixed $ / month, one queue, no worker', 1, 0, LIMITS.fixedOneQueue),
     fixedRow(
       inputs,
@@ -216,6 +222,28 @@ function fixedRow(
     goal: `≤ $${limit}`,
     met: atMost(value, limit, true),
   };
+}
+
+/** Quiet's p99 beside noisy's flood, and beside noisy at its quota, each ÷ its p99 alone. */
+function isolationRows(isolation: IsolationReport | PhaseFailure | undefined): GoalRow[] {
+  const phases = [
+    ['isolation-flood', "quiet's p99 ÷ alone, noisy flooded past its quota", 'flood'],
+    ['isolation-at-quota', "quiet's p99 ÷ alone, noisy at its quota with a backlog", 'atQuota'],
+  ] as const;
+  const goal = `≤ ${LIMITS.isolationSlowdown}×`;
+  return phases.map(([id, figure, phase]) => {
+    if (!isolation) return notMeasured(id, figure, goal, 'skipped (--only)');
+    if ('failed' in isolation) return notMeasured(id, figure, goal, 'phase failed (see above)');
+    const value = slowdown(isolation)[phase];
+    return {
+      id,
+      figure,
+      value,
+      measured: `${value.toFixed(2)}× (${Math.round(isolation[phase].p99)} / ${Math.round(isolation.alone.p99)} ms)`,
+      goal,
+      met: atMost(value, LIMITS.isolationSlowdown, true),
+    };
+  });
 }
 
 /** A rebalance storm: seconds after a worker count change that fell below 80 % of before. */

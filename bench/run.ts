@@ -30,6 +30,7 @@ import {
 import { type GoalRow, goalRows, printGoals } from './goals.js';
 import { ApiTally, type ApiTallySnapshot, type Endpoint } from './http.js';
 import { type IdleTick, measureIdleTick } from './idle-tick.js';
+import { ISOLATION, type IsolationReport, printIsolation, runIsolation } from './isolation.js';
 import { PRICES, PRICES_AS_OF, REGION } from './prices.js';
 import { CostProbe, type ProbeSnapshot } from './probe.js';
 import {
@@ -69,7 +70,7 @@ import { endToEnd, produce, WORKLOAD } from './workload.js';
  * --dynamodb-local   AWS's DynamoDB Local (Java) instead of dynalite, which reports no index write
  *                    units; also LEASEQ_DYNAMODB=dynamodb-local
  * --baseline FILE    an earlier bench/results/*.json: its figures beside these, and the throughput goal
- * --only RUNS        only these produce and end-to-end runs (comma-separated, e.g. c16,c4-nack)
+ * --only RUNS        only these produce and end-to-end runs, `scale` and `isolation` (comma-separated, e.g. c16,isolation)
  */
 
 const TENANT = {
@@ -140,6 +141,7 @@ interface Report {
   /** Workers added 1 → 16 during one run (--only without `scale` skips it). */
   scaling?: ScalingReport | PhaseFailure;
   backlog?: BacklogReport | PhaseFailure;
+  isolation?: IsolationReport | PhaseFailure;
   peer?: PeerReport | PhaseFailure;
   goals: GoalRow[];
   /** The file --baseline named. */
@@ -231,7 +233,7 @@ function parseOptions(): Options {
 
 /** --only's run names, each one the bench has. */
 function parseOnly(raw: string): ReadonlySet<string> {
-  const known = [...PRODUCE_RUNS, ...END_TO_END_RUNS].map((r) => r.queue).concat(SCALING_QUEUE);
+  const known = [...PRODUCE_RUNS, ...END_TO_END_RUNS].map((r) => r.queue).concat(SCALING_QUEUE, ISOLATION);
   const names = raw
     .split(',')
     .map((n) => n.trim())
@@ -500,6 +502,9 @@ function print(report: Report, file: string, baseline: readonly GoalRow[] | unde
   if (!report.backlog) console.log('\nBacklog phase: skipped (--backlog 0).');
   else if ('failed' in report.backlog) console.log(`\nBacklog phase: failed: ${report.backlog.failed}`);
   else printBacklog(report.backlog);
+  if (report.isolation && 'failed' in report.isolation)
+    console.log(`\nIsolation phase: failed: ${report.isolation.failed}`);
+  else if (report.isolation) printIsolation(report.isolation);
   if (report.peer && 'failed' in report.peer) console.log(`\nBullMQ peer: failed: ${report.peer.failed}`);
   else if (report.peer) {
     printPeer(
@@ -530,7 +535,7 @@ async function main(): Promise<void> {
       dataDir,
       ADMIN_KEY,
       options.dynamodb,
-      options.asAws,
+      { asAws: options.asAws },
     );
     measured = await measure(runtime, options.messages, options.only);
   } finally {
@@ -547,6 +552,10 @@ async function main(): Promise<void> {
             dynamodb: options.dynamodb,
           }),
         )
+      : undefined;
+  const isolation =
+    !options.only || options.only.has(ISOLATION)
+      ? await phase('isolation', () => runIsolation(options.dynamodb, progress))
       : undefined;
   const peer = options.peer
     ? await phase('BullMQ peer', () =>
@@ -573,6 +582,7 @@ async function main(): Promise<void> {
     ...measured,
     cost,
     ...(backlog ? { backlog } : {}),
+    ...(isolation ? { isolation } : {}),
     ...(peer ? { peer } : {}),
     goals: goalRows({
       costs: cost.runs,
@@ -583,6 +593,7 @@ async function main(): Promise<void> {
       sqs: cost.sqs,
       fixed: cost.fixedMonthlyPerQueue,
       backlog,
+      isolation,
       peer,
       baseline: options.baseline?.goals,
       asAws: options.asAws,

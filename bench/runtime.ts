@@ -15,11 +15,19 @@ export function startBenchRuntime(
   dataDir: string,
   adminKey: string,
   dynamodb: DynamoDbEmulator,
-  /** As AWS runs it: no admission hands leases to, or wakes, a long poll of its own process. */
-  asAws = false,
+  options: {
+    /** As AWS runs it: no admission hands leases to, or wakes, a long poll of its own process. */
+    asAws?: boolean;
+    /**
+     * API Gateway's per-queue throttles (the isolation phase). Off for the throughput runs, which
+     * measure the lease layer past a route's default 500 requests a second.
+     */
+    gatewayThrottles?: boolean;
+  } = {},
 ): Promise<Runtime> {
   return startRuntime({
-    requestsIsolated: asAws,
+    requestsIsolated: options.asAws === true,
+    gatewayThrottles: options.gatewayThrottles === true,
     tenant,
     dataDir,
     port: 0,

@@ -38,7 +38,7 @@ export interface Delivered {
   payload: unknown;
 }
 
-interface ReceiveAnswer {
+export interface ReceiveAnswer {
   messages: Delivered[];
 }
 

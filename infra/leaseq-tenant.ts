@@ -1,6 +1,6 @@
 import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { CfnOutput, Duration, RemovalPolicy, Tags } from 'aws-cdk-lib';
+import { Annotations, CfnOutput, Duration, RemovalPolicy, Tags } from 'aws-cdk-lib';
 import { AccessLogFormat } from 'aws-cdk-lib/aws-apigateway';
 import * as apigw from 'aws-cdk-lib/aws-apigatewayv2';
 import { HttpLambdaIntegration } from 'aws-cdk-lib/aws-apigatewayv2-integrations';
@@ -22,6 +22,7 @@ import {
   tableName,
   type tenantConfigSchema,
 } from '../functions/core/config.js';
+import { gatewayThrottles } from '../functions/core/gateway-throttles.js';
 import { checkPayloadSchemas } from '../functions/core/payload-schema.js';
 import { ENV } from '../functions/core/runtime-config.js';
 import { SERVICE } from '../functions/observability/metrics.js';
@@ -380,6 +381,15 @@ export class LeaseqTenant extends Construct {
       createDefaultStage: false,
     });
     const routes = api.addRoutes({ path: '/{proxy+}', methods: [apigw.HttpMethod.ANY], integration });
+    // Each queue's routes, throttled apart (core/gateway-throttles.ts): API Gateway picks the most
+    // specific route, so these take the queue's requests from `/{proxy+}`.
+    const throttles = gatewayThrottles(this.config);
+    for (const finding of throttles.findings)
+      Annotations.of(this).addWarningV2('leaseq:gateway-throttle', finding);
+    const queueRoutes = throttles.routes.flatMap((route) => {
+      const [method, path] = route.routeKey.split(' ') as [string, string];
+      return api.addRoutes({ path, methods: [method as apigw.HttpMethod], integration });
+    });
     const health = api.addRoutes({ path: '/health', methods: [apigw.HttpMethod.GET], integration });
     // The SQS-compatible endpoint: the SDKs post every action to the endpoint's root.
     const sqs = api.addRoutes({ path: '/', methods: [apigw.HttpMethod.POST], integration });
@@ -391,7 +401,7 @@ export class LeaseqTenant extends Construct {
         "authorizer would need AWS IAM identities, which tenants' SQS clients do not have.",
     );
     acknowledgeRoutes(
-      routes,
+      [...routes, ...queueRoutes],
       'The api function authenticates every /queues and /keys request itself: the bearer API ' +
         "key's SHA-256 is looked up among the tenant file's keys and the keys made at run time " +
         '(functions/api/route.ts, 401 otherwise), then its scope produce|consume|admin:<queue> ' +
@@ -408,7 +418,8 @@ export class LeaseqTenant extends Construct {
     const stage = api.addStage('DefaultStage', {
       stageName: '$default',
       autoDeploy: true,
-      throttle: { burstLimit: 1000, rateLimit: 500 },
+      // The default route settings: each route without its own throttle has this one, apart.
+      throttle: { burstLimit: throttles.others.burst, rateLimit: throttles.others.rate },
       accessLogSettings: {
         destination: new apigw.LogGroupLogDestination(accessLogs),
         // JSON with HTTP API variables only (CDK's default CLF format uses REST-only ones).
@@ -429,6 +440,15 @@ export class LeaseqTenant extends Construct {
         ),
       },
     });
+    const cfnStage = stage.node.defaultChild as apigw.CfnStage;
+    cfnStage.routeSettings = Object.fromEntries(
+      throttles.routes.map((r) => [
+        r.routeKey,
+        { ThrottlingRateLimit: r.rate, ThrottlingBurstLimit: r.burst },
+      ]),
+    );
+    // CloudFormation refuses route settings that name a route not made yet.
+    for (const route of queueRoutes) cfnStage.node.addDependency(route);
     new CfnOutput(this, 'ApiUrl', { value: stage.url });
     return api;
   }

@@ -2,6 +2,8 @@ import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context } from 'aws-lambda';
+import { type GatewayThrottles, routeKeyOf } from '../../functions/core/gateway-throttles.js';
+import { TokenBucket } from '../../functions/core/token-bucket.js';
 import { lambdaContext } from './lambda-context.js';
 
 /**
@@ -16,6 +18,8 @@ export type HttpHandler = (
 
 /** API Gateway's own payload limit; leaseq's smaller limit is the handler's to enforce. */
 const GATEWAY_MAX_BODY = 10 * 1024 * 1024;
+/** API Gateway's own answer to a throttled request. */
+const TOO_MANY_REQUESTS = JSON.stringify({ message: 'Too Many Requests' });
 const TEXT_TYPES = /^(application\/(json|.*\+json|x-www-form-urlencoded|xml)|text\/)/i;
 
 export interface Gateway {
@@ -23,8 +27,54 @@ export interface Gateway {
   close(): Promise<void>;
 }
 
-export async function startGateway(handler: HttpHandler, port: number): Promise<Gateway> {
+/**
+ * API Gateway's throttles as the stack declares them (core/gateway-throttles.ts): a token bucket
+ * per route, checked before the request's body is read or the handler runs, answered as API
+ * Gateway answers (429, its own body, no Retry-After).
+ */
+class RouteBuckets {
+  private readonly buckets = new Map<string, TokenBucket>();
+  private readonly queues: ReadonlySet<string>;
+
+  constructor(private readonly throttles: GatewayThrottles) {
+    this.queues = new Set(throttles.routes.map((r) => r.queue));
+    for (const r of throttles.routes)
+      this.buckets.set(r.routeKey, new TokenBucket(r.rate, r.burst, Date.now()));
+  }
+
+  admits(method: string, path: string): boolean {
+    const key = routeKeyOf(method, path, this.queues) ?? sharedRouteKey(method, path);
+    let bucket = this.buckets.get(key);
+    if (!bucket) {
+      bucket = new TokenBucket(this.throttles.others.rate, this.throttles.others.burst, Date.now());
+      this.buckets.set(key, bucket);
+    }
+    return bucket.take(1, Date.now()).ok;
+  }
+}
+
+/** The stack's routes that are not a queue's own, each with the default route settings' bucket. */
+function sharedRouteKey(method: string, path: string): string {
+  if (method === 'GET' && path === '/health') return 'GET /health';
+  if (method === 'POST' && path === '/') return 'POST /';
+  return 'ANY /{proxy+}';
+}
+
+export async function startGateway(
+  handler: HttpHandler,
+  port: number,
+  throttles?: GatewayThrottles,
+): Promise<Gateway> {
+  const buckets = throttles ? new RouteBuckets(throttles) : undefined;
   const server: Server = createServer((req, res) => {
+    const path = new URL(req.url ?? '/', 'http://127.0.0.1').pathname;
+    if (buckets && !buckets.admits(req.method ?? 'GET', path)) {
+      // Refused before anything is parsed: the body is let go, not read.
+      req.resume();
+      res.writeHead(429, { 'content-type': 'application/json' });
+      res.end(TOO_MANY_REQUESTS);
+      return;
+    }
     serve(handler, req, res).catch((err) => {
       if (!res.headersSent) res.writeHead(502, { 'content-type': 'application/json' });
       res.end(JSON.stringify({ message: `Internal Server Error: ${(err as Error).message}` }));

@@ -17,6 +17,7 @@ import { type AwsClients, createClients } from '../../functions/aws/clients.js';
 import type { FaultInjector } from '../../functions/aws/faults.js';
 import { hashApiKey } from '../../functions/core/auth.js';
 import { streamName, type TenantConfig, tableName } from '../../functions/core/config.js';
+import { gatewayThrottles } from '../../functions/core/gateway-throttles.js';
 import { checkPayloadSchemas } from '../../functions/core/payload-schema.js';
 import type { RuntimeConfig } from '../../functions/core/runtime-config.js';
 import { createDispatchHandler } from '../../functions/dispatch/app.js';
@@ -66,6 +67,11 @@ export interface RuntimeOptions {
    * long poll of this process (RuntimeConfig.requestsIsolated). The bench's `--as-aws` mode.
    */
   requestsIsolated?: boolean;
+  /**
+   * API Gateway's throttles, per queue route as the stack declares them (default); the bench's
+   * throughput runs turn them off, as they measure the lease layer past one route's default.
+   */
+  gatewayThrottles?: boolean;
   /** dynalite (default) or AWS's DynamoDB Local (needs Java). */
   dynamodb?: DynamoDbEmulator;
 }
@@ -192,12 +198,16 @@ async function startOn(options: RuntimeOptions, unlock: () => void): Promise<Run
     // The console's files come from a build here, where AWS's api bundle carries them.
     const api = createApiHandler(config, clients, logger(SERVICE.api), undefined, localConsoleAssets);
     // Wake the shard pollers after a produce, so local delivery does not wait for the next poll.
-    const gateway = await startGateway(async (event, context) => {
-      const result = await api(event, context);
-      if (wake && event.requestContext.http.method === 'POST' && event.rawPath.endsWith('/messages'))
-        eventSource.nudge();
-      return result;
-    }, options.port);
+    const gateway = await startGateway(
+      async (event, context) => {
+        const result = await api(event, context);
+        if (wake && event.requestContext.http.method === 'POST' && event.rawPath.endsWith('/messages'))
+          eventSource.nudge();
+        return result;
+      },
+      options.port,
+      options.gatewayThrottles === false ? undefined : gatewayThrottles(config.tenant),
+    );
     return {
       url: gateway.url,
       adminKey,

@@ -129,9 +129,13 @@ describe('cdk-nag AwsSolutions', () => {
     expect(byRule('AwsSolutions-L1').sort()).toEqual(fnResources.sort());
     expect(fnResources).toHaveLength(4);
     expect(byRule('AwsSolutions-APIG4').sort()).toEqual([
+      'Leaseq-acme/Default/HttpApi/ANY--queues--events--{proxy+}/Resource',
+      'Leaseq-acme/Default/HttpApi/ANY--queues--orders--{proxy+}/Resource',
       'Leaseq-acme/Default/HttpApi/ANY--{proxy+}/Resource',
       'Leaseq-acme/Default/HttpApi/GET--health/Resource',
       'Leaseq-acme/Default/HttpApi/POST--/Resource',
+      'Leaseq-acme/Default/HttpApi/POST--queues--events--messages/Resource',
+      'Leaseq-acme/Default/HttpApi/POST--queues--orders--messages/Resource',
     ]);
     const bucket = logicalId(acme.tenant.bucket);
     expect(byRule(`AwsSolutions-IAM5[Resource::<${bucket}.Arn>/claims/*]`)).toEqual([
@@ -147,7 +151,7 @@ describe('cdk-nag AwsSolutions', () => {
       'Leaseq-acme/Default/SweepServiceRole/DefaultPolicy',
     ]);
     // Nothing else: no IAM4 (no managed policies), no IAM5 but the claim and segment prefixes.
-    expect(acks).toHaveLength(4 + 3 + 2 + 4);
+    expect(acks).toHaveLength(4 + 7 + 2 + 4);
   });
 
   it.each([
@@ -175,7 +179,7 @@ describe('cdk-nag AwsSolutions', () => {
         ),
     );
     expect(suppressed.filter((s) => s.includes('AwsSolutions-L1'))).toHaveLength(4);
-    expect(suppressed.filter((s) => s.includes('AwsSolutions-APIG4'))).toHaveLength(3);
+    expect(suppressed.filter((s) => s.includes('AwsSolutions-APIG4'))).toHaveLength(7);
     expect(suppressed.filter((s) => s.includes('AwsSolutions-IAM5'))).toHaveLength(6);
   });
 });

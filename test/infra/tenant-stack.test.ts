@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { type CfnElement, Stack } from 'aws-cdk-lib';
-import { Match, Template } from 'aws-cdk-lib/assertions';
+import { Annotations, Match, Template } from 'aws-cdk-lib/assertions';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
 import { describe, expect, it } from 'vitest';
 import { ConfigError } from '../../functions/core/config.js';
@@ -316,13 +316,60 @@ describe('TenantStack (tenants/local.json)', () => {
     const routes = Object.values(template.findResources('AWS::ApiGatewayV2::Route')).map(
       (r) => r.Properties.RouteKey,
     );
-    expect(routes.sort()).toEqual(['ANY /{proxy+}', 'GET /health', 'POST /']);
+    expect(routes.sort()).toEqual([
+      'ANY /queues/jobs/{proxy+}',
+      'ANY /queues/ledger/{proxy+}',
+      'ANY /{proxy+}',
+      'GET /health',
+      'POST /',
+      'POST /queues/jobs/messages',
+      'POST /queues/ledger/messages',
+    ]);
     template.hasResourceProperties('AWS::ApiGatewayV2::Stage', {
       StageName: '$default',
       AutoDeploy: true,
       DefaultRouteSettings: { ThrottlingBurstLimit: 1000, ThrottlingRateLimit: 500 },
       AccessLogSettings: { DestinationArn: Match.anyValue(), Format: Match.stringLikeRegexp('requestId') },
     });
+  });
+
+  it("throttles each queue's routes apart, at twice a declared quota, after the routes exist", () => {
+    const { stack } = buildApp(
+      {
+        tenant: 'quota',
+        queues: {
+          noisy: { rate_limits: { produce: { requests_per_sec: 20 }, consume: { requests_per_sec: 5 } } },
+          quiet: {},
+        },
+      },
+      { functionCode },
+    );
+    const t = Template.fromStack(stack);
+    const [stageId, stage] = Object.entries(t.findResources('AWS::ApiGatewayV2::Stage'))[0] ?? [];
+    expect(stage?.Properties.RouteSettings).toEqual({
+      'POST /queues/noisy/messages': { ThrottlingRateLimit: 40, ThrottlingBurstLimit: 40 },
+      'ANY /queues/noisy/{proxy+}': { ThrottlingRateLimit: 10, ThrottlingBurstLimit: 10 },
+      'POST /queues/quiet/messages': { ThrottlingRateLimit: 500, ThrottlingBurstLimit: 1000 },
+      'ANY /queues/quiet/{proxy+}': { ThrottlingRateLimit: 500, ThrottlingBurstLimit: 1000 },
+    });
+    // CloudFormation refuses route settings naming a route it has not made yet.
+    const routeIds = Object.entries(t.findResources('AWS::ApiGatewayV2::Route'))
+      .filter(([, r]) => r.Properties.RouteKey.includes('/queues/'))
+      .map(([id]) => id);
+    expect(routeIds).toHaveLength(4);
+    expect(stage?.DependsOn).toEqual(expect.arrayContaining(routeIds));
+    expect(stageId).toBeDefined();
+  });
+
+  it("warns at synth when the queues' routes together pass the account's API Gateway throttle", () => {
+    const queues = Object.fromEntries(Array.from({ length: 20 }, (_, i) => [`q${i}`, {}]));
+    const { stack } = buildApp({ tenant: 'many', queues }, { functionCode });
+    const warnings = Annotations.fromStack(stack).findWarning('*', Match.stringLikeRegexp('Throttle rate'));
+    expect(warnings.map((w) => w.entry.data)).toEqual([
+      expect.stringMatching(
+        /^the queues' routes allow 21500 requests a second together, past API Gateway's 10000/,
+      ),
+    ]);
   });
 
   it('grants the api function only its own table, claims, streams and secrets key', () => {

@@ -29,10 +29,12 @@ const produce = (queue: string, id: string, payload: unknown = 1, key?: string |
 
 describe('rate quotas', () => {
   it('answers 429 with Retry-After over a queue rate, writes nothing for it, and leaves other queues alone', async () => {
-    const limited = await Promise.all(Array.from({ length: 6 }, (_, i) => produce('limited', `l-${i}`)));
+    // Four at once: the gateway's throttle is twice the quota (a burst of 4), so all four reach
+    // the function, whose quota refuses what passes 2 (gateway-throttles.test.ts floods past it).
+    const limited = await Promise.all(Array.from({ length: 4 }, (_, i) => produce('limited', `l-${i}`)));
     const free = await Promise.all(Array.from({ length: 6 }, (_, i) => produce('free', `f-${i}`)));
     const refused = limited.filter((r) => r.status === 429);
-    expect(refused.length).toBeGreaterThanOrEqual(3);
+    expect(refused.length).toBeGreaterThanOrEqual(1);
     expect(limited.filter((r) => r.status === 200).length).toBeGreaterThanOrEqual(2);
     for (const r of refused) {
       expect(r.body.error.code).toBe('QUOTA_EXCEEDED');

@@ -1,0 +1,203 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { Worker } from 'node:worker_threads';
+import { parseTenantConfig } from '../functions/core/config.js';
+import type { DynamoDbEmulator } from '../infra/local/emulators.js';
+import { type Endpoint, post } from './http.js';
+import { startBenchRuntime } from './runtime.js';
+import { formatNumber, formatTable, percentile } from './stats.js';
+import { endToEnd, produce, type ReceiveAnswer, WORKLOAD } from './workload.js';
+
+/**
+ * One queue's flood does not slow another. A runtime with API Gateway's per-queue throttles on
+ * (as the stack declares them) and two queues: `quiet` at 10 msg/s, one a request, to one worker
+ * (t1's workload), and `noisy` with a produce quota. Quiet's produce → first delivery latency is
+ * measured alone, then beside a flood of noisy far past its quota (FLOOD, on a thread of its own),
+ * then beside noisy produced at its quota while its one slow consumer lets a backlog grow.
+ */
+
+export const ISOLATION = 'isolation';
+const ADMIN_KEY = 'bench-isolation-key-0123456789';
+/** Noisy's produce quota, requests a second: the gateway refuses past twice it. */
+const NOISY_REQUESTS_PER_SEC = 10;
+/**
+ * Noisy's flood: WORKLOAD's 10 KB batches, 2,000 requests a second from 8 senders (the rate an
+ * outside run of 8 unpaced senders reached against the function's own quota check), 200 times
+ * noisy's quota.
+ */
+const FLOOD = {
+  senders: 8,
+  perSecond: 2000,
+  batch: WORKLOAD.produceBatch,
+  payloadBytes: WORKLOAD.payloadBytes,
+};
+/** Quiet's workload in each phase: t1's pace, long enough for a p99 of its own. */
+const QUIET = { messages: 450, perSecond: 10 };
+const TIMEOUT_MS = 3 * 60_000;
+/** Noisy's slow consumer: a receive of 10 every this long, so its backlog grows at its quota. */
+const SLOW_CONSUMER_PAUSE_MS = 1000;
+
+const TENANT = {
+  tenant: 'isolation',
+  queues: {
+    quiet: { shards: 1 },
+    noisy: { shards: 1, rate_limits: { produce: { requests_per_sec: NOISY_REQUESTS_PER_SEC } } },
+  },
+};
+
+export interface QuietLatency {
+  p50: number;
+  p99: number;
+  messages: number;
+}
+
+export interface IsolationReport {
+  alone: QuietLatency;
+  /** Noisy flooded far past its quota. */
+  flood: QuietLatency & { answers: Record<string, number>; requestsPerSecond: number };
+  /** Noisy produced at 90 % of its quota, its backlog growing behind a slow consumer. */
+  atQuota: QuietLatency & { produced: number; backlog: number };
+}
+
+export async function runIsolation(
+  dynamodb: DynamoDbEmulator,
+  progress: (line: string) => void,
+): Promise<IsolationReport> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'leaseq-isolation-'));
+  const runtime = await startBenchRuntime(
+    parseTenantConfig(TENANT, 'isolation tenant'),
+    dataDir,
+    ADMIN_KEY,
+    dynamodb,
+    { gatewayThrottles: true },
+  );
+  const api: Endpoint = { url: runtime.url, key: ADMIN_KEY };
+  try {
+    progress(`${ISOLATION}: quiet alone, ${QUIET.messages} messages at ${QUIET.perSecond} msg/s`);
+    const alone = await quiet(api);
+
+    progress(
+      `${ISOLATION}: quiet beside noisy flooded at ${FLOOD.perSecond} req/s by ${FLOOD.senders} senders`,
+    );
+    const flood = new Worker(new URL('./flood.mjs', import.meta.url), {
+      workerData: { url: runtime.url, key: ADMIN_KEY, queue: 'noisy', ...FLOOD },
+    });
+    const floodDone = new Promise<{ answers: Record<string, number>; seconds: number }>((resolve, reject) => {
+      flood.once('message', resolve);
+      flood.once('error', reject);
+    });
+    const underFlood = await quiet(api);
+    flood.postMessage('stop');
+    const floodAnswers = await floodDone;
+    await flood.terminate();
+    // The flood emptied noisy's buckets, the gateway's and the quota's: let them fill again.
+    await new Promise((r) => setTimeout(r, 2000));
+
+    progress(`${ISOLATION}: quiet beside noisy at its quota, a backlog growing behind a slow consumer`);
+    let stop = false;
+    let produced = 0;
+    const perSecond = NOISY_REQUESTS_PER_SEC * 0.9 * WORKLOAD.produceBatch;
+    const noisyProducer = produce(api, 'noisy', {
+      messages: Math.ceil(perSecond * (QUIET.messages / QUIET.perSecond + 10)),
+      batchSize: WORKLOAD.produceBatch,
+      inFlight: 2,
+      ids: 'server',
+      perSecond,
+      stopped: () => stop,
+      onAccepted: (orders) => {
+        produced += orders.length;
+      },
+    });
+    let consumed = 0;
+    const slowConsumer = (async () => {
+      while (!stop) {
+        const { messages } = await post<ReceiveAnswer>(api, '/queues/noisy/receive', {
+          max_messages: 10,
+          wait_seconds: 1,
+        });
+        await new Promise((r) => setTimeout(r, SLOW_CONSUMER_PAUSE_MS));
+        if (messages.length)
+          await post(api, '/queues/noisy/ack', { receipts: messages.map((m) => m.receipt) });
+        consumed += messages.length;
+      }
+    })();
+    const atQuota = await quiet(api);
+    stop = true;
+    await Promise.all([noisyProducer, slowConsumer]);
+
+    return {
+      alone,
+      flood: {
+        ...underFlood,
+        answers: floodAnswers.answers,
+        requestsPerSecond:
+          Object.values(floodAnswers.answers).reduce((a, b) => a + b, 0) / floodAnswers.seconds,
+      },
+      atQuota: { ...atQuota, produced, backlog: produced - consumed },
+    };
+  } finally {
+    await runtime.close();
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+}
+
+/** Quiet's t1 workload once: every message must arrive and be acked. */
+async function quiet(api: Endpoint): Promise<QuietLatency> {
+  const startedAt = performance.now();
+  const run = await endToEnd(api, 'quiet', {
+    messages: QUIET.messages,
+    workers: 1,
+    ids: 'server',
+    nackFirstAttempt: false,
+    paced: { perSecond: QUIET.perSecond, batch: 1 },
+    timeoutMs: TIMEOUT_MS,
+    onAllAcked: () => {},
+  });
+  if (run.latenciesMs.length !== QUIET.messages)
+    throw new Error(
+      `quiet: ${run.latenciesMs.length} of ${QUIET.messages} delivered after ${performance.now() - startedAt} ms`,
+    );
+  return {
+    p50: percentile(run.latenciesMs, 50),
+    p99: percentile(run.latenciesMs, 99),
+    messages: run.latenciesMs.length,
+  };
+}
+
+/** Quiet's p99 beside noisy ÷ alone. */
+export function slowdown(report: IsolationReport): { flood: number; atQuota: number } {
+  return { flood: report.flood.p99 / report.alone.p99, atQuota: report.atQuota.p99 / report.alone.p99 };
+}
+
+export function printIsolation(report: IsolationReport): void {
+  const ratio = slowdown(report);
+  console.log(
+    `\nIsolation: quiet (10 msg/s, 1 worker) beside noisy (produce quota ${NOISY_REQUESTS_PER_SEC} req/s), produce → first delivery ms`,
+  );
+  console.log(
+    formatTable(
+      ['phase', 'p50', 'p99', 'p99 ÷ alone', 'noisy'],
+      [
+        ['alone', formatNumber(report.alone.p50), formatNumber(report.alone.p99), '1', '—'],
+        [
+          'flood',
+          formatNumber(report.flood.p50),
+          formatNumber(report.flood.p99),
+          formatNumber(ratio.flood),
+          `${formatNumber(report.flood.requestsPerSecond)} req/s: ${Object.entries(report.flood.answers)
+            .map(([k, n]) => `${k} ${n}`)
+            .join(', ')}`,
+        ],
+        [
+          'at quota',
+          formatNumber(report.atQuota.p50),
+          formatNumber(report.atQuota.p99),
+          formatNumber(ratio.atQuota),
+          `${report.atQuota.produced} accepted, backlog ${report.atQuota.backlog}`,
+        ],
+      ],
+    ),
+  );
+}
