@@ -64,6 +64,7 @@ export async function startTestRuntime(
     idlePollMs?: number;
     wakePollers?: boolean;
     gaugeIntervalMs?: number;
+    sweepTickMs?: number;
     requestsIsolated?: boolean;
   } = FAST,
 ): Promise<TestRuntime> {
