@@ -52,7 +52,8 @@ export const UNDECLARED = { rate: 500, burst: 1_000 } as const;
 export const GATEWAY_OVER_QUOTA = 2;
 
 /** The routes the stack declares besides the queues' own, under the default route settings. */
-export const SHARED_ROUTES = 3;
+export const SHARED_ROUTE_KEYS = ['ANY /{proxy+}', 'GET /health', 'POST /'] as const;
+const SHARED_ROUTES = SHARED_ROUTE_KEYS.length;
 
 export function gatewayThrottles(tenant: TenantConfig): GatewayThrottles {
   const routes: RouteThrottle[] = [];
@@ -103,4 +104,11 @@ export function routeKeyOf(method: string, path: string, queues: ReadonlySet<str
   if (!match?.[1] || !queues.has(match[1])) return undefined;
   const queue = match[1];
   return method === 'POST' && match[2] === 'messages' ? produceRouteKey(queue) : queueRouteKey(queue);
+}
+
+/** Which of the stack's shared routes a request not of a queue's own routes takes. */
+export function sharedRouteKeyOf(method: string, path: string): (typeof SHARED_ROUTE_KEYS)[number] {
+  if (method === 'GET' && path === '/health') return 'GET /health';
+  if (method === 'POST' && path === '/') return 'POST /';
+  return 'ANY /{proxy+}';
 }

@@ -23,3 +23,12 @@ export function retentionTtls(
 export function deadLetterExpiry(deadAt: number, config: Pick<QueueConfig, 'dlq_retention_hours'>): number {
   return deadAt + config.dlq_retention_hours * 3_600_000;
 }
+
+/** TTL deletes late: a dead letter past the DLQ retention is gone even while its item lingers. */
+export function deadLetterLive(
+  deadAt: number | undefined,
+  config: Pick<QueueConfig, 'dlq_retention_hours'>,
+  now: number,
+): boolean {
+  return deadLetterExpiry(deadAt ?? 0, config) > now;
+}

@@ -1,6 +1,6 @@
 import type { QueueConfig } from '../core/config.js';
 import { type DeadFacts, groupByError } from '../core/dead-letter-groups.js';
-import { deadLetterExpiry } from '../core/retention.js';
+import { deadLetterLive } from '../core/retention.js';
 import { gsi } from '../store/keys.js';
 import type { MessageStore } from '../store/messages.js';
 import { iso } from './views.js';
@@ -26,12 +26,11 @@ export async function deadLetterGroups(deps: GroupingDeps, queue: string, config
   do {
     const page = await deps.messages.page(gsi.dead(queue), PAGE, start);
     for (const item of page.items) {
-      const deadAt = item.dead_at ?? 0;
-      if (deadLetterExpiry(deadAt, config) <= now) continue;
+      if (!deadLetterLive(item.dead_at, config, now)) continue;
       const last = item.hist?.at(-1);
       dead.push({
         message_id: item.message_id,
-        dead_at: deadAt,
+        dead_at: item.dead_at ?? 0,
         reason: last?.reason ?? item.dead_reason ?? 'nack',
         ...(last?.error !== undefined ? { error: last.error } : {}),
       });

@@ -9,7 +9,7 @@ import { deliveryContext } from '../core/envelope.js';
 import '../core/zod-mini.js';
 import { InvalidRequestError, MessageNotFoundError, NotFoundError } from '../core/errors.js';
 import { entryStatus, isFinished, type Range } from '../core/ranges.js';
-import { deadLetterExpiry, retentionTtls } from '../core/retention.js';
+import { deadLetterExpiry, deadLetterLive, retentionTtls } from '../core/retention.js';
 import type { ShardDirectory } from '../log/stream.js';
 import type { AuditEntry, AuditTrail } from '../store/audit.js';
 import type { CommitMarks } from '../store/commit-marks.js';
@@ -93,7 +93,7 @@ export class Operations {
     cursor: string | undefined,
   ): Promise<{ messages: DeadLetter[]; next_cursor: string | null }> {
     const page = await this.deps.messages.page(gsi.dead(queue), limit, decodeCursor(cursor, gsi.dead(queue)));
-    const live = page.items.filter((item) => this.isLiveDead(item, config));
+    const live = page.items.filter((item) => deadLetterLive(item.dead_at, config, this.now()));
     return {
       messages: await this.deadLetters(queue, live),
       next_cursor: page.last ? Buffer.from(JSON.stringify(page.last)).toString('base64url') : null,
@@ -102,7 +102,8 @@ export class Operations {
 
   async dlqGet(queue: string, config: QueueConfig, messageId: string): Promise<DeadLetter> {
     const item = await this.deps.messages.get(queue, messageId);
-    if (item?.state !== 'dead' || !this.isLiveDead(item, config)) throw new MessageNotFoundError(messageId);
+    if (item?.state !== 'dead' || !deadLetterLive(item.dead_at, config, this.now()))
+      throw new MessageNotFoundError(messageId);
     return (await this.deadLetters(queue, [item]))[0] as DeadLetter;
   }
 
@@ -110,7 +111,8 @@ export class Operations {
   async dlqPurge(queue: string, config: QueueConfig, messageId: string, actor: string): Promise<void> {
     const item = await this.deps.messages.get(queue, messageId);
     const now = this.now();
-    if (item?.state !== 'dead' || !this.isLiveDead(item, config)) throw new MessageNotFoundError(messageId);
+    if (item?.state !== 'dead' || !deadLetterLive(item.dead_at, config, this.now()))
+      throw new MessageNotFoundError(messageId);
     const ttls = retentionTtls(config, now);
     if (!(await this.deps.messages.purge(item, now, ttls.deadTtl))) throw new MessageNotFoundError(messageId);
     await Promise.all([
@@ -164,11 +166,6 @@ export class Operations {
 
   auditTrail(queue: string, limit: number): Promise<AuditEntry[]> {
     return this.deps.audit.list(queue, limit);
-  }
-
-  /** TTL deletes late: a dead letter past the DLQ retention is gone even while the item lingers. */
-  private isLiveDead(item: StateItem, config: QueueConfig): boolean {
-    return deadLetterExpiry(item.dead_at ?? 0, config) > this.now();
   }
 
   private async deadLetters(queue: string, items: StateItem[]): Promise<DeadLetter[]> {

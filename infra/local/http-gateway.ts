@@ -2,7 +2,12 @@ import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context } from 'aws-lambda';
-import { type GatewayThrottles, routeKeyOf } from '../../functions/core/gateway-throttles.js';
+import {
+  type GatewayThrottles,
+  routeKeyOf,
+  SHARED_ROUTE_KEYS,
+  sharedRouteKeyOf,
+} from '../../functions/core/gateway-throttles.js';
 import { TokenBucket } from '../../functions/core/token-bucket.js';
 import { lambdaContext } from './lambda-context.js';
 
@@ -36,28 +41,18 @@ class RouteBuckets {
   private readonly buckets = new Map<string, TokenBucket>();
   private readonly queues: ReadonlySet<string>;
 
-  constructor(private readonly throttles: GatewayThrottles) {
+  constructor(throttles: GatewayThrottles) {
+    const now = Date.now();
     this.queues = new Set(throttles.routes.map((r) => r.queue));
-    for (const r of throttles.routes)
-      this.buckets.set(r.routeKey, new TokenBucket(r.rate, r.burst, Date.now()));
+    for (const r of throttles.routes) this.buckets.set(r.routeKey, new TokenBucket(r.rate, r.burst, now));
+    for (const key of SHARED_ROUTE_KEYS)
+      this.buckets.set(key, new TokenBucket(throttles.others.rate, throttles.others.burst, now));
   }
 
   admits(method: string, path: string): boolean {
-    const key = routeKeyOf(method, path, this.queues) ?? sharedRouteKey(method, path);
-    let bucket = this.buckets.get(key);
-    if (!bucket) {
-      bucket = new TokenBucket(this.throttles.others.rate, this.throttles.others.burst, Date.now());
-      this.buckets.set(key, bucket);
-    }
-    return bucket.take(1, Date.now()).ok;
+    const key = routeKeyOf(method, path, this.queues) ?? sharedRouteKeyOf(method, path);
+    return this.buckets.get(key)?.take(1, Date.now()).ok ?? true;
   }
-}
-
-/** The stack's routes that are not a queue's own, each with the default route settings' bucket. */
-function sharedRouteKey(method: string, path: string): string {
-  if (method === 'GET' && path === '/health') return 'GET /health';
-  if (method === 'POST' && path === '/') return 'POST /';
-  return 'ANY /{proxy+}';
 }
 
 export async function startGateway(
