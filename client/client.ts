@@ -1,4 +1,16 @@
 import { monotonicFactory } from 'ulid';
+import type {
+  AckResponse,
+  AuditResponse,
+  Health,
+  KeysResponse,
+  ParkedKeysResponse,
+  PauseResponse,
+  ProduceResponse,
+  QueuesResponse,
+  RedriveMatching,
+  ResumeResponse,
+} from '../functions/wire/responses.js';
 import { isRetryable } from './errors.js';
 import { backoffMs, type RetryPolicy, sleep, withRetries } from './retry.js';
 import { Transport } from './transport.js';
@@ -98,14 +110,10 @@ export class LeaseqClient {
     for (let retry = 0; ; retry++) {
       let failure: unknown;
       try {
-        const answer = await this.transport.send<{ results: ProduceResult[] }>(
-          'POST',
-          this.path(queue, 'messages'),
-          {
-            body: { messages: pending.map((i) => withIds[i]) },
-            signal: options.signal,
-          },
-        );
+        const answer = await this.transport.send<ProduceResponse>('POST', this.path(queue, 'messages'), {
+          body: { messages: pending.map((i) => withIds[i]) },
+          signal: options.signal,
+        });
         pending.forEach((index, j) => {
           results[index] = answer.results[j] as ProduceResult;
         });
@@ -149,7 +157,7 @@ export class LeaseqClient {
 
   /** Acks 1-100 receipts; acking the current receipt again answers `acked` again. */
   async ack(queue: string, receipts: readonly string[], options: CallOptions = {}): Promise<AckResult[]> {
-    const answer = await this.post<{ results: AckResult[] }>(queue, 'ack', { receipts }, options);
+    const answer = await this.post<AckResponse>(queue, 'ack', { receipts }, options);
     return answer.results;
   }
 
@@ -179,7 +187,7 @@ export class LeaseqClient {
 
   /** The queues this key has a scope on, with what it may do on each. */
   async queues(options: CallOptions = {}): Promise<QueueInfo[]> {
-    return (await this.get<{ queues: QueueInfo[] }>('/queues', options)).queues;
+    return (await this.get<QueuesResponse>('/queues', options)).queues;
   }
 
   /** The queue's figures; with `consumer`, that Lambda consumer's, which have a shape of their own. */
@@ -231,7 +239,7 @@ export class LeaseqClient {
     filter: RedriveFilter = {},
     options: OperationOptions = {},
   ): Promise<number> {
-    const answer: { matching: number } = await this.send(
+    const answer: RedriveMatching = await this.send(
       'POST',
       this.opPath(queue, 'redrive/matching', options),
       options,
@@ -277,7 +285,7 @@ export class LeaseqClient {
 
   /** Ordered queues: the keys held behind a dead message. */
   async parkedKeys(queue: string, options: OperationOptions = {}): Promise<ParkedKey[]> {
-    return (await this.get<{ keys: ParkedKey[] }>(this.opPath(queue, 'keys/parked', options), options)).keys;
+    return (await this.get<ParkedKeysResponse>(this.opPath(queue, 'keys/parked', options), options)).keys;
   }
 
   /** Releases a parked key without its dead message (audited with `reason`). */
@@ -299,8 +307,7 @@ export class LeaseqClient {
     options: CallOptions = {},
   ): Promise<AuditEntry[]> {
     const query = list.limit !== undefined ? `?limit=${list.limit}` : '';
-    return (await this.get<{ entries: AuditEntry[] }>(`${this.path(queue, 'audit')}${query}`, options))
-      .entries;
+    return (await this.get<AuditResponse>(`${this.path(queue, 'audit')}${query}`, options)).entries;
   }
 
   /** Makes an API key (scope `admin:*`); the key is in this answer only. */
@@ -309,7 +316,7 @@ export class LeaseqClient {
   }
 
   async listKeys(options: CallOptions = {}): Promise<ApiKeyInfo[]> {
-    return (await this.get<{ keys: ApiKeyInfo[] }>('/keys', options)).keys;
+    return (await this.get<KeysResponse>('/keys', options)).keys;
   }
 
   async revokeKey(name: string, options: CallOptions = {}): Promise<void> {
@@ -321,16 +328,16 @@ export class LeaseqClient {
    * nothing and its Lambda consumers hold their batches, within a second; produce goes on.
    */
   async pause(queue: string, reason: string, options: CallOptions = {}): Promise<QueuePause> {
-    return (await this.post<{ paused: QueuePause }>(queue, 'pause', { reason }, options)).paused;
+    return (await this.post<PauseResponse>(queue, 'pause', { reason }, options)).paused;
   }
 
   /** Ends a pause (audited); throws NotFoundError when the queue is not paused. */
   async resume(queue: string, options: CallOptions & { reason?: string } = {}): Promise<QueuePause> {
     const body = options.reason !== undefined ? { reason: options.reason } : {};
-    return (await this.post<{ resumed: QueuePause }>(queue, 'resume', body, options)).resumed;
+    return (await this.post<ResumeResponse>(queue, 'resume', body, options)).resumed;
   }
 
-  health(options: CallOptions = {}): Promise<{ status: string }> {
+  health(options: CallOptions = {}): Promise<Health> {
     return this.get('/health', options);
   }
 

@@ -16,7 +16,10 @@ import type { RuntimeConfig } from './core/runtime-config.js';
 import { LogLookup } from './log/lookup.js';
 import { ShardReader } from './log/shard-reader.js';
 import { ShardDirectory, StreamLog } from './log/stream.js';
-import { Operations } from './operations/operations.js';
+import { DeadLetters } from './operations/dead-letters.js';
+import { ParkedKeys } from './operations/parked-keys.js';
+import { QueueAdmin } from './operations/queue-admin.js';
+import { QueueStats } from './operations/queue-stats.js';
 import { Redrives } from './operations/redrive.js';
 import { Replays } from './operations/replay.js';
 import { Tracer } from './operations/trace.js';
@@ -26,6 +29,7 @@ import { BufferedAdds } from './store/buffered-adds.js';
 import { CommitMarks } from './store/commit-marks.js';
 import { Counters } from './store/counters.js';
 import { DedupStore } from './store/dedup.js';
+import { jobStores } from './store/jobs.js';
 import { KeyBlocks } from './store/key-blocks.js';
 import { KeyHolds } from './store/key-holds.js';
 import { KeyStates } from './store/key-states.js';
@@ -33,8 +37,6 @@ import { MessageStore } from './store/messages.js';
 import { PollCancels } from './store/poll-cancels.js';
 import { QueueControls } from './store/queue-controls.js';
 import { RangeStore } from './store/ranges.js';
-import { redriveJobs } from './store/redrives.js';
-import { replayJobs } from './store/replays.js';
 import { SegmentStore } from './store/segments.js';
 import { SqsCredentialStore } from './store/sqs-credentials.js';
 import { StorageMeter } from './store/storage.js';
@@ -70,6 +72,7 @@ export function buildServices(config: RuntimeConfig, clients: AwsClients) {
   const pollCancels = new PollCancels(clients.doc, table);
   const reader = new ShardReader(clients.kinesis);
   const windows = new OrderedLook({ ranges, blocks, keys });
+  const jobs = jobStores(clients.doc, table);
   // Admission hands leases to, and wakes, the long polls waiting in this process, unless requests
   // are isolated as on AWS (RuntimeConfig.requestsIsolated).
   const inProcess = config.requestsIsolated !== true;
@@ -145,25 +148,24 @@ export function buildServices(config: RuntimeConfig, clients: AwsClients) {
       segments,
       holds,
     }),
-    operations: new Operations({
+    deadLetters: new DeadLetters({ messages, claims, audit, storage }),
+    parkedKeys: new ParkedKeys({ keys, keyOrder, audit }),
+    stats: new QueueStats({
       tenant,
       messages,
       counters,
-      claims,
       shards,
-      keys,
       keyOrder,
-      audit,
       storage,
       ranges,
       controls,
       samples,
       commitMarks: new CommitMarks(clients.doc, table),
     }),
+    queueAdmin: new QueueAdmin({ controls, audit }),
     redrives: new Redrives({
-      tenant,
       messages,
-      jobs: redriveJobs(clients.doc, table),
+      jobs: jobs.redrives,
       keys,
       keyOrder,
       requeue,
@@ -172,7 +174,7 @@ export function buildServices(config: RuntimeConfig, clients: AwsClients) {
     }),
     replays: new Replays({
       tenant: config.tenant,
-      jobs: replayJobs(clients.doc, table),
+      jobs: jobs.replays,
       reader,
       shards,
       requeue,

@@ -163,28 +163,10 @@ export function registerDeadLetters(program: Command): void {
           deadAfter?: string;
           deadBefore?: string;
           count?: boolean;
-          follow?: boolean;
-          status?: string;
-          cancel?: string;
-        },
+        } & JobOptions,
         cmd: Command,
-      ) => {
-        const ctx = contextOf(cmd.optsWithGlobals<GlobalOptions>());
-        const jobs: JobApi<Redrive> = {
-          noun: 'redrive',
-          id: (r) => r.redrive_id,
-          get: (id) => ctx.client.getRedrive(queue, id, ctx.scope),
-          cancel: (id) => ctx.client.cancelRedrive(queue, id, ctx.scope),
-          progress: (r) => ({
-            done: r.moved,
-            total: r.moved + r.remaining,
-            text: `moved ${r.moved}, ${r.remaining} left`,
-          }),
-        };
-        if (opts.cancel) return show(ctx, jobs, await jobs.cancel(opts.cancel));
-        let job: Redrive;
-        if (opts.status) job = await jobs.get(opts.status);
-        else {
+      ) =>
+        jobCommand(cmd, REDRIVE, queue, opts, async (ctx) => {
           const filter = {
             ...(opts.ids ? { message_ids: opts.ids } : {}),
             ...(opts.error !== undefined ? { error_contains: opts.error } : {}),
@@ -195,17 +177,14 @@ export function registerDeadLetters(program: Command): void {
             const matching = await ctx.client.redriveMatching(queue, filter, ctx.scope);
             if (ctx.json) writeJson({ matching });
             else writeOut(`${matching} dead letter(s) match`);
-            return;
+            return undefined;
           }
-          job = await ctx.client.redrive(
+          return ctx.client.redrive(
             queue,
             { ...(opts.rate !== undefined ? { rate_per_sec: opts.rate } : {}), filter },
             ctx.scope,
           );
-        }
-        if (opts.follow) await follow(ctx, jobs, job);
-        else show(ctx, jobs, job);
-      },
+        }),
     );
 
   program
@@ -229,30 +208,12 @@ export function registerDeadLetters(program: Command): void {
           rate?: number;
           ids?: string[];
           keys?: string[];
-          follow?: boolean;
-          status?: string;
-          cancel?: string;
-        },
+        } & JobOptions,
         cmd: Command,
-      ) => {
-        const ctx = contextOf(cmd.optsWithGlobals<GlobalOptions>());
-        const jobs: JobApi<Replay> = {
-          noun: 'replay',
-          id: (r) => r.replay_id,
-          get: (id) => ctx.client.getReplay(queue, id, ctx.scope),
-          cancel: (id) => ctx.client.cancelReplay(queue, id, ctx.scope),
-          progress: (r) => ({
-            done: r.shards_done,
-            total: r.shards,
-            text: `replayed ${r.replayed} of ${r.scanned} read, shards ${r.shards_done}/${r.shards}`,
-          }),
-        };
-        if (opts.cancel) return show(ctx, jobs, await jobs.cancel(opts.cancel));
-        let job: Replay;
-        if (opts.status) job = await jobs.get(opts.status);
-        else {
+      ) =>
+        jobCommand(cmd, REPLAY, queue, opts, async (ctx) => {
           if (!opts.from) throw new UsageError('replay needs --from (or --status / --cancel)');
-          job = await ctx.client.replay(
+          return ctx.client.replay(
             queue,
             {
               from: opts.from,
@@ -265,10 +226,7 @@ export function registerDeadLetters(program: Command): void {
             },
             ctx.scope,
           );
-        }
-        if (opts.follow) await follow(ctx, jobs, job);
-        else show(ctx, jobs, job);
-      },
+        }),
     );
 }
 
@@ -287,12 +245,77 @@ async function allDeadLetters(ctx: Context, queue: string, limit?: number): Prom
   return out;
 }
 
+/** The options every job command takes beside its own. */
+interface JobOptions {
+  follow?: boolean;
+  status?: string;
+  cancel?: string;
+}
+
 interface JobApi<J extends { status: string }> {
   noun: string;
   id(job: J): string;
   get(id: string): Promise<J>;
   cancel(id: string): Promise<J>;
   progress(job: J): { done: number; total: number; text: string };
+}
+
+/** A kind of job: its id, how its progress reads, and the client's calls on one of a queue's. */
+interface JobKind<J extends { status: string }> {
+  noun: string;
+  id(job: J): string;
+  progress(job: J): { done: number; total: number; text: string };
+  get(ctx: Context, queue: string, id: string): Promise<J>;
+  cancel(ctx: Context, queue: string, id: string): Promise<J>;
+}
+
+const REDRIVE: JobKind<Redrive> = {
+  noun: 'redrive',
+  id: (r) => r.redrive_id,
+  progress: (r) => ({
+    done: r.moved,
+    total: r.moved + r.remaining,
+    text: `moved ${r.moved}, ${r.remaining} left`,
+  }),
+  get: (ctx, queue, id) => ctx.client.getRedrive(queue, id, ctx.scope),
+  cancel: (ctx, queue, id) => ctx.client.cancelRedrive(queue, id, ctx.scope),
+};
+
+const REPLAY: JobKind<Replay> = {
+  noun: 'replay',
+  id: (r) => r.replay_id,
+  progress: (r) => ({
+    done: r.shards_done,
+    total: r.shards,
+    text: `replayed ${r.replayed} of ${r.scanned} read, shards ${r.shards_done}/${r.shards}`,
+  }),
+  get: (ctx, queue, id) => ctx.client.getReplay(queue, id, ctx.scope),
+  cancel: (ctx, queue, id) => ctx.client.cancelReplay(queue, id, ctx.scope),
+};
+
+/**
+ * A job command on `queue`: `--cancel <id>` cancels that job, `--status <id>` shows it, else
+ * `start` starts one (or answers otherwise, and answers nothing); then `--follow` follows it, or
+ * one line shows it.
+ */
+async function jobCommand<J extends { status: string }>(
+  cmd: Command,
+  kind: JobKind<J>,
+  queue: string,
+  opts: JobOptions,
+  start: (ctx: Context) => Promise<J | undefined>,
+): Promise<void> {
+  const ctx = contextOf(cmd.optsWithGlobals<GlobalOptions>());
+  const api: JobApi<J> = {
+    ...kind,
+    get: (id) => kind.get(ctx, queue, id),
+    cancel: (id) => kind.cancel(ctx, queue, id),
+  };
+  if (opts.cancel) return show(ctx, api, await api.cancel(opts.cancel));
+  const job = opts.status ? await api.get(opts.status) : await start(ctx);
+  if (job === undefined) return;
+  if (opts.follow) await follow(ctx, api, job);
+  else show(ctx, api, job);
 }
 
 function show<J extends { status: string }>(ctx: Context, api: JobApi<J>, job: J): void {

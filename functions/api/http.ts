@@ -12,7 +12,7 @@ import {
   UnsupportedMediaTypeError,
 } from '../core/errors.js';
 import { issuesOf } from '../core/validation.js';
-import { MAX_BODY_BYTES } from './schemas.js';
+import { MAX_BODY_BYTES } from '../wire/requests.js';
 
 /** HTTP edge helpers: JSON bodies in, JSON responses and the error format out. */
 

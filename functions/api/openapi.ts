@@ -1,11 +1,13 @@
 import * as z from 'zod/mini';
 import { ERROR_CODES } from '../core/errors.js';
+import * as s from '../wire/requests.js';
+import * as r from '../wire/responses.js';
 import type { Route } from './route.js';
-import * as s from './schemas.js';
 
 /**
- * The HTTP API as an OpenAPI 3.1 document, its request bodies and query parameters generated from
- * the zod schemas the routes validate with (zod's own JSON Schema output, draft 2020-12, which is
+ * The HTTP API as an OpenAPI 3.1 document, its request bodies, query parameters and answers
+ * generated from the wire's zod schemas (functions/wire/: what the routes validate with and what
+ * the client's types are inferred from; zod's own JSON Schema output, draft 2020-12, which is
  * OpenAPI 3.1's dialect), so the contract cannot drift from the code. Served at
  * `GET /openapi.json` and kept in docs/openapi.json (a test fails when that file is stale).
  */
@@ -22,31 +24,33 @@ interface RouteDoc {
   consumer?: boolean;
   /** The status of success and what it answers. */
   ok: [number, string];
+  /** The body of that answer (none for 204s and this document itself). */
+  answer?: z.ZodMiniType;
 }
 
 /** Every route's documentation; a test checks that each route has one. */
 export const ROUTE_DOCS: Record<string, RouteDoc> = {
-  'GET /health': { summary: 'Liveness', ok: [200, '{"status":"ok"}'] },
+  'GET /health': { summary: 'Liveness', ok: [200, 'Up'], answer: r.healthSchema },
   'GET /openapi.json': { summary: 'This document', ok: [200, 'The OpenAPI 3.1 document'] },
   'GET /queues': {
     summary: 'The queues this key has a scope on, with what it may do on each',
     scope: 'any',
-    ok: [200, '{"queues":[{"name","ordered","shards","consumers","actions"}]}'],
+    ok: [200, 'The queues, each with what the key may do there'],
+    answer: r.queuesResponseSchema,
   },
   'POST /queues/{queue}/messages': {
     summary: 'Produce 1-500 messages, one result each (accepted, duplicate or failed)',
     scope: 'produce',
     body: s.produceRequestSchema,
-    ok: [200, '{"results":[{"message_id","status","error"?}]}'],
+    ok: [200, "One result per message, in the request's order"],
+    answer: r.produceResponseSchema,
   },
   'POST /queues/{queue}/receive': {
     summary: 'Lease up to 100 messages, long polling up to 20 s',
     scope: 'consume',
     body: s.receiveRequestSchema,
-    ok: [
-      200,
-      '{"messages":[{message_id, receipt, key, payload, headers, attributes?, attempt, enqueued_at, lease_expires_at}]}',
-    ],
+    ok: [200, 'The leased messages (none when the wait ran out)'],
+    answer: r.receiveResponseSchema,
   },
   'POST /queues/{queue}/receive/cancel': {
     summary: 'Call off a long poll by its poll_id: what it leases from then on is given back',
@@ -58,39 +62,45 @@ export const ROUTE_DOCS: Record<string, RouteDoc> = {
     summary: 'Ack 1-100 receipts (idempotent)',
     scope: 'consume',
     body: s.ackRequestSchema,
-    ok: [200, '{"results":[{"receipt","status":"acked"|"stale_receipt"|"invalid_receipt"}]}'],
+    ok: [200, 'One result per receipt'],
+    answer: r.ackResponseSchema,
   },
   'POST /queues/{queue}/nack': {
     summary:
       'Fail a delivery: retried after its tier, or dead-lettered; release gives it back without an attempt',
     scope: 'consume',
     body: s.nackRequestSchema,
-    ok: [200, '{"status":"retry_scheduled"|"dead_lettered","attempt","next_attempt_at"?}'],
+    ok: [200, 'Retried, or dead-lettered'],
+    answer: r.nackResultSchema,
   },
   'POST /queues/{queue}/extend': {
     summary: 'Heartbeat: a new lease from now, clamped to the max total lease',
     scope: 'consume',
     body: s.extendRequestSchema,
-    ok: [200, '{"lease_expires_at","max_lease_expires_at"}'],
+    ok: [200, 'The new lease'],
+    answer: r.extendResultSchema,
   },
   'GET /queues/{queue}/dlq': {
     summary: 'Dead letters with their attempts',
     scope: 'admin',
     query: s.dlqListQuerySchema,
     consumer: true,
-    ok: [200, '{"messages":[...],"next_cursor"}'],
+    ok: [200, 'A page of dead letters, oldest first'],
+    answer: r.dlqPageSchema,
   },
   'GET /queues/{queue}/dlq-errors': {
     summary: 'Dead letters grouped by their last error: count, first and last seen, a sample',
     scope: 'admin',
     consumer: true,
-    ok: [200, '{"groups":[...],"grouped","truncated"}'],
+    ok: [200, 'The groups, largest first'],
+    answer: r.deadLetterGroupsSchema,
   },
   'GET /queues/{queue}/dlq/{message_id}': {
     summary: 'One dead letter',
     scope: 'admin',
     consumer: true,
     ok: [200, 'The dead letter'],
+    answer: r.deadLetterSchema,
   },
   'DELETE /queues/{queue}/dlq/{message_id}': {
     summary: 'Purge one dead letter (audited)',
@@ -103,54 +113,59 @@ export const ROUTE_DOCS: Record<string, RouteDoc> = {
     scope: 'admin',
     body: s.redriveRequestSchema,
     consumer: true,
-    ok: [202, '{"redrive_id","status","moved","remaining","rate_per_sec"}'],
+    ok: [202, 'The redrive, started'],
+    answer: r.redriveSchema,
   },
   'POST /queues/{queue}/redrive/matching': {
     summary: 'Count the dead letters a redrive with this filter would take, without starting one',
     scope: 'admin',
     body: s.redriveMatchingRequestSchema,
     consumer: true,
-    ok: [200, '{"matching"}'],
+    ok: [200, 'How many dead letters match'],
+    answer: r.redriveMatchingSchema,
   },
   'GET /queues/{queue}/redrives/{redrive_id}': {
     summary: "A redrive's progress",
     scope: 'admin',
     consumer: true,
     ok: [200, 'The redrive'],
+    answer: r.redriveSchema,
   },
   'DELETE /queues/{queue}/redrives/{redrive_id}': {
     summary: 'Cancel a redrive',
     scope: 'admin',
     consumer: true,
     ok: [200, 'The redrive'],
+    answer: r.redriveSchema,
   },
   'POST /queues/{queue}/replay': {
     summary: 'Deliver again what the queue accepted in a time window, read back from the log',
     scope: 'admin',
     body: s.replayRequestSchema,
     consumer: true,
-    ok: [
-      202,
-      '{"replay_id","status","from","to","replayed","scanned","shards","shards_done","rate_per_sec"}',
-    ],
+    ok: [202, 'The replay, started'],
+    answer: r.replaySchema,
   },
   'GET /queues/{queue}/replays/{replay_id}': {
     summary: "A replay's progress",
     scope: 'admin',
     consumer: true,
     ok: [200, 'The replay'],
+    answer: r.replaySchema,
   },
   'DELETE /queues/{queue}/replays/{replay_id}': {
     summary: 'Cancel a replay',
     scope: 'admin',
     consumer: true,
     ok: [200, 'The replay'],
+    answer: r.replaySchema,
   },
   'GET /queues/{queue}/keys/parked': {
     summary: 'Parked keys (ordered queues)',
     scope: 'admin',
     consumer: true,
-    ok: [200, '{"keys":[...]}'],
+    ok: [200, 'The parked keys'],
+    answer: r.parkedKeysResponseSchema,
   },
   'POST /queues/{queue}/keys/{key}/skip': {
     summary: 'Release a parked key without its dead message (audited)',
@@ -158,45 +173,57 @@ export const ROUTE_DOCS: Record<string, RouteDoc> = {
     body: s.skipRequestSchema,
     consumer: true,
     ok: [200, 'The released key'],
+    answer: r.skipResultSchema,
   },
   'POST /queues/{queue}/pause': {
     summary: 'Pause deliveries (produce goes on; audited)',
     scope: 'admin',
     body: s.pauseRequestSchema,
-    ok: [200, '{"paused":{"paused_at","actor","reason"}}'],
+    ok: [200, 'The pause'],
+    answer: r.pauseResponseSchema,
   },
   'POST /queues/{queue}/resume': {
     summary: 'Resume deliveries (audited)',
     scope: 'admin',
     body: s.resumeRequestSchema,
     optionalBody: true,
-    ok: [200, '{"resumed":{...}}'],
+    ok: [200, 'The pause that ended'],
+    answer: r.resumeResponseSchema,
   },
   'GET /queues/{queue}/audit': {
     summary: 'Who skipped, purged, redrove, replayed or paused what, when and why',
     scope: 'admin',
     query: s.auditQuerySchema,
-    ok: [200, '{"entries":[...]}'],
+    ok: [200, 'The entries, newest first'],
+    answer: r.auditResponseSchema,
   },
   'GET /queues/{queue}/messages/{message_id}': {
     summary: 'Trace: where a message is and everything that happened to it',
     scope: 'admin',
     consumer: true,
     ok: [200, 'The trace'],
+    answer: r.messageTraceSchema,
   },
   'GET /queues/{queue}/stats': {
     summary: 'Depth, in flight, delayed, DLQ, ages, commit stalls, totals, stored bytes, drain',
     scope: 'admin',
     consumer: true,
-    ok: [200, 'The stats'],
+    ok: [200, "The queue's stats, or a Lambda consumer's with ?consumer="],
+    answer: r.statsResponseSchema,
   },
   'POST /keys': {
     summary: 'Make an API key (shown once), with SQS credentials if asked',
     scope: 'admin:*',
     body: s.createKeySchema,
-    ok: [201, '{"name","key","scopes",...,"sqs_credentials"?}'],
+    ok: [201, 'The key, shown once, with its SQS credentials if asked'],
+    answer: r.createdKeySchema,
   },
-  'GET /keys': { summary: 'List API keys (never the keys)', scope: 'admin:*', ok: [200, '{"keys":[...]}'] },
+  'GET /keys': {
+    summary: 'List API keys (never the keys)',
+    scope: 'admin:*',
+    ok: [200, 'The keys (never the keys themselves)'],
+    answer: r.keysResponseSchema,
+  },
   'DELETE /keys/{name}': {
     summary: 'Revoke an API key and its SQS credentials',
     scope: 'admin:*',
@@ -207,25 +234,18 @@ export const ROUTE_DOCS: Record<string, RouteDoc> = {
     scope: 'admin:*',
     body: s.createSqsCredentialsSchema,
     optionalBody: true,
-    ok: [201, '{"name","sqs_credentials":{"access_key_id","secret_access_key"},"created_at"}'],
+    ok: [201, 'The credentials; the secret is shown once'],
+    answer: r.sqsCredentialsCreatedSchema,
   },
 };
 
-const errorSchema = {
-  type: 'object',
-  required: ['error'],
-  properties: {
-    error: {
-      type: 'object',
-      required: ['code', 'message'],
-      properties: {
-        code: { type: 'string', enum: [...ERROR_CODES] },
-        message: { type: 'string' },
-        details: { type: 'object' },
-      },
-    },
-  },
-};
+/** The error body, its codes listed: the wire's type keeps `code` a string, so a client keeps working when one is added. */
+function errorSchema(): Record<string, unknown> {
+  const schema = schemaOf(r.errorBodySchema);
+  const error = (schema.properties as Record<string, { properties: Record<string, unknown> }>).error;
+  if (error) error.properties.code = { type: 'string', enum: [...ERROR_CODES] };
+  return schema;
+}
 
 /** The scope line of a route's description. */
 function scopeText(scope: NonNullable<RouteDoc['scope']>): string {
@@ -234,7 +254,10 @@ function scopeText(scope: NonNullable<RouteDoc['scope']>): string {
   return `${scope}:<queue> (or ${scope}:*)`;
 }
 
-/** JSON Schema of what a route reads (its input, with defaults optional). */
+/**
+ * JSON Schema of a body as its input: what a route reads, defaults optional; and an answer without
+ * `additionalProperties: false`, since an answer may gain a field.
+ */
 function schemaOf(schema: z.ZodMiniType): Record<string, unknown> {
   const { $schema: _dialect, ...rest } = z.toJSONSchema(schema, {
     io: 'input',
@@ -288,7 +311,10 @@ export function openApiDocument(routes: readonly Route[]): Record<string, unknow
           }
         : {}),
       responses: {
-        [String(doc.ok[0])]: { description: doc.ok[1] },
+        [String(doc.ok[0])]: {
+          description: doc.ok[1],
+          ...(doc.answer ? { content: { 'application/json': { schema: schemaOf(doc.answer) } } } : {}),
+        },
         '4XX': {
           description: 'Refused',
           content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } },
@@ -312,7 +338,7 @@ export function openApiDocument(routes: readonly Route[]): Record<string, unknow
       securitySchemes: {
         apiKey: { type: 'http', scheme: 'bearer', description: 'An API key: Authorization: Bearer <key>' },
       },
-      schemas: { Error: errorSchema },
+      schemas: { Error: errorSchema() },
     },
     paths,
   };

@@ -1,14 +1,8 @@
 import { byteDemands } from '../access/limits.js';
 import { countFor, recordDurations } from '../observability/metrics.js';
+import type { ExtendRequest, NackRequest, ProduceMessage, ReceiveRequest } from '../wire/requests.js';
+import type { DeliveredMessage, ProduceResult } from '../wire/responses.js';
 import type { QueueRequest } from './route.js';
-import type {
-  DeliveredMessage,
-  ExtendRequest,
-  NackRequest,
-  ProduceMessage,
-  ProduceResult,
-  ReceiveRequest,
-} from './schemas.js';
 
 /**
  * The queue's calls with what each one counts, whichever protocol asked (this API's routes, or

@@ -12,15 +12,18 @@ import { ConsumerNotFoundError, QueueNotFoundError, QuotaExceededError } from '.
 import type { RuntimeConfig } from '../core/runtime-config.js';
 import { countThrottled } from '../observability/metrics.js';
 import type { DeadLetterErrors } from '../operations/dead-letter-errors.js';
-import type { Operations } from '../operations/operations.js';
+import type { DeadLetters } from '../operations/dead-letters.js';
+import type { ParkedKeys } from '../operations/parked-keys.js';
+import type { QueueAdmin } from '../operations/queue-admin.js';
+import type { QueueStats } from '../operations/queue-stats.js';
 import type { Redrives } from '../operations/redrive.js';
 import type { Replays } from '../operations/replay.js';
 import type { Tracer } from '../operations/trace.js';
 import type { Producer } from '../produce/producer.js';
 import type { SqsRequestAuth } from '../sqs/endpoint.js';
 import type { Counters } from '../store/counters.js';
+import { consumerQuerySchema } from '../wire/requests.js';
 import { type HttpResponse, header, pathParam, validate } from './http.js';
-import { consumerQuerySchema } from './schemas.js';
 
 /** What every route can use, built once per function instance. */
 export interface ApiServices {
@@ -30,8 +33,11 @@ export interface ApiServices {
   keyAdmin: KeyAdmin;
   producer: Producer;
   consumer: Consumer;
-  operations: Operations;
+  deadLetters: DeadLetters;
   deadLetterErrors: DeadLetterErrors;
+  parkedKeys: ParkedKeys;
+  stats: QueueStats;
+  queueAdmin: QueueAdmin;
   redrives: Redrives;
   replays: Replays;
   tracer: Tracer;

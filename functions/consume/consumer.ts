@@ -4,13 +4,6 @@ import {
   type LeaseTerms,
   NOTHING_HANDED,
 } from '../admission/admitted-signal.js';
-import type {
-  AckStatus,
-  DeliveredMessage,
-  ExtendRequest,
-  NackRequest,
-  ReceiveRequest,
-} from '../api/schemas.js';
 import { sleep } from '../core/async.js';
 import type { QueueConfig } from '../core/config.js';
 import { InvalidRequestError, StaleReceiptError } from '../core/errors.js';
@@ -19,6 +12,8 @@ import type { Delivery, ReceiptSigner } from '../core/receipt.js';
 import type { Counters } from '../store/counters.js';
 import type { PollCancels } from '../store/poll-cancels.js';
 import { PAUSE_CHECK_MS, type QueueControls } from '../store/queue-controls.js';
+import type { ExtendRequest, NackRequest, ReceiveRequest } from '../wire/requests.js';
+import type { AckStatus, DeliveredMessage } from '../wire/responses.js';
 import { type RangeConsumer, RECEIVE_MAX_BYTES } from './range-consumer.js';
 
 /**

@@ -1,4 +1,3 @@
-import type { AckStatus, NackRequest } from '../api/schemas.js';
 import { mapLimit } from '../core/async.js';
 import { type QueueConfig, streamName } from '../core/config.js';
 import type { Envelope } from '../core/envelope.js';
@@ -12,6 +11,8 @@ import type { MessageStore, StateItem } from '../store/messages.js';
 import type { RangeStore } from '../store/ranges.js';
 import type { SegmentStore } from '../store/segments.js';
 import type { StorageMeter } from '../store/storage.js';
+import type { NackRequest } from '../wire/requests.js';
+import type { AckStatus } from '../wire/responses.js';
 import type { RangeFailures } from './range-failures.js';
 
 /**

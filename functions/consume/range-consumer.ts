@@ -1,5 +1,4 @@
 import { type Handoff, type LeasedEntry, NOTHING_HANDED } from '../admission/admitted-signal.js';
-import type { AckStatus, DeliveredMessage, NackRequest } from '../api/schemas.js';
 import type { ClaimStore } from '../claims/claims.js';
 import { mapLimit } from '../core/async.js';
 import { type QueueConfig, streamName } from '../core/config.js';
@@ -25,6 +24,8 @@ import type { MessageStore, StateItem } from '../store/messages.js';
 import type { RangeStore } from '../store/ranges.js';
 import type { SegmentEntry, SegmentStore } from '../store/segments.js';
 import type { StorageMeter } from '../store/storage.js';
+import type { NackRequest } from '../wire/requests.js';
+import type { AckStatus, DeliveredMessage } from '../wire/responses.js';
 import type { HeldDelivery, HeldLeased } from './held-delivery.js';
 import { CONTENDED_MS, entryName, type OrderedLeased, OrderedLook } from './ordered-look.js';
 import type { RangeFailures } from './range-failures.js';

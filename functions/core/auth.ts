@@ -5,9 +5,7 @@ import { ForbiddenError, UnauthenticatedError } from './errors.js';
 
 export type Action = 'produce' | 'consume' | 'admin';
 
-/** `produce|consume|admin:<queue or *>`. */
-export const SCOPE = /^(produce|consume|admin):(\*|[a-z0-9-]{1,64})$/;
-export const SCOPE_MESSAGE = 'a scope is produce|consume|admin:<queue or *>';
+export { SCOPE, SCOPE_MESSAGE } from '../wire/fields.js';
 
 export interface Principal {
   name: string;

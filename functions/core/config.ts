@@ -1,18 +1,15 @@
 import * as z from 'zod/mini';
-import { SCOPE, SCOPE_MESSAGE } from './auth.js';
+import { consumerNameSchema, rateLimitsSchema, SCOPE, SCOPE_MESSAGE } from '../wire/fields.js';
 import { issuesOf } from './validation.js';
 import { intIn } from './zod-mini.js';
+
+export { consumerNameSchema, type RateLimits, rateLimitsSchema } from '../wire/fields.js';
 
 /** The tenant file (docs/contract.md, "Tenant configuration"): one schema for the CDK stack and the local runtime. */
 
 export const QUEUE_NAME = /^[a-z0-9-]{1,64}$/;
 
 const HOUR = 3600;
-
-/** A Lambda consumer's name: it keys the consumer's state (see consumerNamespace). */
-export const consumerNameSchema = z
-  .string()
-  .check(z.regex(/^[a-z0-9-]{1,32}$/, 'consumer names are 1-32 of [a-z0-9-]'));
 
 /**
  * A Lambda function subscribed to the queue's stream (docs/lambda-consumers.md), wrapped in
@@ -33,19 +30,6 @@ const lambdaConsumerSchema = z.strictObject({
   timeout_seconds: z._default(intIn(1, 900), 60),
   memory_mb: z._default(intIn(128, 10_240), 512),
 });
-
-const rateSchema = z.strictObject({
-  requests_per_sec: z.optional(z.number().check(z.positive(), z.maximum(1_000_000))),
-  bytes_per_sec: z.optional(z.number().check(z.positive(), z.maximum(1e12))),
-});
-
-/** Rate quotas of a queue or an API key (docs/access-and-quotas.md, "Rate quotas"): requests and bytes a second. */
-export const rateLimitsSchema = z.strictObject({
-  produce: z.optional(rateSchema),
-  consume: z.optional(rateSchema),
-});
-
-export type RateLimits = z.infer<typeof rateLimitsSchema>;
 
 export const queueConfigSchema = z
   .strictObject({

@@ -1,12 +1,20 @@
 import * as z from 'zod/mini';
+import { attributesSchema, MESSAGE_ID } from '../wire/fields.js';
 import { intIn } from './zod-mini.js';
+
+export {
+  ATTRIBUTE_NAME,
+  attributeSchema,
+  attributesSchema,
+  MESSAGE_ID,
+  type MessageAttributes,
+  TRACEPARENT,
+} from '../wire/fields.js';
 
 /**
  * The message envelope: what a Kinesis record of a queue holds. Defined once; the producer
  * writes it and every reader (dispatch, consumers, tools) parses it with this schema.
  */
-
-export const MESSAGE_ID = /^[A-Za-z0-9_.:-]{1,128}$/;
 
 export const claimRefSchema = z.object({
   /** S3 object key of the payload; the bucket is the tenant's. */
@@ -14,35 +22,6 @@ export const claimRefSchema = z.object({
   bytes: intIn(0),
   sha256: z.string(),
 });
-
-/**
- * Typed message attributes (SQS's MessageAttributes, which the SQS endpoint maps here): a data
- * type (String, Number or Binary, with an optional custom suffix) and its value, binary as base64.
- */
-export const attributeSchema = z.strictObject({
-  data_type: z
-    .string()
-    .check(
-      z.maxLength(256),
-      z.regex(
-        /^(String|Number|Binary)(\.[A-Za-z0-9_.-]+)?$/,
-        'data_type is String, Number or Binary, with an optional .suffix',
-      ),
-    ),
-  string_value: z.optional(z.string().check(z.maxLength(262_144))),
-  binary_value: z.optional(z.base64().check(z.maxLength(349_526))),
-});
-
-export const ATTRIBUTE_NAME = /^(?!aws\.|amazon\.)(?!\.)(?!.*\.\.)[A-Za-z0-9_.-]{1,256}(?<!\.)$/i;
-
-export const attributesSchema = z
-  .record(
-    z.string().check(z.regex(ATTRIBUTE_NAME, 'an attribute name is 1-256 of [A-Za-z0-9_.-]')),
-    attributeSchema,
-  )
-  .check(z.refine((a) => Object.keys(a).length <= 10, 'at most 10 attributes'));
-
-export type MessageAttributes = z.infer<typeof attributesSchema>;
 
 export const envelopeSchema = z.object({
   v: z.literal(1),
@@ -130,9 +109,6 @@ export function decodeEnvelope(data: Uint8Array): Envelope {
 export function payloadBytes(env: Pick<Envelope, 'payload' | 'claim'>): number {
   return env.claim ? env.claim.bytes : Buffer.byteLength(JSON.stringify(env.payload ?? null));
 }
-
-/** W3C Trace Context `traceparent`: version 00, trace id, parent id, flags (all lowercase hex). */
-export const TRACEPARENT = /^00-(?!0{32})[0-9a-f]{32}-(?!0{16})[0-9a-f]{16}-[0-9a-f]{2}$/;
 
 /** What a delivery carries of the envelope beyond its payload, when the producer gave it. */
 export function deliveryContext(env: Pick<Envelope, 'schema_ref' | 'traceparent' | 'replay'>): {

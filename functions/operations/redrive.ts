@@ -1,33 +1,33 @@
-import { randomUUID } from 'node:crypto';
 import type { KeyOrder } from '../consume/key-order.js';
 import type { Requeue } from '../consume/requeue.js';
 import { mapLimit } from '../core/async.js';
 import type { QueueConfig } from '../core/config.js';
-import { matchesFilter, needsHistory, type RedriveFilterSpec, refill } from '../core/redrive-policy.js';
-import { deadLetterExpiry, retentionTtls } from '../core/retention.js';
-import type { AuditTrail } from '../store/audit.js';
+import { matchesFilter, needsHistory, type RedriveFilterSpec } from '../core/redrive-policy.js';
+import { deadLetterExpiry } from '../core/retention.js';
+import type { RedriveJob } from '../store/jobs.js';
 import type { KeyStates } from '../store/key-states.js';
 import { gsi } from '../store/keys.js';
 import type { MessageStore, StateItem } from '../store/messages.js';
-import type { RedriveJob, RedriveJobs } from '../store/redrives.js';
 import type { StorageMeter } from '../store/storage.js';
+import { type JobOpening, type JobPass, JobRunner, type JobRunnerDeps } from './job-runner.js';
 
 /**
  * Redrive: a job with a rate and a filter moves dead letters back into the queue through the
- * log, with a fresh attempt count and their history kept. The sweep runs the jobs. `queue` may
- * be a Lambda consumer's namespace: its dead letters go back to that consumer only.
+ * log, with a fresh attempt count and their history kept. The sweep runs the jobs (JobRunner).
+ * `queue` may be a Lambda consumer's namespace: its dead letters go back to that consumer only.
  */
 
-export interface RedriveDeps {
-  tenant: string;
+export interface RedriveDeps extends JobRunnerDeps<RedriveJob> {
   messages: MessageStore;
-  jobs: RedriveJobs;
   keys: KeyStates;
   keyOrder: KeyOrder;
   requeue: Requeue;
-  audit: AuditTrail;
   storage: Pick<StorageMeter, 'leftDlq'>;
-  now?: () => number;
+}
+
+export interface RedriveRequest {
+  rate_per_sec: number;
+  filter: RedriveFilterSpec;
 }
 
 export interface RedriveView {
@@ -40,83 +40,49 @@ export interface RedriveView {
 
 const PAGE = 50;
 
-export class Redrives {
-  constructor(private readonly deps: RedriveDeps) {}
-
-  private now(): number {
-    return this.deps.now?.() ?? Date.now();
-  }
-
-  async start(
-    queue: string,
-    request: { rate_per_sec: number; filter: RedriveFilterSpec },
-    actor: string,
-  ): Promise<RedriveView> {
-    const now = this.now();
-    // Counted up front, so progress can say what is left.
-    const remaining = await this.countMatching(queue, request.filter, now);
-    const job: RedriveJob = {
-      redrive_id: randomUUID(),
-      queue,
-      status: remaining > 0 ? 'running' : 'done',
-      rate_per_sec: request.rate_per_sec,
-      filter: request.filter,
-      moved: 0,
-      remaining,
-      created_at: now,
-      created_by: actor,
-      dead_until: now,
-      credit: 0,
-      last_run_at: now,
-    };
-    await this.deps.jobs.create(job);
-    await this.deps.audit.record(
-      queue,
-      {
-        action: 'redrive',
-        actor,
-        target: job.redrive_id,
-        detail: { filter: request.filter, rate_per_sec: job.rate_per_sec, matching: remaining },
-      },
-      now,
-    );
-    return view(job);
-  }
+export class Redrives extends JobRunner<RedriveJob, RedriveRequest, RedriveView, RedriveDeps> {
+  protected readonly noun = 'redrive';
 
   /** How many dead letters a redrive with `filter` would take now. */
   matching(queue: string, filter: RedriveFilterSpec): Promise<number> {
     return this.countMatching(queue, filter, this.now());
   }
 
-  async get(queue: string, id: string): Promise<RedriveView> {
-    return view(await this.deps.jobs.found(queue, id));
+  protected async open(
+    queue: string,
+    _config: QueueConfig,
+    request: RedriveRequest,
+    id: string,
+    now: number,
+  ): Promise<JobOpening<RedriveJob>> {
+    // Counted up front, so progress can say what is left.
+    const remaining = await this.countMatching(queue, request.filter, now);
+    return {
+      fields: { redrive_id: id, filter: request.filter, moved: 0, remaining, dead_until: now },
+      empty: remaining === 0,
+      detail: { filter: request.filter, rate_per_sec: request.rate_per_sec, matching: remaining },
+    };
   }
 
-  async cancel(queue: string, id: string, actor: string): Promise<RedriveView> {
-    const { job, cancelled } = await this.deps.jobs.cancelById(queue, id);
-    if (cancelled)
-      await this.deps.audit.record(queue, { action: 'redrive_cancel', actor, target: id }, this.now());
-    return view(job);
+  protected view(job: RedriveJob): RedriveView {
+    return {
+      redrive_id: job.redrive_id,
+      status: job.status,
+      moved: job.moved,
+      remaining: job.remaining,
+      rate_per_sec: job.rate_per_sec,
+    };
   }
 
-  /** Whether a job of the queue is running (the sweep does not rest while one is). */
-  async anyRunning(queue: string): Promise<boolean> {
-    return (await this.deps.jobs.running(queue)).length > 0;
-  }
-
-  /** One pass of every running job of the queue, each at its own rate. */
-  async runPass(queue: string, config: QueueConfig): Promise<number> {
-    let total = 0;
-    for (const job of await this.deps.jobs.running(queue)) total += await this.runJob(queue, config, job);
-    return total;
-  }
-
-  private async runJob(queue: string, config: QueueConfig, job: RedriveJob): Promise<number> {
-    const now = this.now();
+  protected async pass(
+    queue: string,
+    config: QueueConfig,
+    job: RedriveJob,
+    take: number,
+    now: number,
+  ): Promise<JobPass<RedriveJob>> {
     // The batch of a pass that stopped before it saved what moved: counted now.
     const earlier = job.pending?.length ? await this.movedOf(queue, job.pending) : 0;
-    const credit = refill(job.credit, job.last_run_at, now, job.rate_per_sec);
-    const take = Math.floor(credit);
     // Each examined item with the cursor from before it, so a message that did not move is seen again.
     const examined: { item: StateItem; before: string | undefined; selected: boolean }[] = [];
     let cursor = job.cursor;
@@ -155,7 +121,7 @@ export class Redrives {
           pending: batch.map((item) => ({ id: item.message_id, entry: item.entry })),
         },
       });
-      if (!going) return earlier;
+      if (!going) return { counted: earlier };
     }
     const landed = batch.length
       ? await this.redriveBatch(queue, config, batch, job.redrive_id, now)
@@ -167,17 +133,16 @@ export class Redrives {
     }
     const moved = landed.size;
     const remaining = Math.max(0, job.remaining - earlier - moved);
-    await this.deps.jobs.progress(job, {
-      add: { moved, remaining: -moved },
-      set: {
-        credit: credit - moved,
-        last_run_at: now,
-        status: exhausted || remaining === 0 ? 'done' : 'running',
-        ...(cursor ? { cursor } : {}),
+    return {
+      counted: earlier + moved,
+      progress: {
+        moved,
+        add: { moved, remaining: -moved },
+        set: cursor ? { cursor } : {},
+        remove: ['pending'],
+        done: exhausted || remaining === 0,
       },
-      remove: ['pending'],
-    });
-    return earlier + moved;
+    };
   }
 
   /** How many of a saved batch moved: their items left the DLQ with their next entry. */
@@ -232,22 +197,14 @@ export class Redrives {
     now: number,
   ): Promise<Set<string>> {
     const landed = await this.deps.requeue.reappend(queue, items, 'dead', now);
-    const ttl = retentionTtls(config, now).deadTtl;
     // Their bytes stay held (until acked), no longer as dead letters that expire.
     await mapLimit(landed, 16, (item) =>
       this.deps.storage.leftDlq(queue, item.bytes ?? 0, deadLetterExpiry(item.dead_at ?? now, config)),
     );
-    await mapLimit(landed, 16, (item) =>
-      this.deps.messages.putEvent(
-        queue,
-        item.message_id,
-        { event: 'redriven', detail: { redrive_id: redriveId } },
-        now,
-        ttl,
-      ),
-    );
+    const ids = landed.map((item) => item.message_id);
+    await this.traceMoved(queue, config, ids, 'redriven', redriveId, now);
     if (config.ordered) await this.releaseKeys(queue, landed);
-    return new Set(landed.map((item) => item.message_id));
+    return new Set(ids);
   }
 
   private async releaseKeys(queue: string, items: StateItem[]): Promise<void> {
@@ -264,14 +221,4 @@ export class Redrives {
       }
     }
   }
-}
-
-function view(job: RedriveJob): RedriveView {
-  return {
-    redrive_id: job.redrive_id,
-    status: job.status,
-    moved: job.moved,
-    remaining: job.remaining,
-    rate_per_sec: job.rate_per_sec,
-  };
 }

@@ -1,37 +1,31 @@
-import { randomUUID } from 'node:crypto';
 import type { Requeue } from '../consume/requeue.js';
-import { mapLimit } from '../core/async.js';
 import { namespaceParts, type QueueConfig, streamName, type TenantConfig } from '../core/config.js';
 import { decodeEnvelope, type Envelope, payloadBytes } from '../core/envelope.js';
-import { refill } from '../core/redrive-policy.js';
 import { isReplayable, type ReplayFilterSpec, replayWindow } from '../core/replay-policy.js';
-import { retentionTtls } from '../core/retention.js';
 import type { ShardReader } from '../log/shard-reader.js';
 import type { ShardDirectory } from '../log/stream.js';
-import type { AuditTrail } from '../store/audit.js';
+import type { ReplayJob } from '../store/jobs.js';
 import type { MessageStore } from '../store/messages.js';
-import type { ReplayJob, ReplayJobs } from '../store/replays.js';
 import type { StorageMeter } from '../store/storage.js';
+import { type JobOpening, type JobPass, JobRunner, type JobRunnerDeps } from './job-runner.js';
+import { iso } from './views.js';
 
 /**
  * Replay by time: a job re-delivers the messages the queue accepted in a window, read back from
  * the log while it still has them, as new deliveries (attempt 1, `replay_id` on each, a
  * `replayed` event in their trace). The incident tool after a consumer processed messages
- * wrongly. Rate-limited and cancellable like redrive; the sweep runs the jobs. `queue` may be a
- * Lambda consumer's namespace: the copies go to that consumer only.
+ * wrongly. Rate-limited and cancellable like redrive (JobRunner); the sweep runs the jobs.
+ * `queue` may be a Lambda consumer's namespace: the copies go to that consumer only.
  */
 
-export interface ReplayDeps {
+export interface ReplayDeps extends JobRunnerDeps<ReplayJob> {
   tenant: TenantConfig;
-  jobs: ReplayJobs;
   reader: ShardReader;
   shards: ShardDirectory;
   requeue: Requeue;
   messages: MessageStore;
-  audit: AuditTrail;
   /** Holds what a replay appended, as produce's messages are held, until each is done with. */
   storage: StorageMeter;
-  now?: () => number;
 }
 
 export interface ReplayView {
@@ -57,116 +51,92 @@ export interface ReplayRequest {
 const PAGE = 500;
 const PAGES_PER_PASS = 4;
 
-export class Replays {
-  constructor(private readonly deps: ReplayDeps) {}
+export class Replays extends JobRunner<ReplayJob, ReplayRequest, ReplayView, ReplayDeps> {
+  protected readonly noun = 'replay';
 
-  private now(): number {
-    return this.deps.now?.() ?? Date.now();
-  }
-
-  async start(
+  protected async open(
     queue: string,
     config: QueueConfig,
     request: ReplayRequest,
-    actor: string,
-  ): Promise<ReplayView> {
-    const now = this.now();
+    id: string,
+    now: number,
+  ): Promise<JobOpening<ReplayJob>> {
     const window = replayWindow(request, config.retention_hours, now);
     const shards = await this.deps.shards.shards(this.stream(queue));
-    const job: ReplayJob = {
-      replay_id: randomUUID(),
-      queue,
-      status: 'running',
-      rate_per_sec: request.rate_per_sec,
-      ...window,
-      filter: request.filter,
-      replayed: 0,
-      scanned: 0,
-      shards,
-      cursors: {},
-      finished: [],
-      created_at: now,
-      created_by: actor,
-      credit: 0,
-      last_run_at: now,
-    };
-    await this.deps.jobs.create(job);
-    await this.deps.audit.record(
-      queue,
-      {
-        action: 'replay',
-        actor,
-        target: job.replay_id,
-        detail: {
-          from: iso(window.from),
-          to: iso(window.to),
-          filter: request.filter,
-          rate_per_sec: job.rate_per_sec,
-        },
+    return {
+      fields: {
+        replay_id: id,
+        ...window,
+        filter: request.filter,
+        replayed: 0,
+        scanned: 0,
+        shards,
+        cursors: {},
+        finished: [],
       },
-      now,
-    );
-    return view(job);
+      detail: {
+        from: iso(window.from),
+        to: iso(window.to),
+        filter: request.filter,
+        rate_per_sec: request.rate_per_sec,
+      },
+    };
   }
 
-  async get(queue: string, id: string): Promise<ReplayView> {
-    return view(await this.deps.jobs.found(queue, id));
-  }
-
-  async cancel(queue: string, id: string, actor: string): Promise<ReplayView> {
-    const { job, cancelled } = await this.deps.jobs.cancelById(queue, id);
-    if (cancelled)
-      await this.deps.audit.record(queue, { action: 'replay_cancel', actor, target: id }, this.now());
-    return view(job);
-  }
-
-  /** Whether a job of the queue is running (the sweep does not rest while one is). */
-  async anyRunning(queue: string): Promise<boolean> {
-    return (await this.deps.jobs.running(queue)).length > 0;
-  }
-
-  /** One pass of every running job of the namespace, each at its own rate. */
-  async runPass(queue: string, config: QueueConfig): Promise<number> {
-    let total = 0;
-    for (const job of await this.deps.jobs.running(queue)) total += await this.runJob(queue, config, job);
-    return total;
+  protected view(job: ReplayJob): ReplayView {
+    return {
+      replay_id: job.replay_id,
+      status: job.status,
+      from: iso(job.from),
+      to: iso(job.to),
+      replayed: job.replayed,
+      scanned: job.scanned,
+      shards: job.shards.length,
+      shards_done: job.finished.length,
+      rate_per_sec: job.rate_per_sec,
+    };
   }
 
   private stream(queue: string): string {
     return streamName(this.deps.tenant.tenant, namespaceParts(queue).queue);
   }
 
-  private async runJob(queue: string, config: QueueConfig, job: ReplayJob): Promise<number> {
-    const now = this.now();
-    const credit = refill(job.credit, job.last_run_at, now, job.rate_per_sec);
-    let take = Math.floor(credit);
+  /**
+   * Each shard in turn from its cursor on, until `take` copies are appended. Its cursors are
+   * saved with its counts in the pass's one write: a pass that stops before it reads its records
+   * again (their copies are admitted once) and counts them once.
+   */
+  protected async pass(
+    queue: string,
+    config: QueueConfig,
+    job: ReplayJob,
+    take: number,
+    now: number,
+  ): Promise<JobPass<ReplayJob>> {
     const cursors = { ...job.cursors };
     const finished = new Set(job.finished);
+    let left = take;
     let replayed = 0;
     let scanned = 0;
     for (const shard of job.shards) {
-      if (take <= 0) break;
+      if (left <= 0) break;
       if (finished.has(shard)) continue;
-      const pass = await this.replayShard(queue, config, job, shard, cursors[shard], take, now);
+      const pass = await this.replayShard(queue, config, job, shard, cursors[shard], left, now);
       replayed += pass.replayed;
       scanned += pass.scanned;
-      take -= pass.replayed;
+      left -= pass.replayed;
       if (pass.cursor !== undefined) cursors[shard] = pass.cursor;
       if (pass.finished) finished.add(shard);
     }
-    // One write with the cursors: a pass that stops before it reads its records again (their
-    // copies are admitted once) and counts them once.
-    await this.deps.jobs.progress(job, {
-      add: { replayed, scanned },
-      set: {
-        credit: credit - replayed,
-        last_run_at: now,
-        cursors,
-        finished: [...finished],
-        status: finished.size === job.shards.length ? 'done' : 'running',
+    return {
+      counted: replayed,
+      progress: {
+        moved: replayed,
+        add: { replayed, scanned },
+        set: { cursors, finished: [...finished] },
+        done: finished.size === job.shards.length,
       },
-    });
-    return replayed;
+    };
   }
 
   /**
@@ -235,16 +205,8 @@ export class Replays {
     now: number,
   ): Promise<void> {
     if (!copies.length) return;
-    const ttl = retentionTtls(config, now).deadTtl;
-    await mapLimit(copies, 16, (env) =>
-      this.deps.messages.putEvent(
-        queue,
-        env.message_id,
-        { event: 'replayed', detail: { replay_id: replayId } },
-        now,
-        ttl,
-      ),
-    );
+    const ids = copies.map((env) => env.message_id);
+    await this.traceMoved(queue, config, ids, 'replayed', replayId, now);
     await this.deps.storage.add(
       queue,
       config,
@@ -260,20 +222,4 @@ function parse(data: Uint8Array): Envelope | undefined {
     // Not an envelope: nothing a replay can deliver.
     return undefined;
   }
-}
-
-const iso = (ms: number) => new Date(ms).toISOString();
-
-function view(job: ReplayJob): ReplayView {
-  return {
-    replay_id: job.replay_id,
-    status: job.status,
-    from: iso(job.from),
-    to: iso(job.to),
-    replayed: job.replayed,
-    scanned: job.scanned,
-    shards: job.shards.length,
-    shards_done: job.finished.length,
-    rate_per_sec: job.rate_per_sec,
-  };
 }

@@ -1,5 +1,4 @@
 import type { FastAdmission } from '../admission/fast-admission.js';
-import type { ProduceMessage, ProduceResult } from '../api/schemas.js';
 import type { ClaimStore } from '../claims/claims.js';
 import { mapLimit } from '../core/async.js';
 import { type QueueConfig, storageQuotaBytes, streamName } from '../core/config.js';
@@ -12,6 +11,8 @@ import type { StreamLog } from '../log/stream.js';
 import type { Counters } from '../store/counters.js';
 import type { DedupStore } from '../store/dedup.js';
 import type { StorageMeter } from '../store/storage.js';
+import type { ProduceMessage } from '../wire/requests.js';
+import type { ProduceResult } from '../wire/responses.js';
 
 /**
  * The produce path: the queue's payload schema, dedup check, claim-check, append, then the dedup

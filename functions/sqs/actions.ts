@@ -8,10 +8,10 @@ import {
   receiveMessages,
 } from '../api/queue-calls.js';
 import { type ApiServices, onQueue, type QueueRequest } from '../api/route.js';
-import type { ProduceMessage } from '../api/schemas.js';
 import { mapLimit } from '../core/async.js';
 import { type Action, hasScope, type Principal } from '../core/auth.js';
 import { LeaseqError } from '../core/errors.js';
+import type { ProduceMessage } from '../wire/requests.js';
 import { SqsError } from './errors.js';
 import {
   checkBatch,
@@ -92,7 +92,7 @@ export const ACTIONS: Record<string, Handler> = {
       (['consume', 'produce', 'admin'] as const).find((a) => hasScope(call.principal, a, name)) ?? 'consume';
     return onQueue(call, name, action, call.bodyBytes, async (req) => {
       const counts = names.some((n) => n === 'All' || n.startsWith('Approximate'));
-      const stats = counts ? await req.services.operations.stats(name, req.queue.config) : undefined;
+      const stats = counts ? await req.services.stats.queue(name, req.queue.config) : undefined;
       const all = queueAttributes(queueArn(req), req.queue.config, stats);
       const picked = Object.entries(all).filter(([n]) => names.includes('All') || names.includes(n));
       return { Attributes: Object.fromEntries(picked) };
@@ -220,7 +220,7 @@ export const ACTIONS: Record<string, Handler> = {
   PurgeQueue: async (call) => {
     const { QueueUrl } = parse(purgeQueueInput, call.input);
     return onQueueOf(call, QueueUrl, 'admin', async (req) => {
-      await req.services.operations.purgeQueue(req.queue.name, req.queue.config, req.principal.name);
+      await req.services.queueAdmin.purge(req.queue.name, req.queue.config, req.principal.name);
       return {};
     });
   },

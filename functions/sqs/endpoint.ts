@@ -2,10 +2,10 @@ import { randomUUID } from 'node:crypto';
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import { type HttpResponse, header } from '../api/http.js';
 import type { ApiServices, Route } from '../api/route.js';
-import { MAX_BODY_BYTES } from '../api/schemas.js';
 import { isTransientAwsError } from '../aws/transient.js';
 import type { Principal } from '../core/auth.js';
 import { LeaseqError } from '../core/errors.js';
+import { MAX_BODY_BYTES } from '../wire/requests.js';
 import { ACTIONS } from './actions.js';
 import { SqsError } from './errors.js';
 

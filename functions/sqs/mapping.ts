@@ -1,7 +1,8 @@
 import { createHash } from 'node:crypto';
-import type { DeliveredMessage, ProduceMessage } from '../api/schemas.js';
 import type { QueueConfig } from '../core/config.js';
 import { ATTRIBUTE_NAME, MESSAGE_ID, type MessageAttributes } from '../core/envelope.js';
+import type { ProduceMessage } from '../wire/requests.js';
+import type { DeliveredMessage } from '../wire/responses.js';
 import { SqsError } from './errors.js';
 import { md5OfAttributes, md5OfBody } from './md5.js';
 import { BATCH_ENTRY_ID, MAX_BATCH, type SendMessageInput, type SqsAttributeValues } from './schemas.js';

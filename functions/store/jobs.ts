@@ -1,12 +1,15 @@
 import { type DocumentClient, GetCommand, PutCommand, QueryCommand, UpdateCommand } from '../aws/dynamodb.js';
 import { NotFoundError } from '../core/errors.js';
+import type { RedriveFilterSpec } from '../core/redrive-policy.js';
+import type { ReplayFilterSpec } from '../core/replay-policy.js';
 import { buildKeyCondition, buildUpdate } from './expression.js';
-import { GSI1, type ItemKey } from './keys.js';
+import { GSI1, gsi, type ItemKey, redriveKey, replayKey } from './keys.js';
 import { isConditionFailed } from './util.js';
 
 /**
- * An operator's background job on a queue (redrive, replay): one item each, in its kind's index
- * of the queue while running, so the sweep finds what to run with one query.
+ * An operator's background job on a queue (redrive, replay; operations/job-runner.ts runs them):
+ * one item each, in its kind's index of the queue while running, so the sweep finds what to run
+ * with one query.
  */
 
 export type JobStatus = 'running' | 'done' | 'cancelled';
@@ -14,11 +17,51 @@ export type JobStatus = 'running' | 'done' | 'cancelled';
 export interface Job {
   queue: string;
   status: JobStatus;
+  rate_per_sec: number;
+  created_at: number;
+  created_by: string;
+  /** Token bucket of the job's rate. */
+  credit: number;
+  last_run_at: number;
   /**
    * Counts the job's progress writes: each is made on the one before, so a write the SDK sends
    * again after a lost answer (it had landed) is not counted twice. Absent until the first.
    */
   pass?: number;
+}
+
+/** A redrive (operations/redrive.ts). */
+export interface RedriveJob extends Job {
+  redrive_id: string;
+  filter: RedriveFilterSpec;
+  moved: number;
+  remaining: number;
+  /** Only messages dead by then: a message that dies again after its redrive is not taken twice. */
+  dead_until: number;
+  /** The DLQ index position already examined. */
+  cursor?: string;
+  /**
+   * The batch a pass is moving, saved before it moves: a pass that stops before it saves what
+   * moved leaves the next one to count it (a moved message's entry is past the one named here).
+   */
+  pending?: { id: string; entry: number }[];
+}
+
+/** A replay (operations/replay.ts). */
+export interface ReplayJob extends Job {
+  replay_id: string;
+  /** The window of arrival times (epoch ms), `to` no later than the job's start. */
+  from: number;
+  to: number;
+  filter: ReplayFilterSpec;
+  /** Copies appended, and records of the window read (matching or not). */
+  replayed: number;
+  scanned: number;
+  /** The stream's shards when the job started, and for each the last record it is past. */
+  shards: string[];
+  cursors: Record<string, string>;
+  /** Shards read through the window's end. */
+  finished: string[];
 }
 
 /** What one progress write does: counts added, fields set and removed. */
@@ -35,6 +78,25 @@ export interface JobKind<J extends Job> {
   /** The index partition of the queue's running jobs of this kind. */
   running: (queue: string) => string;
   id: (job: J) => string;
+}
+
+const KINDS: { redrive: JobKind<RedriveJob>; replay: JobKind<ReplayJob> } = {
+  redrive: { noun: 'redrive', key: redriveKey, running: gsi.redrives, id: (job) => job.redrive_id },
+  replay: { noun: 'replay', key: replayKey, running: gsi.replays, id: (job) => job.replay_id },
+};
+
+export type RedriveJobs = JobStore<RedriveJob>;
+export type ReplayJobs = JobStore<ReplayJob>;
+
+/** The table's stores of each kind of job. */
+export function jobStores(
+  doc: DocumentClient,
+  table: string,
+): { redrives: RedriveJobs; replays: ReplayJobs } {
+  return {
+    redrives: new JobStore(doc, table, KINDS.redrive),
+    replays: new JobStore(doc, table, KINDS.replay),
+  };
 }
 
 export class JobStore<J extends Job> {

@@ -6,7 +6,7 @@ import type { ExpiryWatch } from './expiry-watch.js';
 
 export interface GaugesDeps {
   tenant: TenantConfig;
-  services: Pick<Services, 'storage' | 'operations' | 'samples'>;
+  services: Pick<Services, 'storage' | 'stats' | 'samples'>;
   expiryWatch: Pick<ExpiryWatch, 'check'>;
   metrics: Metrics;
 }
@@ -29,7 +29,7 @@ export class Gauges {
       // Counted into the totals first, published as this interval's new ones (the alarm clears after).
       const expired = await this.deps.expiryWatch.check(queue, queueConfig);
       const expiredTotal = [...expired.values()].reduce((a, n) => a + n, 0);
-      const s = await services.operations.stats(queue, queueConfig, { keepMarks: true });
+      const s = await services.stats.queue(queue, queueConfig, { keepMarks: true });
       // The stats' drain rates come from these, a gauge interval apart (none for an unused queue).
       if (s.produced_total || s.acked_total)
         await services.samples.record(queue, {
@@ -50,7 +50,7 @@ export class Gauges {
       });
       for (const consumer of queueConfig.consumers) {
         const namespace = consumerNamespace(queue, consumer.name);
-        const c = await services.operations.consumerStats(namespace, { keepMarks: true });
+        const c = await services.stats.consumer(namespace, { keepMarks: true });
         publishGauges(metrics, namespace, {
           in_flight: c.in_flight,
           delayed: c.delayed,

@@ -77,7 +77,7 @@ function envelopeOf(id: string, payload: unknown = {}): Envelope {
  */
 async function sequences(count: number): Promise<string[]> {
   // No retry of an earlier test may land in the log after these (it would pass them over).
-  await until(async () => (await services().operations.consumerStats(NS)).delayed === 0);
+  await until(async () => (await services().stats.consumer(NS)).delayed === 0);
   await t.runtime.eventSource.drained(10_000);
   const real = BigInt((await t.records('events')).at(-1)?.sequenceNumber ?? '0');
   const from = real > lastMadeUp ? real : lastMadeUp;
@@ -116,7 +116,7 @@ describe('a Lambda consumer on an unordered queue', () => {
       ).toEqual([1]);
     }
     expect(callsOf(poison).map((c) => c.attempt)).toEqual([1, 2, 3]);
-    const dead = await services().operations.dlqGet(NS, eventsConfig(), poison);
+    const dead = await services().deadLetters.get(NS, eventsConfig(), poison);
     expect(dead.attempts.map((a) => [a.attempt, a.reason, a.error])).toEqual([
       [1, 'nack', `poison ${poison}`],
       [2, 'nack', `poison ${poison}`],
@@ -180,7 +180,7 @@ describe('a Lambda consumer on an unordered queue', () => {
   it('dead-letters a NonRetryableError at once', async () => {
     await queueApi(t, 'events').produce([{ message_id: 'c-1', payload: { fatal: true } }]);
     await until(async () => (await stateOf('c-1')) === 'dead');
-    const dead = await services().operations.dlqGet(NS, eventsConfig(), 'c-1');
+    const dead = await services().deadLetters.get(NS, eventsConfig(), 'c-1');
     expect(dead.attempts.map((a) => [a.attempt, a.reason, a.error])).toEqual([
       [1, 'non_retryable', 'cannot handle this one'],
     ]);
@@ -274,7 +274,7 @@ describe('a Lambda consumer on an unordered queue', () => {
     // The event source retries it: taken over, handled again (at least once), and acked.
     await until(async () => (await stateOf('q-1')) === 'acked');
     expect(callsOf('q-1').length).toBeGreaterThanOrEqual(2);
-    await until(async () => (await services().operations.consumerStats(NS)).in_flight === 0, 5000);
+    await until(async () => (await services().stats.consumer(NS)).in_flight === 0, 5000);
   }, 60_000);
 
   it("counts what each invocation did, under the consumer's namespace", async () => {

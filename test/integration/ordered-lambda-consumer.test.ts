@@ -140,7 +140,7 @@ describe('an ordered queue with a Lambda consumer', () => {
       [3, false],
     ]);
     expect(calls.some((c) => ['p-3', 'p-4', 's-3', 's-4'].includes(c.message_id))).toBe(false);
-    const parked = await services().operations.parkedKeys(NS);
+    const parked = await services().parkedKeys.list(NS);
     expect(parked.map((k) => [k.key, k.dead_message_id]).sort()).toEqual([
       ['p', 'p-2'],
       ['s', 's-2'],
@@ -158,7 +158,7 @@ describe('an ordered queue with a Lambda consumer', () => {
     expect(calls.some((c) => c.message_id === 'p-5')).toBe(false);
 
     // Skip: the held messages come back through the log, in their order.
-    const skipped = await services().operations.skipKey(NS, 'p', 'poison', 'tester');
+    const skipped = await services().parkedKeys.skip(NS, 'p', 'poison', 'tester');
     expect(skipped.released).toBe(3);
     await until(() => allIn(['p-3', 'p-4', 'p-5'], 'acked'));
     expect(callOrderByKey(calls).get('p')).toEqual([1, 2, 2, 2, 3, 4, 5]);
@@ -263,7 +263,7 @@ describe('an ordered queue with a Lambda consumer', () => {
     ).toHaveLength(1);
     await until(() => allIn(['u-1', 'u-2', 'u-3'], 'acked'));
     expect(callOrderByKey(calls).get('u')).toEqual([1, 1, 1, 1, 2, 3]);
-    expect(await services().operations.parkedKeys(NS)).toEqual([]);
+    expect(await services().parkedKeys.list(NS)).toEqual([]);
     expect(peak.perKey).toBe(1);
     healed.clear();
   });

@@ -24,7 +24,7 @@ describe('a stuck ordered shard', () => {
     const q = queueApi(t, 'ledger');
     const config = t.runtime.config.tenant.queues.ledger;
     if (!config) throw new Error('queue missing');
-    const sweep = buildServices(t.runtime.config, t.runtime.clients).operations;
+    const sweep = buildServices(t.runtime.config, t.runtime.clients).stats;
     // Two keys: find two that land on different shards.
     await q.produce(
       Array.from({ length: 8 }, (_, i) => ({ message_id: `m-${i}`, key: `k-${i}`, payload: i })),
@@ -41,7 +41,7 @@ describe('a stuck ordered shard', () => {
     // The poison head stays leased; everything else is handled.
     await q.ack(got.filter((m) => m !== stuck).map((m) => m.receipt));
 
-    expect((await sweep.stats('ledger', config, { keepMarks: true })).commit_stalled_seconds).toBe(0);
+    expect((await sweep.queue('ledger', config, { keepMarks: true })).commit_stalled_seconds).toBe(0);
     await sleep(2100);
     const stats = await q.stats();
     expect(stats.commit_stalled_seconds_by_shard[stuckShard]).toBeGreaterThanOrEqual(2);
@@ -58,7 +58,7 @@ describe('a stuck ordered shard', () => {
       { message_id: 'b-2', key: 'later', payload: 2 },
     ]);
     const first = await q.receiveAll(1, 10_000);
-    await sweep.stats('ledger', config, { keepMarks: true });
+    await sweep.queue('ledger', config, { keepMarks: true });
     await sleep(1100);
     await q.ack(first.map((m) => m.receipt));
     const second = await q.receiveAll(1, 10_000);

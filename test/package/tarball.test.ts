@@ -279,7 +279,7 @@ console.log(JSON.stringify({
         `
 import { App, Stack } from 'aws-cdk-lib';
 import { LeaseqTenant, type LeaseqTenantConfig } from 'leaseq/cdk';
-import { LeaseqClient, type ProduceMessage } from 'leaseq/client';
+import { LeaseqClient, type ProduceMessage, type ReceivedMessage } from 'leaseq/client';
 import { type LeaseqMessage, leaseqConsumer } from 'leaseq/consumer';
 
 const config: LeaseqTenantConfig = { tenant: 'orders', queues: { jobs: { shards: 1 } } };
@@ -293,6 +293,10 @@ export const handler = leaseqConsumer(async (m: LeaseqMessage) => void m.message
 export const typo: LeaseqTenantConfig = { tenant: 'orders', queues: { jobs: { shardz: 1 } } };
 // @ts-expect-error produce takes an array of messages
 export const one = client.produce('jobs', message);
+// The client's types are inferred from the wire's schemas (zod's types), and they resolve here.
+export const received = (m: ReceivedMessage<{ total: number }>): number => m.payload.total + m.attempt;
+// @ts-expect-error a delivery's replay_id is a string
+export const replayId = (m: ReceivedMessage): number | undefined => m.replay_id;
 `,
       );
       const tsc = await run(process.execPath, [join(REPO, 'node_modules/typescript/bin/tsc'), '-p', project]);

@@ -32,4 +32,38 @@ describe('the OpenAPI document', () => {
     expect(doc.paths['/health'].get.security).toEqual([]);
     expect(doc.components.schemas.Error.properties.error.properties.code.enum).toEqual([...ERROR_CODES]);
   });
+
+  it('documents the answers from the same wire schemas: every field a delivery carries, and each body', () => {
+    const doc = JSON.parse(openApiText());
+    const answer = (path: string, method: string, status: string) =>
+      doc.paths[path][method].responses[status].content?.['application/json'].schema;
+    const delivery = answer('/queues/{queue}/receive', 'post', '200').properties.messages.items;
+    expect(Object.keys(delivery.properties).sort()).toEqual(
+      [
+        'attempt',
+        'attributes',
+        'enqueued_at',
+        'headers',
+        'key',
+        'lease_expires_at',
+        'message_id',
+        'payload',
+        'receipt',
+        'replay_id',
+        'schema_ref',
+        'traceparent',
+      ].sort(),
+    );
+    // An answer may gain a field: its objects do not forbid others.
+    expect(delivery.additionalProperties).toBeUndefined();
+    expect(answer('/queues/{queue}/stats', 'get', '200').anyOf).toHaveLength(2);
+    for (const [path, ops] of Object.entries(
+      doc.paths as Record<string, Record<string, { responses: object }>>,
+    ))
+      for (const [method, op] of Object.entries(ops)) {
+        const [status] = Object.keys(op.responses);
+        if (status === '204' || path === '/openapi.json') continue;
+        expect(answer(path, method, status as string), `${method} ${path}`).toBeDefined();
+      }
+  });
 });

@@ -1,13 +1,13 @@
-import { json, noContent, parseBody } from '../http.js';
-import { ackReceipts, extendLease, nackReceipt, receiveMessages } from '../queue-calls.js';
-import { queueRoute } from '../route.js';
 import {
   ackRequestSchema,
   cancelReceiveSchema,
   extendRequestSchema,
   nackRequestSchema,
   receiveRequestSchema,
-} from '../schemas.js';
+} from '../../wire/requests.js';
+import { json, noContent, parseBody } from '../http.js';
+import { ackReceipts, extendLease, nackReceipt, receiveMessages } from '../queue-calls.js';
+import { queueRoute } from '../route.js';
 
 export const receiveRoute = queueRoute('POST', '/queues/{queue}/receive', 'consume', async (req) =>
   json(200, { messages: await receiveMessages(req, parseBody(req.event, receiveRequestSchema)) }),

@@ -1,6 +1,6 @@
+import { createKeySchema, createSqsCredentialsSchema } from '../../wire/requests.js';
 import { json, noContent, PARAM, parseBody, pathParam } from '../http.js';
 import { tenantRoute } from '../route.js';
-import { createKeySchema, createSqsCredentialsSchema } from '../schemas.js';
 
 export const createKeyRoute = tenantRoute('POST', '/keys', async (req) => {
   const { name, scopes, rate_limits, sqs_credentials } = parseBody(req.event, createKeySchema);

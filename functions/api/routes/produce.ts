@@ -1,8 +1,8 @@
 import { InvalidRequestError } from '../../core/errors.js';
+import { produceRequestSchema, traceparentSchema } from '../../wire/requests.js';
 import { json, parseBody } from '../http.js';
 import { produceMessages } from '../queue-calls.js';
 import { queueRoute } from '../route.js';
-import { produceRequestSchema, traceparentSchema } from '../schemas.js';
 
 export const produceRoute = queueRoute('POST', '/queues/{queue}/messages', 'produce', async (req) => {
   const { messages } = parseBody(req.event, produceRequestSchema);

@@ -1,13 +1,21 @@
 import * as z from 'zod/mini';
-import { SCOPE, SCOPE_MESSAGE } from '../core/auth.js';
-import { consumerNameSchema, rateLimitsSchema } from '../core/config.js';
-import { attributesSchema, MESSAGE_ID, type MessageAttributes, TRACEPARENT } from '../core/envelope.js';
 import { intIn } from '../core/zod-mini.js';
+import {
+  attributesSchema,
+  consumerNameSchema,
+  MESSAGE_ID,
+  rateLimitsSchema,
+  SCOPE,
+  SCOPE_MESSAGE,
+  TRACEPARENT,
+} from './fields.js';
 
 /**
- * Request bodies of the HTTP API (docs/contract.md, docs/http-api.md), validated at the edge. Types come from here. Each is
- * `z.lazy`, built by its route's first request: a function instance builds the schemas of the
- * routes it serves, not all of them at init.
+ * Request bodies and queries of the HTTP API (docs/contract.md, docs/http-api.md): the API
+ * validates with them, the services and the client take their types from them (the client's
+ * `z.input`: what a caller may send, fields with defaults optional). Each is `z.lazy`, built by its route's
+ * first request: a function instance builds the schemas of the routes it serves, not all of them
+ * at init.
  */
 
 export const MAX_BODY_BYTES = 5 * 1024 * 1024;
@@ -43,16 +51,11 @@ export const produceRequestSchema = z.lazy(() =>
   }),
 );
 
+/** A message as the producer reads it, defaults applied. */
 export type ProduceMessage = z.infer<typeof produceMessageSchema>;
+/** A message as a caller may send it. */
+export type ProduceMessageInput = z.input<typeof produceMessageSchema>;
 export type ProduceRequest = z.infer<typeof produceRequestSchema>;
-
-export type ProduceStatus = 'accepted' | 'duplicate' | 'failed';
-
-export interface ProduceResult {
-  message_id: string;
-  status: ProduceStatus;
-  error?: { code: string; message: string; retryable: boolean };
-}
 
 const pollIdSchema = z.string().check(z.regex(/^[A-Za-z0-9_-]{8,64}$/, 'poll_id is 8-64 of [A-Za-z0-9_-]'));
 const receiptSchema = z.string().check(z.minLength(1), z.maxLength(1024));
@@ -108,26 +111,11 @@ export const extendRequestSchema = z.lazy(() =>
 );
 
 export type ReceiveRequest = z.infer<typeof receiveRequestSchema>;
+export type ReceiveRequestInput = z.input<typeof receiveRequestSchema>;
 export type AckRequest = z.infer<typeof ackRequestSchema>;
 export type NackRequest = z.infer<typeof nackRequestSchema>;
+export type NackRequestInput = z.input<typeof nackRequestSchema>;
 export type ExtendRequest = z.infer<typeof extendRequestSchema>;
-
-export interface DeliveredMessage {
-  message_id: string;
-  receipt: string;
-  key: string | null;
-  payload: unknown;
-  headers: Record<string, string>;
-  attempt: number;
-  enqueued_at: string;
-  lease_expires_at: string;
-  attributes?: MessageAttributes;
-  schema_ref?: string;
-  traceparent?: string;
-  replay_id?: string;
-}
-
-export type AckStatus = 'acked' | 'stale_receipt' | 'invalid_receipt';
 
 /**
  * `?consumer=` on the operations routes: the state of one of the queue's Lambda consumers
@@ -218,3 +206,10 @@ export const createKeySchema = z.lazy(() =>
 
 /** POST /keys/{name}/sqs-credentials takes no options yet; a body, when sent, is an empty object. */
 export const createSqsCredentialsSchema = z.lazy(() => z.strictObject({}));
+
+export type ConsumerQuery = z.infer<typeof consumerQuerySchema>;
+export type DlqListQuery = z.infer<typeof dlqListQuerySchema>;
+export type RedriveRequestInput = z.input<typeof redriveRequestSchema>;
+export type ReplayRequestInput = z.input<typeof replayRequestSchema>;
+export type AuditQuery = z.infer<typeof auditQuerySchema>;
+export type CreateKeyRequestInput = z.input<typeof createKeySchema>;
