@@ -3,6 +3,7 @@
 export { type CallOptions, LeaseqClient, type LeaseqClientOptions, type OperationOptions } from './client.js';
 export * from './errors.js';
 export { AdaptiveLimit, isOverload, type LimitOptions, type LimitStats } from './limiter.js';
+export type { QueueSlots, SlotOptions } from './slots.js';
 export type * from './types.js';
 export {
   type BatchContext,
@@ -10,6 +11,7 @@ export {
   type BatchItemFailure,
   type Handler,
   type HandlerContext,
+  type QueueOptions,
   Worker,
   type WorkerHooks,
   type WorkerOptions,

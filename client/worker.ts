@@ -4,6 +4,7 @@ import { NonRetryableError, RetryAfterError, StaleReceiptError } from './errors.
 import { MessageLease } from './lease.js';
 import { AdaptiveLimit, isOverload, type LimitOptions, type LimitStats } from './limiter.js';
 import { backoffMs, sleep } from './retry.js';
+import { type QueueSlots, type SlotOptions, SlotShare } from './slots.js';
 import type { AckStatus, ExtendResult, ReceivedMessage } from './types.js';
 
 /**
@@ -11,7 +12,8 @@ import type { AckStatus, ExtendResult, ReceivedMessage } from './types.js';
  * it has free handler slots, runs each handler with heartbeats that keep its lease, acks
  * what returned and nacks what threw. Transient errors back off; the loop never dies.
  * With a batch handler instead, each slot takes up to `batchSize` messages at once (one bulk
- * write for all of them, say) and says which of them failed.
+ * write for all of them, say) and says which of them failed. One Worker may serve several queues,
+ * dividing its slots among them by weight (slots.ts).
  */
 
 export interface HandlerContext {
@@ -52,24 +54,40 @@ export type BatchHandler<T> = (
 
 export type WorkerPhase = 'receive' | 'handler' | 'heartbeat' | 'ack' | 'nack' | 'release';
 
-export interface WorkerOptions<T> {
-  client: LeaseqClient;
-  queue: string;
+/** How a Worker serves one queue: its handler, and its part of the Worker's slots (slots.ts). */
+export interface QueueOptions<T = unknown> extends SlotOptions {
   /** Handles one message; or give `batchHandler` instead. */
   handler?: Handler<T>;
   /** Handles up to `batchSize` messages at once; or give `handler` instead. */
   batchHandler?: BatchHandler<T>;
   /** Messages a batch handler takes at most (one receive), 1-100; default 10. */
   batchSize?: number;
-  /** Handlers (or batches) running at once; default 4 (1 for batches). */
-  concurrency?: number;
   /** Lease asked for on receive; default the queue's. */
   leaseSeconds?: number;
+  consumerId?: string;
+  /**
+   * The Worker's `limits` its handlers call; default all of them. While one of them is full, the
+   * Worker fetches nothing more for this queue.
+   */
+  uses?: readonly string[];
+}
+
+export interface WorkerOptions<T> extends Omit<QueueOptions<T>, keyof SlotOptions | 'uses'> {
+  client: LeaseqClient;
+  /** The queue it serves, with `handler` or `batchHandler`; or give `queues` instead. */
+  queue?: string;
+  /**
+   * Several queues it serves, by name, each with its handler and its weight, min and max of the
+   * Worker's slots; or give `queue` instead.
+   */
+  // biome-ignore lint/suspicious/noExplicitAny: each queue's handler has its own payload type.
+  queues?: Record<string, QueueOptions<any>>;
+  /** Handlers (or batches) running at once, over all its queues; default 4 (1 for one queue's batches). */
+  concurrency?: number;
   /** Extend each lease every lease/3 while its handler runs; default true. */
   heartbeat?: boolean;
   /** Long-poll wait of each receive, 0-20; default 20. */
   waitSeconds?: number;
-  consumerId?: string;
   /**
    * The dependencies its handlers call through `ctx.call`, each with an adaptive concurrency
    * limit (limiter.ts): options, or an AdaptiveLimit shared with the Workers of other queues whose
@@ -77,30 +95,52 @@ export interface WorkerOptions<T> {
    */
   limits?: Record<string, LimitOptions | AdaptiveLimit>;
   /** Every error the worker handled (a failed handler was nacked); default console.error. */
-  onError?: (err: unknown, context: { phase: WorkerPhase; message?: ReceivedMessage<T> }) => void;
+  onError?: (
+    err: unknown,
+    context: { phase: WorkerPhase; queue?: string; message?: ReceivedMessage<T> },
+  ) => void;
   /** What a service may log or count, as sqs-consumer's events offer it. A hook that throws is ignored. */
   on?: WorkerHooks<T>;
 }
 
 export interface WorkerHooks<T> {
   /** The handler returned and the message was acked; `ms` is the handler's (or its batch's) time. */
-  processed?: (message: ReceivedMessage<T>, ms: number) => void;
+  processed?: (message: ReceivedMessage<T>, ms: number, queue: string) => void;
   /** The handler threw and the message was nacked (retried, or dead-lettered). */
-  failed?: (message: ReceivedMessage<T>, err: unknown) => void;
+  failed?: (message: ReceivedMessage<T>, err: unknown, queue: string) => void;
   /** A long poll ended with nothing. */
-  empty?: () => void;
+  empty?: (queue: string) => void;
   /**
    * The handler met an overloaded dependency (a throttling answer, a RetryAfterError): the message
    * was given back for later without using an attempt.
    */
-  throttled?: (message: ReceivedMessage<T>, err: unknown) => void;
+  throttled?: (message: ReceivedMessage<T>, err: unknown, queue: string) => void;
   /** A dependency's limit changed. */
   limit?: (dependency: string, stats: LimitStats) => void;
+  /** A queue's share of the slots changed: it became empty, or had work again. */
+  slots?: (queue: string, stats: QueueSlots) => void;
   /** stop() finished: nothing runs and nothing is held any more. */
   stopped?: () => void;
 }
 
+/** One queue a Worker serves, and its long poll. */
+interface Lane<T> {
+  queue: string;
+  options: QueueOptions<T>;
+  /** Messages one handler call takes: 1, or a batch handler's batch size. */
+  batchSize: number;
+  limits: AdaptiveLimit[];
+  acks: AckBatcher;
+  loop?: Promise<void>;
+  pollStartedAt?: number;
+  /** The long poll in progress: its id names it to the server, its controller drops the request. */
+  currentPoll?: { id: string; abort: AbortController };
+  /** Until then an abandoned long poll may still lease messages on the server. */
+  abandonedPollUntil: number;
+}
+
 interface Job<T> {
+  lane: Lane<T>;
   message: ReceivedMessage<T>;
   lease: MessageLease;
   /** The handler returned or threw; only the ack or nack is left. */
@@ -118,10 +158,11 @@ const MAX_RETRY_AFTER_SECONDS = 12 * 3600;
 const OVERLOAD_RETRY_SECONDS = 1;
 
 export interface WorkerStats {
-  queue: string;
   concurrency: number;
   /** Handler calls running. */
   running: number;
+  /** Each queue's slots: its weight, share and running handler calls. */
+  queues: Record<string, QueueSlots>;
   limits: Record<string, LimitStats>;
 }
 
@@ -133,34 +174,26 @@ function retryAfterSeconds(seconds: number): number | undefined {
 
 export class Worker<T = unknown> {
   private readonly concurrency: number;
-  /** Messages one handler call takes: 1, or a batch handler's batch size. */
-  private readonly batchSize: number;
-  /** Handler calls running: a job each, or a batch of jobs each. */
-  private running = 0;
   private readonly waitSeconds: number;
   private readonly limits: ReadonlyMap<string, AdaptiveLimit>;
+  private readonly slots: SlotShare;
+  private readonly lanes: Lane<T>[];
   private readonly unsubscribe: (() => void)[] = [];
   private readonly jobs = new Set<Job<T>>();
   private readonly releases = new Set<Promise<void>>();
-  private readonly acks: AckBatcher;
   /** Stop was asked: no new poll starts. */
   private readonly halting = new AbortController();
   /** The stop's deadline passed: the receive still waiting is abandoned. */
   private readonly polling = new AbortController();
-  private loop: Promise<void> | undefined;
+  private started = false;
   private stopping: Promise<void> | undefined;
-  private wake: (() => void) | undefined;
-  private pollStartedAt: number | undefined;
-  /** The long poll in progress: its id names it to the server, its controller drops the request. */
-  private currentPoll: { id: string; abort: AbortController } | undefined;
-  /** Until then an abandoned long poll may still lease messages on the server. */
-  private abandonedPollUntil = 0;
+  /** Loops waiting for room: each wakes when a handler ends or a limit changes. */
+  private readonly waiting = new Set<() => void>();
 
   constructor(private readonly options: WorkerOptions<T>) {
-    if (!options.handler === !options.batchHandler)
-      throw new TypeError('a Worker takes a handler or a batchHandler: one of them');
-    this.concurrency = Math.max(1, options.concurrency ?? (options.batchHandler ? 1 : 4));
-    this.batchSize = options.batchHandler ? Math.min(100, Math.max(1, options.batchSize ?? 10)) : 1;
+    const queues = lanesOf(options);
+    const batchesOnly = Object.values(queues).every((q) => q.batchHandler);
+    this.concurrency = Math.max(1, options.concurrency ?? (batchesOnly ? 1 : 4));
     this.waitSeconds = options.waitSeconds ?? 20;
     this.limits = new Map(
       Object.entries(options.limits ?? {}).map(([name, limit]) => [
@@ -168,37 +201,52 @@ export class Worker<T = unknown> {
         limit instanceof AdaptiveLimit ? limit : new AdaptiveLimit(limit),
       ]),
     );
-    this.acks = new AckBatcher((receipts) => options.client.ack(options.queue, receipts));
+    this.slots = new SlotShare(this.concurrency);
+    this.lanes = Object.entries(queues).map(([queue, q]) => {
+      if (!q.handler === !q.batchHandler)
+        throw new TypeError(`a Worker takes a handler or a batchHandler for ${queue}: one of them`);
+      this.slots.add(queue, q);
+      const uses = q.uses ?? [...this.limits.keys()];
+      return {
+        queue,
+        options: q,
+        batchSize: q.batchHandler ? Math.min(100, Math.max(1, q.batchSize ?? 10)) : 1,
+        limits: uses.map((name) => this.limitOf(name, queue)),
+        acks: new AckBatcher((receipts) => options.client.ack(queue, receipts)),
+        abandonedPollUntil: 0,
+      };
+    });
   }
 
   start(): void {
-    if (this.loop) throw new Error('this worker was already started');
+    if (this.started) throw new Error('this worker was already started');
+    this.started = true;
     for (const [name, limit] of this.limits)
       this.unsubscribe.push(
         limit.onChange((stats) => {
           this.hook('limit', name, stats);
-          // A limit that grew may let the loop fetch again.
-          this.wake?.();
+          // A limit that grew may let a loop fetch again.
+          this.wakeAll();
         }),
       );
-    this.loop = this.poll();
+    for (const lane of this.lanes) lane.loop = this.poll(lane);
   }
 
-  /** What runs now, and each dependency's limit. */
+  /** What runs now: each queue's slots, and each dependency's limit. */
   stats(): WorkerStats {
     return {
-      queue: this.options.queue,
       concurrency: this.concurrency,
-      running: this.running,
+      running: this.slots.running,
+      queues: Object.fromEntries(this.lanes.map(({ queue }) => [queue, this.slots.stats(queue)])),
       limits: Object.fromEntries([...this.limits].map(([name, limit]) => [name, limit.stats()])),
     };
   }
 
   /**
-   * Starts no new poll and waits up to `timeoutMs` for the receive in progress (whose messages
+   * Starts no new poll and waits up to `timeoutMs` for the receives in progress (whose messages
    * are handled like the others) and the running handlers, acking what finishes. Then it
    * aborts the rest and releases their messages with a nack, so another consumer can take
-   * them at once. An idle worker therefore stops when its long poll ends (`waitSeconds`): the
+   * them at once. An idle worker therefore stops when its long polls end (`waitSeconds`): the
    * server cannot tell that a caller went away, and a poll abandoned earlier would lease
    * messages that arrive during the rest of its wait to nobody until their lease expires.
    */
@@ -207,49 +255,77 @@ export class Worker<T = unknown> {
     return this.stopping;
   }
 
-  private async poll(): Promise<void> {
+  private async poll(lane: Lane<T>): Promise<void> {
     for (let failures = 0; !this.halting.signal.aborted; ) {
-      const free = this.room() * this.batchSize;
-      if (free <= 0) {
-        await new Promise<void>((resolve) => {
-          this.wake = resolve;
-        });
+      const room = this.room(lane);
+      // An empty queue with no room keeps a receive of one message open, so it sees work arrive.
+      const probe = room <= 0 && this.slots.stats(lane.queue).empty && !this.limitFull(lane);
+      if (room <= 0 && !probe) {
+        await new Promise<void>((resolve) => this.waiting.add(resolve));
         continue;
       }
       let messages: ReceivedMessage<T>[];
       try {
-        messages = await this.receive(free);
+        messages = await this.receive(lane, probe ? 1 : room * lane.batchSize);
         failures = 0;
       } catch (err) {
         // Stopping: the poll was called off (or abandoned), not failed.
         if (this.polling.signal.aborted || this.halting.signal.aborted) break;
-        this.report(err, 'receive');
+        this.report(err, 'receive', lane.queue);
         await sleep(backoffMs({ maxRetries: 0, baseMs: 1000 }, failures++, err), this.halting.signal);
         continue;
       }
-      if (!messages.length) this.hook('empty');
-      // What a limit that shrank during the poll cannot start now goes back, no attempt used.
-      const startable = this.polling.signal.aborted ? 0 : Math.max(0, this.room()) * this.batchSize;
-      for (const message of messages.splice(startable)) this.release(message);
+      this.received(lane, messages.length);
+      // What cannot start now (a limit shrank, another queue took the slots) goes back, no attempt used.
+      const startable = this.polling.signal.aborted ? 0 : this.room(lane) * lane.batchSize;
+      for (const message of messages.splice(startable)) this.release(lane, message);
       // Past the stop's deadline there is no time left to handle them: hand them back.
-      if (this.polling.signal.aborted) for (const message of messages) this.release(message);
+      if (this.polling.signal.aborted) for (const message of messages) this.release(lane, message);
       // An ordered queue's per-key batch: the key's messages one after another in one slot.
-      else if (!this.options.batchHandler) for (const group of byKey(messages)) this.run(group);
+      else if (!lane.options.batchHandler) for (const group of byKey(messages)) this.run(lane, group);
       else
-        for (let i = 0; i < messages.length; i += this.batchSize)
-          this.run(messages.slice(i, i + this.batchSize));
+        for (let i = 0; i < messages.length; i += lane.batchSize)
+          this.run(lane, messages.slice(i, i + lane.batchSize));
     }
   }
 
+  /** A receive of the lane's queue ended: an empty one gives its share to the other queues. */
+  private received(lane: Lane<T>, count: number): void {
+    if (!count) this.hook('empty', lane.queue);
+    const was = this.slots.stats(lane.queue).empty;
+    this.slots.received(lane.queue, count);
+    if (was === !count) return;
+    // Every queue's share changed.
+    for (const { queue } of this.lanes) this.hook('slots', queue, this.slots.stats(queue));
+    this.wakeAll();
+  }
+
   /**
-   * Handler calls it may start now: its concurrency, and no more than any dependency's limit (and
-   * none while calls wait for one of them).
+   * Handler calls the lane may start now: its room among the Worker's queues (slots.ts), and no
+   * more than any dependency it uses allows (none while calls wait for one of them).
    */
-  private room(): number {
-    let room = this.concurrency - this.running;
-    for (const limit of this.limits.values())
-      room = Math.min(room, limit.limit - this.running, limit.waiting ? 0 : room);
-    return room;
+  private room(lane: Lane<T>): number {
+    let room = this.slots.room(lane.queue);
+    for (const limit of lane.limits) room = Math.min(room, limit.limit - this.usersRunning(limit));
+    return this.limitFull(lane) ? 0 : room;
+  }
+
+  private limitFull(lane: Lane<T>): boolean {
+    return lane.limits.some((limit) => limit.waiting > 0 || limit.limit <= this.usersRunning(limit));
+  }
+
+  /** Handler calls running of the queues whose handlers use `limit`. */
+  private usersRunning(limit: AdaptiveLimit): number {
+    let running = 0;
+    for (const lane of this.lanes)
+      if (lane.limits.includes(limit)) running += this.slots.stats(lane.queue).running;
+    return running;
+  }
+
+  private limitOf(name: string, queue: string): AdaptiveLimit {
+    const limit = this.limits.get(name);
+    if (!limit) throw new TypeError(`${queue} uses ${name}, which is not one of the Worker's limits`);
+    return limit;
   }
 
   /** Runs `fn` within a dependency's limit. */
@@ -260,74 +336,81 @@ export class Worker<T = unknown> {
     return limit.run(fn);
   }
 
-  private async receive(free: number): Promise<ReceivedMessage<T>[]> {
-    this.pollStartedAt = Date.now();
+  private wakeAll(): void {
+    const waiting = [...this.waiting];
+    this.waiting.clear();
+    for (const wake of waiting) wake();
+  }
+
+  private async receive(lane: Lane<T>, free: number): Promise<ReceivedMessage<T>[]> {
+    lane.pollStartedAt = Date.now();
     const poll = { id: `poll-${crypto.randomUUID()}`, abort: new AbortController() };
-    this.currentPoll = poll;
+    lane.currentPoll = poll;
+    const { leaseSeconds, consumerId } = lane.options;
     try {
       return await this.options.client.receive<T>(
-        this.options.queue,
+        lane.queue,
         {
-          max_messages: Math.min(free, this.batchSize === 1 ? 100 : this.batchSize),
+          max_messages: Math.min(free, lane.batchSize === 1 ? 100 : lane.batchSize),
           wait_seconds: this.waitSeconds,
           poll_id: poll.id,
-          ...(this.options.leaseSeconds !== undefined ? { lease_seconds: this.options.leaseSeconds } : {}),
-          ...(this.options.consumerId !== undefined ? { consumer_id: this.options.consumerId } : {}),
+          ...(leaseSeconds !== undefined ? { lease_seconds: leaseSeconds } : {}),
+          ...(consumerId !== undefined ? { consumer_id: consumerId } : {}),
         },
         { signal: AbortSignal.any([this.polling.signal, poll.abort.signal]) },
       );
     } finally {
-      this.pollStartedAt = undefined;
-      this.currentPoll = undefined;
+      lane.pollStartedAt = undefined;
+      lane.currentPoll = undefined;
     }
   }
 
   /**
-   * An idle worker's stop calls its long poll off rather than waiting it out: the server gives
-   * back what the poll leases from then on (no attempt used), and the request is dropped. Only
+   * An idle worker's stop calls its long polls off rather than waiting them out: the server gives
+   * back what a poll leases from then on (no attempt used), and the request is dropped. Only
    * an answer already on its way when the call-off lands is lost, its messages back after their
    * lease. If the call-off fails, the poll is waited out as before.
    */
-  private async callOffPoll(): Promise<void> {
-    const poll = this.currentPoll;
+  private async callOffPoll(lane: Lane<T>): Promise<void> {
+    const poll = lane.currentPoll;
     if (!poll) return;
     try {
-      await this.options.client.cancelReceive(this.options.queue, poll.id, { signal: this.polling.signal });
+      await this.options.client.cancelReceive(lane.queue, poll.id, { signal: this.polling.signal });
     } catch (err) {
-      this.report(err, 'receive');
+      this.report(err, 'receive', lane.queue);
       return;
     }
     poll.abort.abort(new Error('the worker stopped: its long poll was called off'));
   }
 
   /** One handler call: a message, or a batch of them; or a key's messages, one call each in turn. */
-  private run(messages: ReceivedMessage<T>[]): void {
+  private run(lane: Lane<T>, messages: ReceivedMessage<T>[]): void {
     const jobs = messages.map((message): Job<T> => {
       const lease = new MessageLease(message as ReceivedMessage<unknown>, {
         client: this.options.client,
-        queue: this.options.queue,
+        queue: lane.queue,
         heartbeat: this.options.heartbeat ?? true,
-        onHeartbeatError: (err) => this.report(err, 'heartbeat', message),
+        onHeartbeatError: (err) => this.report(err, 'heartbeat', lane.queue, message),
       });
-      return { message, lease, settled: false, released: false, done: Promise.resolve() };
+      return { lane, message, lease, settled: false, released: false, done: Promise.resolve() };
     });
     for (const job of jobs) this.jobs.add(job);
-    this.running++;
-    const processed = this.options.batchHandler
-      ? this.process(jobs).then(() => undefined)
-      : this.inTurn(jobs);
+    this.slots.started(lane.queue);
+    const processed = lane.options.batchHandler
+      ? this.process(lane, jobs).then(() => undefined)
+      : this.inTurn(lane, jobs);
     const done = processed.finally(() => {
       for (const job of jobs) this.jobs.delete(job);
-      this.running--;
-      this.wake?.();
+      this.slots.finished(lane.queue);
+      this.wakeAll();
     });
     for (const job of jobs) job.done = done;
   }
 
   /** Answers whether every message of `jobs` was handled and acked. */
-  private async process(jobs: Job<T>[]): Promise<boolean> {
+  private async process(lane: Lane<T>, jobs: Job<T>[]): Promise<boolean> {
     const started = Date.now();
-    const failures = await this.handle(jobs);
+    const failures = await this.handle(lane, jobs);
     const ms = Date.now() - started;
     const settled = await Promise.all(
       jobs.map((job) => {
@@ -344,37 +427,32 @@ export class Worker<T = unknown> {
    * one before is acked: one that fails, is lost or is stopped gives the rest back, since nothing
    * of the key may be handled before its retry.
    */
-  private async inTurn(jobs: Job<T>[]): Promise<void> {
+  private async inTurn(lane: Lane<T>, jobs: Job<T>[]): Promise<void> {
     for (const [i, job] of jobs.entries()) {
-      if (!this.halting.signal.aborted && (await this.process([job]))) continue;
+      if (!this.halting.signal.aborted && (await this.process(lane, [job]))) continue;
       for (const rest of jobs.slice(i + 1)) {
         rest.settled = true;
         rest.released = true;
         rest.lease.stop();
-        this.release(rest.message);
+        this.release(lane, rest.message);
       }
       return;
     }
   }
 
   /** Runs the handler: what failed, each with its error. */
-  private async handle(jobs: Job<T>[]): Promise<Map<ReceivedMessage<T>, { err: unknown }>> {
-    const { handler, batchHandler } = this.options;
+  private async handle(lane: Lane<T>, jobs: Job<T>[]): Promise<Map<ReceivedMessage<T>, { err: unknown }>> {
+    const { handler, batchHandler } = lane.options;
     const messages = jobs.map((job) => job.message);
+    const call = <R>(dependency: string, fn: () => Promise<R>) => this.call(dependency, fn);
     try {
       if (handler) {
         const [job] = jobs as [Job<T>];
-        await handler(job.message, {
-          signal: job.lease.signal,
-          extend: (s) => job.lease.extend(s),
-          call: (dependency, fn) => this.call(dependency, fn),
-        });
+        await handler(job.message, { signal: job.lease.signal, extend: (s) => job.lease.extend(s), call });
         return new Map();
       }
       const signal = AbortSignal.any(jobs.map((job) => job.lease.signal));
-      const failed =
-        (await batchHandler?.(messages, { signal, call: (dependency, fn) => this.call(dependency, fn) })) ??
-        [];
+      const failed = (await batchHandler?.(messages, { signal, call })) ?? [];
       return new Map(failed.map((f) => [f.message, { err: f.error }]));
     } catch (err) {
       return new Map(messages.map((m) => [m, { err }]));
@@ -383,82 +461,84 @@ export class Worker<T = unknown> {
 
   /** The ack of a message whose handler returned, or the nack of one that failed: whether it was acked. */
   private async settle(job: Job<T>, failure: { err: unknown } | undefined, ms: number): Promise<boolean> {
-    const { message } = job;
+    const { message, lane } = job;
+    const { queue } = lane;
     if (!failure) {
       try {
-        const status = await this.acks.ack(message.receipt);
-        if (status !== 'acked') this.report(lateAck(status), 'ack', message);
-        else this.hook('processed', message, ms);
+        const status = await lane.acks.ack(message.receipt);
+        if (status !== 'acked') this.report(lateAck(status), 'ack', queue, message);
+        else this.hook('processed', message, ms, queue);
         return status === 'acked';
       } catch (err) {
-        this.report(err, 'ack', message);
+        this.report(err, 'ack', queue, message);
         return false;
       }
     }
-    this.report(failure.err, 'handler', message);
+    this.report(failure.err, 'handler', queue, message);
     // An overloaded dependency is not the message's failure: back for later, no attempt used.
     if (isOverload(failure.err)) {
       const seconds = failure.err instanceof RetryAfterError ? failure.err.seconds : OVERLOAD_RETRY_SECONDS;
-      if (await this.giveBack(message, retryAfterSeconds(seconds) ?? OVERLOAD_RETRY_SECONDS))
-        this.hook('throttled', message, failure.err);
+      if (await this.giveBack(lane, message, retryAfterSeconds(seconds) ?? OVERLOAD_RETRY_SECONDS))
+        this.hook('throttled', message, failure.err, queue);
       return false;
     }
     const retryable = !(failure.err instanceof NonRetryableError);
     const retryAfter =
       failure.err instanceof RetryAfterError ? retryAfterSeconds(failure.err.seconds) : undefined;
     try {
-      await this.options.client.nack(this.options.queue, message.receipt, {
+      await this.options.client.nack(queue, message.receipt, {
         retryable,
         error: errorText(failure.err),
         ...(retryAfter !== undefined ? { retry_after_seconds: retryAfter } : {}),
       });
-      this.hook('failed', message, failure.err);
+      this.hook('failed', message, failure.err, queue);
     } catch (err) {
-      this.report(err, 'nack', message);
+      this.report(err, 'nack', queue, message);
     }
     return false;
   }
 
-  private release(message: ReceivedMessage<T>): void {
+  private release(lane: Lane<T>, message: ReceivedMessage<T>): void {
     // A released message is ready again at once, unless an abandoned long poll could still
     // take it: the server cannot tell that the poll's caller has gone.
-    const retryAfter = Math.max(0, Math.ceil((this.abandonedPollUntil - Date.now()) / 1000));
-    const released = this.giveBack(message, retryAfter).then(() => undefined);
+    const retryAfter = Math.max(0, Math.ceil((lane.abandonedPollUntil - Date.now()) / 1000));
+    const released = this.giveBack(lane, message, retryAfter).then(() => undefined);
     this.releases.add(released);
     released.finally(() => this.releases.delete(released));
   }
 
   /** Gives a message back without using an attempt, ready after `seconds`: whether it was. */
-  private async giveBack(message: ReceivedMessage<T>, seconds: number): Promise<boolean> {
+  private async giveBack(lane: Lane<T>, message: ReceivedMessage<T>, seconds: number): Promise<boolean> {
     try {
-      await this.options.client.nack(this.options.queue, message.receipt, {
+      await this.options.client.nack(lane.queue, message.receipt, {
         retry_after_seconds: seconds,
         release: true,
       });
       return true;
     } catch (err) {
-      if (!(err instanceof StaleReceiptError)) this.report(err, 'release', message);
+      if (!(err instanceof StaleReceiptError)) this.report(err, 'release', lane.queue, message);
       return false;
     }
   }
 
   private async shutdown(timeoutMs: number): Promise<void> {
     this.halting.abort();
-    this.wake?.();
-    if (this.running === 0) await this.callOffPoll();
+    this.wakeAll();
+    if (this.slots.running === 0) await Promise.all(this.lanes.map((lane) => this.callOffPoll(lane)));
+    const loops = () => Promise.all(this.lanes.map((lane) => lane.loop));
     const deadline = new AbortController();
     const drained = (async () => {
-      await this.loop;
+      await loops();
       await Promise.all([...this.jobs].map((job) => job.done));
     })();
     await Promise.race([drained, sleep(timeoutMs, deadline.signal)]);
     deadline.abort();
 
-    if (this.pollStartedAt !== undefined) {
-      this.abandonedPollUntil = this.pollStartedAt + this.waitSeconds * 1000;
-    }
+    for (const lane of this.lanes)
+      if (lane.pollStartedAt !== undefined)
+        lane.abandonedPollUntil = lane.pollStartedAt + this.waitSeconds * 1000;
     this.polling.abort(new Error('the worker stopped'));
-    await this.loop;
+    await loops();
     const settling: Promise<void>[] = [];
     for (const job of this.jobs) {
       // A job whose handler already returned only has its ack left: let it finish.
@@ -468,7 +548,7 @@ export class Worker<T = unknown> {
       }
       job.released = true;
       job.lease.abort(new Error('the worker stopped before the handler finished'));
-      this.release(job.message);
+      this.release(job.lane, job.message);
     }
     await Promise.all([...settling, ...this.releases]);
     for (const unsubscribe of this.unsubscribe.splice(0)) unsubscribe();
@@ -486,21 +566,40 @@ export class Worker<T = unknown> {
     }
   }
 
-  private report(err: unknown, phase: WorkerPhase, message?: ReceivedMessage<T>): void {
+  private report(err: unknown, phase: WorkerPhase, queue: string, message?: ReceivedMessage<T>): void {
     const { onError } = this.options;
     if (!onError) {
-      console.error(
-        `leaseq worker (${this.options.queue}) ${phase}${message ? ` ${message.message_id}` : ''}:`,
-        err,
-      );
+      console.error(`leaseq worker (${queue}) ${phase}${message ? ` ${message.message_id}` : ''}:`, err);
       return;
     }
     try {
-      onError(err, message ? { phase, message } : { phase });
+      onError(err, message ? { phase, queue, message } : { phase, queue });
     } catch {
       // A failing onError must not stop the loop; there is nobody left to tell.
     }
   }
+}
+
+/** The queues a Worker's options name: `queues`, or the one `queue` with the top-level handler. */
+function lanesOf<T>(options: WorkerOptions<T>): Record<string, QueueOptions<T>> {
+  if ((options.queue === undefined) === (options.queues === undefined))
+    throw new TypeError('a Worker takes a queue or queues: one of them');
+  if (options.queues) {
+    if (options.handler || options.batchHandler)
+      throw new TypeError("a Worker of several queues takes each queue's handler in `queues`");
+    if (!Object.keys(options.queues).length) throw new TypeError('a Worker takes at least one queue');
+    return options.queues;
+  }
+  const { handler, batchHandler, batchSize, leaseSeconds, consumerId } = options;
+  return {
+    [options.queue as string]: {
+      ...(handler ? { handler } : {}),
+      ...(batchHandler ? { batchHandler } : {}),
+      ...(batchSize !== undefined ? { batchSize } : {}),
+      ...(leaseSeconds !== undefined ? { leaseSeconds } : {}),
+      ...(consumerId !== undefined ? { consumerId } : {}),
+    },
+  };
 }
 
 /** An ack the server refused: for a stale receipt, another consumer may already have the message. */
