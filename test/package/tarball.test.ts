@@ -143,6 +143,8 @@ describe('the packed leaseq', () => {
         'bin/leaseq.mjs',
         'dist/client/index.js',
         'dist/client/index.d.ts',
+        'dist/client/testing/index.js',
+        'dist/client/testing/index.d.ts',
         'dist/functions/consumer/index.js',
         'dist/functions/consumer/index.d.ts',
         'dist/infra/leaseq-tenant.js',
@@ -215,6 +217,7 @@ import { App, Stack } from 'aws-cdk-lib';
 import { LeaseqTenant } from 'leaseq/cdk';
 import { LeaseqClient, Worker } from 'leaseq/client';
 import { leaseqConsumer, RetryAfterError } from 'leaseq/consumer';
+import { checkRedelivery } from 'leaseq/testing';
 
 const app = new App({ outdir: 'cdk.out' });
 const stack = new Stack(app, 'TeamStack');
@@ -237,7 +240,7 @@ const validators = assets.map((d) => statSync(join('cdk.out', d, 'payload-valida
 const kmsClients = assets.map((d) => statSync(join('cdk.out', d, 'kms-client.js')).size);
 const openApis = assets.map((d) => statSync(join('cdk.out', d, 'openapi.js')).size);
 console.log(JSON.stringify({
-  client: typeof LeaseqClient, worker: typeof Worker, consumer: typeof leaseqConsumer,
+  client: typeof LeaseqClient, worker: typeof Worker, consumer: typeof leaseqConsumer, testing: typeof checkRedelivery,
   retryAfter: new RetryAfterError(5) instanceof Error, queues: [...orders.queues.keys()],
   functions: functions.length, bundles, s3Clients, validators, kmsClients, openApis,
 }));
@@ -251,6 +254,7 @@ console.log(JSON.stringify({
         client: 'function',
         worker: 'function',
         consumer: 'function',
+        testing: 'function',
         retryAfter: true,
         queues: ['jobs', 'events'],
         functions: 4, // api, dispatch, sweep and the consumer: each bundled from the installed package
@@ -281,6 +285,7 @@ import { App, Stack } from 'aws-cdk-lib';
 import { LeaseqTenant, type LeaseqTenantConfig } from 'leaseq/cdk';
 import { LeaseqClient, type ProduceMessage, type ReceivedMessage } from 'leaseq/client';
 import { type LeaseqMessage, leaseqConsumer } from 'leaseq/consumer';
+import { checkRedelivery } from 'leaseq/testing';
 
 const config: LeaseqTenantConfig = { tenant: 'orders', queues: { jobs: { shards: 1 } } };
 export const tenant = new LeaseqTenant(new Stack(new App(), 'S'), 'Orders', { tenant: config });
@@ -293,6 +298,8 @@ export const handler = leaseqConsumer(async (m: LeaseqMessage) => void m.message
 export const typo: LeaseqTenantConfig = { tenant: 'orders', queues: { jobs: { shardz: 1 } } };
 // @ts-expect-error produce takes an array of messages
 export const one = client.produce('jobs', message);
+// @ts-expect-error the kit needs the payloads to try
+export const kit = checkRedelivery({ setup: () => ({ handler: async () => {}, effect: () => 0 }) });
 // The client's types are inferred from the wire's schemas (zod's types), and they resolve here.
 export const received = (m: ReceivedMessage<{ total: number }>): number => m.payload.total + m.attempt;
 // @ts-expect-error a delivery's replay_id is a string
