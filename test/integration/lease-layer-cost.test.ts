@@ -79,8 +79,9 @@ describe('cost', () => {
     const units = await hundredThrough('keyed', (i, j) => `k-${i}-${j}`);
     // Measured 0.33 and 0.6 RRU: nothing is read or written per key; the ranges carry the keys'
     // tags and the shard's blocks item is read beside each look. (With a key item written at
-    // admission it was 1.33 and 1.7 RRU.)
-    expect(units.writeUnits / 100).toBeLessThan(0.6);
+    // admission it was 1.33 and 1.7 RRU.) The bound is the unordered queue's: on a loaded
+    // machine admission cuts the same records into more, smaller ranges, each its own writes.
+    expect(units.writeUnits / 100).toBeLessThan(1);
     expect(units.readUnits / 100).toBeLessThan(1);
     expect(units.indexWriteUnits).toBe(0);
   }, 60_000);
@@ -115,8 +116,11 @@ describe('cost', () => {
 
   it("leases a key's consecutive messages together up to max_per_key, in order", async () => {
     const { units, n } = await oneKeyThrough('batched', 10);
-    // Measured 0.35: ten of the key a lease write and an ack write.
-    expect(units.writeUnits / n).toBeLessThan(0.6);
+    // Measured 0.25-0.35 alone: ten of the key a lease write and an ack write; 0.65 under a
+    // loaded CI run, where admission cuts the twenty into several ranges, each with its writes.
+    // One message a receive costs 2.1 (above): the bound keeps batching's gain and not the
+    // machine's speed.
+    expect(units.writeUnits / n).toBeLessThan(1);
     expect(units.indexWriteUnits).toBe(0);
   }, 60_000);
 });
