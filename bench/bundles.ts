@@ -32,7 +32,7 @@ export interface LeaseqBundleSpec {
   bundling?: Pick<LeaseqFunctionProps, 'bundleConsole'>;
 }
 
-/** leaseq's own functions and a sample tenant Lambda consumer (wrapped by functions/consumer). */
+/** leaseq's own functions and a sample tenant Lambda consumer (wrapped by functions/lambda-consumer). */
 export const BUNDLES: readonly LeaseqBundleSpec[] = [
   {
     name: 'api',

@@ -1,6 +1,6 @@
 import { appendFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { leaseqConsumer } from '../functions/consumer/index.js';
+import { leaseqConsumer } from '../functions/lambda-consumer/index.js';
 import type { ChaosPayload } from './history.js';
 import { CHAOS_PUSH } from './tenant.js';
 

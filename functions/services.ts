@@ -6,13 +6,13 @@ import { FastAdmission } from './admission/fast-admission.js';
 import { type AdmissionWaiters, RangeAdmission } from './admission/range-admission.js';
 import type { AwsClients } from './aws/clients.js';
 import { ClaimStore } from './claims/claims.js';
-import { HeldDelivery } from './consume/held-delivery.js';
-import { KeyOrder } from './consume/key-order.js';
-import { OrderedLook } from './consume/ordered-look.js';
-import { RangeFailures } from './consume/range-failures.js';
-import { Requeue } from './consume/requeue.js';
 import { KeyRing } from './core/auth.js';
 import type { RuntimeConfig } from './core/runtime-config.js';
+import { HeldDelivery } from './delivery/held-delivery.js';
+import { KeyOrder } from './delivery/key-order.js';
+import { OrderedLook } from './delivery/ordered-look.js';
+import { RangeFailures } from './delivery/range-failures.js';
+import { Requeue } from './delivery/requeue.js';
 import { LogLookup } from './log/lookup.js';
 import { ShardReader } from './log/shard-reader.js';
 import { ShardDirectory, StreamLog } from './log/stream.js';
@@ -22,7 +22,7 @@ import { QueueAdmin } from './operations/queue-admin.js';
 import { QueueStats } from './operations/queue-stats.js';
 import { Redrives } from './operations/redrive.js';
 import { Replays } from './operations/replay.js';
-import { Tracer } from './operations/trace.js';
+import { MessageTrace } from './operations/trace.js';
 import { ApiKeyStore } from './store/api-keys.js';
 import { AuditTrail } from './store/audit.js';
 import { BufferedAdds } from './store/buffered-adds.js';
@@ -138,7 +138,7 @@ export function buildServices(config: RuntimeConfig, clients: AwsClients) {
     storage,
     /** Armed after work that may leave state for the sweep (core/sweep-rest.ts). */
     sweepArm: new SweepArm(clients.doc, table, config.onSweepArmed),
-    tracer: new Tracer({
+    trace: new MessageTrace({
       tenant,
       shards,
       lookup: new LogLookup(reader),

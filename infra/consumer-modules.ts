@@ -1,7 +1,7 @@
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { declaredConsumer } from '../functions/consumer/middleware.js';
 import type { ConsumerConfig, TenantConfig } from '../functions/core/config.js';
+import { declaredConsumer } from '../functions/lambda-consumer/middleware.js';
 
 /**
  * The tenant's Lambda consumer modules, imported and checked as the local runtime runs them and

@@ -58,7 +58,7 @@ interface Waiter {
  * What is left free it hands out as shares (`notify`), each receiver woken its own, leased
  * without reading it back. It helps where admission and receivers share a process: the local
  * runtime. A Lambda instance serves one request at a time, so on AWS nothing waits here and
- * receivers re-read (consume/consumer.ts).
+ * receivers re-read (delivery/pull-delivery.ts).
  */
 export class AdmittedSignal {
   /** Per queue, the waiters, oldest first. */

@@ -1,4 +1,3 @@
-import type { OrderedLook } from '../consume/ordered-look.js';
 import { mapLimit, sleep } from '../core/async.js';
 import { isNamespace, keyOrdered, namespaceParts, type QueueConfig } from '../core/config.js';
 import { decodeEnvelope, type Envelope, payloadBytes } from '../core/envelope.js';
@@ -17,6 +16,7 @@ import {
 } from '../core/ranges.js';
 import { admissionId, producerMarksBy } from '../core/replay-policy.js';
 import { retentionTtls } from '../core/retention.js';
+import type { OrderedLook } from '../delivery/ordered-look.js';
 import type { DedupStore } from '../store/dedup.js';
 import type { MessageStore } from '../store/messages.js';
 import { type NewEntries, type NewRange, type RangeStore, rangeAsCreated } from '../store/ranges.js';

@@ -9,11 +9,11 @@ import { RateQuotas } from '../access/quotas.js';
 import type { AwsClients } from '../aws/clients.js';
 import { bundledConsoleAssets, type ConsoleAssetSource } from '../console/assets.js';
 import { consoleRoutes } from '../console/routes.js';
-import { Consumer } from '../consume/consumer.js';
-import { RangeConsumer } from '../consume/range-consumer.js';
 import { KeyRing } from '../core/auth.js';
 import { ReceiptSigner } from '../core/receipt.js';
 import type { RuntimeConfig } from '../core/runtime-config.js';
+import { PullDelivery } from '../delivery/pull-delivery.js';
+import { RangeReceiver } from '../delivery/range-receiver.js';
 import { countFor, flushMetrics, metricsOptions, SERVICE } from '../observability/metrics.js';
 import { DeadLetterErrors } from '../operations/dead-letter-errors.js';
 import { Producer } from '../produce/producer.js';
@@ -131,10 +131,10 @@ export function createApiHandler(
     sqsAuth: sqsAccess.sqsAuth,
     quotas: new RateQuotas(new RateWindows(clients.doc, config.tableName)),
     producer: new Producer(built),
-    consumer: new Consumer({
+    consumer: new PullDelivery({
       ...built,
       signer: loadSigner,
-      ranges: new RangeConsumer({ ...built, failures: built.rangeFailures, signer: loadSigner }),
+      ranges: new RangeReceiver({ ...built, failures: built.rangeFailures, signer: loadSigner }),
     }),
     deadLetters: built.deadLetters,
     deadLetterErrors: new DeadLetterErrors(built),
@@ -143,7 +143,7 @@ export function createApiHandler(
     queueAdmin: built.queueAdmin,
     redrives: built.redrives,
     replays: built.replays,
-    tracer: built.tracer,
+    trace: built.trace,
     counters: built.counters,
   };
   // The SQS endpoint (POST /) and the console's files beside this API's routes; they answer in

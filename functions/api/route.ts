@@ -5,11 +5,11 @@ import type { Authenticator } from '../access/authenticator.js';
 import type { KeyAdmin } from '../access/key-admin.js';
 import { demandsFor } from '../access/limits.js';
 import type { Demand, RateQuotas } from '../access/quotas.js';
-import type { Consumer } from '../consume/consumer.js';
 import { type Action, type Principal, requireScope } from '../core/auth.js';
 import { consumerNamespace, type QueueConfig } from '../core/config.js';
 import { ConsumerNotFoundError, QueueNotFoundError, QuotaExceededError } from '../core/errors.js';
 import type { RuntimeConfig } from '../core/runtime-config.js';
+import type { PullDelivery } from '../delivery/pull-delivery.js';
 import { countThrottled } from '../observability/metrics.js';
 import type { DeadLetterErrors } from '../operations/dead-letter-errors.js';
 import type { DeadLetters } from '../operations/dead-letters.js';
@@ -18,7 +18,7 @@ import type { QueueAdmin } from '../operations/queue-admin.js';
 import type { QueueStats } from '../operations/queue-stats.js';
 import type { Redrives } from '../operations/redrive.js';
 import type { Replays } from '../operations/replay.js';
-import type { Tracer } from '../operations/trace.js';
+import type { MessageTrace } from '../operations/trace.js';
 import type { Producer } from '../produce/producer.js';
 import type { SqsRequestAuth } from '../sqs/endpoint.js';
 import type { Counters } from '../store/counters.js';
@@ -32,7 +32,7 @@ export interface ApiServices {
   quotas: RateQuotas;
   keyAdmin: KeyAdmin;
   producer: Producer;
-  consumer: Consumer;
+  consumer: PullDelivery;
   deadLetters: DeadLetters;
   deadLetterErrors: DeadLetterErrors;
   parkedKeys: ParkedKeys;
@@ -40,7 +40,7 @@ export interface ApiServices {
   queueAdmin: QueueAdmin;
   redrives: Redrives;
   replays: Replays;
-  tracer: Tracer;
+  trace: MessageTrace;
   /** The queue totals a request adds to outside the services above (its 429s). */
   counters: Counters;
   /** Who signed a request to the SQS endpoint (its SQS credentials). */

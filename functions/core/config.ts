@@ -41,6 +41,10 @@ export const queueConfigSchema = z
     max_per_key: z._default(intIn(1, 10), 1),
     shards: z._default(intIn(1, 500), 2),
     lease_seconds: z._default(intIn(1, 12 * HOUR), 60),
+    /**
+     * The total time one delivery may stay leased, counted from its delivery across every extend:
+     * a cap on the sum, not one lease's length (that is `lease_seconds`, or a receive's own).
+     */
     max_lease_seconds: z._default(intIn(1, 12 * HOUR), HOUR),
     max_attempts: z._default(intIn(1, 100), 5),
     backoff_seconds: z._default(

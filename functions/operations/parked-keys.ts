@@ -1,6 +1,6 @@
-import type { KeyOrder } from '../consume/key-order.js';
 import { mapLimit } from '../core/async.js';
 import { NotFoundError } from '../core/errors.js';
+import type { KeyOrder } from '../delivery/key-order.js';
 import type { AuditTrail } from '../store/audit.js';
 import type { KeyStates } from '../store/key-states.js';
 import { iso } from './views.js';

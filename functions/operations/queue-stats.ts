@@ -1,8 +1,8 @@
-import type { KeyOrder } from '../consume/key-order.js';
 import { commitStall, sameMarks } from '../core/commit-stall.js';
 import { namespaceParts, type QueueConfig, storageQuotaBytes, streamName } from '../core/config.js';
 import { drainView } from '../core/drain.js';
 import { entryStatus, isFinished, type Range } from '../core/ranges.js';
+import type { KeyOrder } from '../delivery/key-order.js';
 import type { ShardDirectory } from '../log/stream.js';
 import type { CommitMarks } from '../store/commit-marks.js';
 import type { Counters } from '../store/counters.js';

@@ -1,9 +1,9 @@
-import type { KeyOrder } from '../consume/key-order.js';
-import type { Requeue } from '../consume/requeue.js';
 import { mapLimit } from '../core/async.js';
 import type { QueueConfig } from '../core/config.js';
 import { matchesFilter, needsHistory, type RedriveFilterSpec } from '../core/redrive-policy.js';
 import { deadLetterExpiry } from '../core/retention.js';
+import type { KeyOrder } from '../delivery/key-order.js';
+import type { Requeue } from '../delivery/requeue.js';
 import type { RedriveJob } from '../store/jobs.js';
 import type { KeyStates } from '../store/key-states.js';
 import { gsi } from '../store/keys.js';

@@ -1,7 +1,7 @@
-import type { Requeue } from '../consume/requeue.js';
 import { namespaceParts, type QueueConfig, streamName, type TenantConfig } from '../core/config.js';
 import { decodeEnvelope, type Envelope, payloadBytes } from '../core/envelope.js';
 import { isReplayable, type ReplayFilterSpec, replayWindow } from '../core/replay-policy.js';
+import type { Requeue } from '../delivery/requeue.js';
 import type { ShardReader } from '../log/shard-reader.js';
 import type { ShardDirectory } from '../log/stream.js';
 import type { ReplayJob } from '../store/jobs.js';

@@ -56,7 +56,7 @@ const ENTRY_STATE: Record<Exclude<EntryStatus, 'failed'>, TraceState> = {
 /** How many retries that waited in their ranges trace follows from entry to entry. */
 const MAX_HOPS = 100;
 
-export interface TracerDeps {
+export interface MessageTraceDeps {
   tenant: string;
   shards: ShardDirectory;
   lookup: LogLookup;
@@ -74,8 +74,8 @@ interface RangedEntry {
   envelope: Envelope;
 }
 
-export class Tracer {
-  constructor(private readonly deps: TracerDeps) {}
+export class MessageTrace {
+  constructor(private readonly deps: MessageTraceDeps) {}
 
   /** A server-assigned id (a ULID) has no dedup record: its time says where in the log to look. */
   private async findInLog(queue: string, messageId: string) {

@@ -1,8 +1,8 @@
-import { type HeldDelivery, toDeliver } from '../consume/held-delivery.js';
 import { mapLimit } from '../core/async.js';
 import type { QueueConfig } from '../core/config.js';
 import { payloadBytes } from '../core/envelope.js';
 import { afterFailure, type FailureReason } from '../core/retry-policy.js';
+import { type HeldDelivery, toDeliver } from '../delivery/held-delivery.js';
 import type { KeyHolds } from '../store/key-holds.js';
 import type { KeyStates } from '../store/key-states.js';
 import type { RangeStore } from '../store/ranges.js';
@@ -10,7 +10,7 @@ import type { RangeStore } from '../store/ranges.js';
 /**
  * The sweep's part in an ordered pull queue's hold areas, per shard: a held delivery whose lease
  * ran out is a failed attempt; what a crash left between an ack's or a failure's writes is
- * finished (consume/held-delivery.ts says how an ack and a failure go).
+ * finished (delivery/held-delivery.ts says how an ack and a failure go).
  */
 
 export interface HeldSweepDeps {

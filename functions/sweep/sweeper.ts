@@ -1,9 +1,6 @@
 import type { Logger } from '@aws-lambda-powertools/logger';
 import type { FastAdmission } from '../admission/fast-admission.js';
 import type { RangeAdmission } from '../admission/range-admission.js';
-import type { KeyOrder } from '../consume/key-order.js';
-import type { FailedEntry, RangeFailures } from '../consume/range-failures.js';
-import type { Requeue } from '../consume/requeue.js';
 import { mapLimit } from '../core/async.js';
 import { consumerNamespace, type QueueConfig, streamName, type TenantConfig } from '../core/config.js';
 import {
@@ -17,6 +14,9 @@ import {
   stuckRetries,
 } from '../core/ranges.js';
 import { REST_HORIZON_MS, rangeNeedsSweep } from '../core/sweep-rest.js';
+import type { KeyOrder } from '../delivery/key-order.js';
+import type { FailedEntry, RangeFailures } from '../delivery/range-failures.js';
+import type { Requeue } from '../delivery/requeue.js';
 import type { ShardDirectory } from '../log/stream.js';
 import type { Redrives } from '../operations/redrive.js';
 import type { Replays } from '../operations/replay.js';
@@ -271,7 +271,7 @@ export class Sweeper {
     const now = this.now();
     const open = await ranges.from(queue, shard, await ranges.commitHint(queue, shard), RANGES_PER_PASS);
     // An ordered queue's Lambda consumer takes over its crashed invocations' leases itself, in its
-    // keys' order (consumer/keyed-delivery.ts): failing one here would let its key's next go first.
+    // keys' order (lambda-consumer/keyed-delivery.ts): failing one here would let its key's next go first.
     const keyed = ns.consumer !== undefined && config.ordered;
     const expired = keyed
       ? []

@@ -1,8 +1,8 @@
 import type { Logger } from '@aws-lambda-powertools/logger';
 import type { AwsClients } from '../../functions/aws/clients.js';
-import { bindConsumer } from '../../functions/consumer/middleware.js';
 import { streamName } from '../../functions/core/config.js';
 import type { RuntimeConfig } from '../../functions/core/runtime-config.js';
+import { bindConsumer } from '../../functions/lambda-consumer/middleware.js';
 import { importConsumers } from '../consumer-modules.js';
 import type { EventSourceMapping } from './event-source.js';
 

@@ -2,10 +2,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AdmittedSignal, type LeaseTerms } from '../../functions/admission/admitted-signal.js';
 import { type LogRecord, RangeAdmission } from '../../functions/admission/range-admission.js';
 import type { KinesisClient } from '../../functions/aws/kinesis.js';
-import { RangeConsumer, RECEIVE_MAX_BYTES } from '../../functions/consume/range-consumer.js';
 import { streamName } from '../../functions/core/config.js';
 import { compareSequence, type Range, shareEntries } from '../../functions/core/ranges.js';
 import { type Delivery, ReceiptSigner } from '../../functions/core/receipt.js';
+import { RangeReceiver, RECEIVE_MAX_BYTES } from '../../functions/delivery/range-receiver.js';
 import { ShardReader } from '../../functions/log/shard-reader.js';
 import { buildServices } from '../../functions/services.js';
 import { RangeStore } from '../../functions/store/ranges.js';
@@ -365,7 +365,7 @@ describe('a long poll woken by an admission in its process', () => {
   it('leases from the ranges the admission wrote without reading them, and looks when they were taken', async () => {
     const { config, services, signer, admitNext } = await handingOver('handed');
     const ranges = countedRanges(slow.runtime.clients.doc, slow.runtime.config.tableName);
-    const consumer = new RangeConsumer({
+    const consumer = new RangeReceiver({
       ...services,
       ranges: ranges.store,
       failures: services.rangeFailures,
@@ -406,7 +406,7 @@ describe('a long poll woken by an admission in its process', () => {
       await loadReceiptSecret(slow.runtime.clients.doc, slow.runtime.config.tableName),
     );
     const ranges = countedRanges(slow.runtime.clients.doc, slow.runtime.config.tableName);
-    const consumer = new RangeConsumer({
+    const consumer = new RangeReceiver({
       ...services,
       ranges: ranges.store,
       failures: services.rangeFailures,
@@ -465,7 +465,7 @@ describe('a long poll woken by an admission in its process', () => {
         return services.held.marked(queue, shards);
       },
     }) as typeof services.held;
-    const consumer = new RangeConsumer({ ...services, held, failures: services.rangeFailures, signer });
+    const consumer = new RangeReceiver({ ...services, held, failures: services.rangeFailures, signer });
     // Nobody waited as the admission wrote: it leased nothing and hands no share.
     const handed = await admitNext([
       { key: 'acct', payload: { n: 0 } },
@@ -490,7 +490,7 @@ describe('an ordered admission with receivers waiting in its process', () => {
     const signer = new ReceiptSigner(
       await loadReceiptSecret(slow.runtime.clients.doc, slow.runtime.config.tableName),
     );
-    const consumer = new RangeConsumer({
+    const consumer = new RangeReceiver({
       ...services,
       failures: services.rangeFailures,
       signer: async () => signer,

@@ -1,7 +1,7 @@
 import { Logger } from '@aws-lambda-powertools/logger';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { HeldDelivery } from '../../functions/consume/held-delivery.js';
 import { ReceiptSigner } from '../../functions/core/receipt.js';
+import { HeldDelivery } from '../../functions/delivery/held-delivery.js';
 import { buildServices } from '../../functions/services.js';
 import { loadReceiptSecret } from '../../functions/store/secret.js';
 import { BlockedKeys } from '../../functions/sweep/blocked-keys.js';

@@ -4,10 +4,10 @@ import { Logger } from '@aws-lambda-powertools/logger';
 import type { KinesisStreamEvent } from 'aws-lambda';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PutRecordsCommand } from '../../functions/aws/kinesis.js';
-import { bindConsumer, leaseqConsumer } from '../../functions/consumer/middleware.js';
 import { sleep } from '../../functions/core/async.js';
 import { consumerNamespace, type QueueConfig, streamName } from '../../functions/core/config.js';
 import { type Envelope, encodeEnvelope } from '../../functions/core/envelope.js';
+import { bindConsumer, leaseqConsumer } from '../../functions/lambda-consumer/middleware.js';
 import { metricsOptions, SERVICE } from '../../functions/observability/metrics.js';
 import { buildServices } from '../../functions/services.js';
 import { lambdaContext } from '../../infra/local/lambda-context.js';
@@ -52,7 +52,7 @@ const callsOf = (id: string) => calls.filter((c) => c.message_id === id);
 const stateOf = async (id: string) =>
   (
     await services()
-      .tracer.trace(NS, id)
+      .trace.trace(NS, id)
       .catch(() => undefined)
   )?.state;
 
@@ -220,7 +220,7 @@ describe('a Lambda consumer on an unordered queue', () => {
     // The crashed invocation's late ack changes nothing.
     release();
     expect((await crashed).batchItemFailures).toEqual([]);
-    const trace = await services().tracer.trace(NS, 'e-1');
+    const trace = await services().trace.trace(NS, 'e-1');
     expect(trace.state).toBe('acked');
     expect(trace.attempts).toEqual([]);
     expect(callsOf('e-1')).toHaveLength(2);
@@ -246,7 +246,7 @@ describe('a Lambda consumer on an unordered queue', () => {
     await Promise.all(hung);
     await until(async () => (await stateOf('k-1')) === 'acked');
     expect(callsOf('k-1').map((c) => c.attempt)).toEqual([1, 1, 1, 2]);
-    const trace = await services().tracer.trace(NS, 'k-1');
+    const trace = await services().trace.trace(NS, 'k-1');
     expect(trace.attempts.map((a) => [a.attempt, a.reason])).toEqual([[1, 'lease_expired']]);
   });
 

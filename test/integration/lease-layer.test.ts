@@ -5,10 +5,10 @@ import {
   GetShardIteratorCommand,
   PutRecordsCommand,
 } from '../../functions/aws/kinesis.js';
-import { OrderedLook } from '../../functions/consume/ordered-look.js';
 import { streamName } from '../../functions/core/config.js';
 import { type Envelope, encodeEnvelope } from '../../functions/core/envelope.js';
 import { entryStatus } from '../../functions/core/ranges.js';
+import { OrderedLook } from '../../functions/delivery/ordered-look.js';
 import { buildServices } from '../../functions/services.js';
 import { queueApi } from '../helpers/queue-api.js';
 import { startTestRuntime, type TestRuntime } from '../helpers/runtime.js';

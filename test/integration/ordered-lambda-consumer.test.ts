@@ -1,7 +1,7 @@
 import { Logger } from '@aws-lambda-powertools/logger';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { bindConsumer } from '../../functions/consumer/middleware.js';
 import { consumerNamespace, streamName } from '../../functions/core/config.js';
+import { bindConsumer } from '../../functions/lambda-consumer/middleware.js';
 import { buildServices } from '../../functions/services.js';
 import { lambdaContext } from '../../infra/local/lambda-context.js';
 import { type Call, calls, handler, healed, peak } from '../fixtures/ordered-lambda-consumer.js';
@@ -50,10 +50,10 @@ const services = () => buildServices(t.runtime.config, t.runtime.clients);
 
 /** What trace says of each message in the consumer's namespace; undefined before it was admitted. */
 async function statesOf(ids: string[]): Promise<Record<string, string | undefined>> {
-  const tracer = services().tracer;
+  const trace = services().trace;
   const states = await Promise.all(
     ids.map((id) =>
-      tracer.trace(NS, id).then(
+      trace.trace(NS, id).then(
         (t) => t.state,
         () => undefined,
       ),
@@ -226,7 +226,7 @@ describe('an ordered queue with a Lambda consumer', () => {
       ['w-2', 2, true],
       ['w-3', 1, true],
     ]);
-    const trace = await services().tracer.trace(NS, 'w-2');
+    const trace = await services().trace.trace(NS, 'w-2');
     expect(trace.attempts.map((a) => a.reason)).toEqual(['lease_expired']);
   });
 

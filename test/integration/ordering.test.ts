@@ -1,8 +1,8 @@
 import { performance } from 'node:perf_hooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { entryName, OrderedLook } from '../../functions/consume/ordered-look.js';
 import type { KeyRun } from '../../functions/core/ordering.js';
 import type { Range } from '../../functions/core/ranges.js';
+import { entryName, OrderedLook } from '../../functions/delivery/ordered-look.js';
 import { buildServices } from '../../functions/services.js';
 import type { SegmentEntry } from '../../functions/store/segments.js';
 import { queueApi, type Received } from '../helpers/queue-api.js';

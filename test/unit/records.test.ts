@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { messageOf } from '../../functions/consumer/records.js';
 import type { Envelope } from '../../functions/core/envelope.js';
+import { messageOf } from '../../functions/lambda-consumer/records.js';
 
 const envelope: Envelope = {
   v: 1,

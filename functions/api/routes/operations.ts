@@ -111,7 +111,7 @@ export const auditRoute = queueRoute('GET', '/queues/{queue}/audit', 'admin', as
 });
 
 export const traceRoute = operationsRoute('GET', '/queues/{queue}/messages/{message_id}', async (req) =>
-  json(200, await req.services.tracer.trace(req.state, pathParam(req.event, 'message_id', PARAM.messageId))),
+  json(200, await req.services.trace.trace(req.state, pathParam(req.event, 'message_id', PARAM.messageId))),
 );
 
 export const statsRoute = operationsRoute('GET', '/queues/{queue}/stats', async (req) =>

@@ -1,11 +1,11 @@
 import type { Logger } from '@aws-lambda-powertools/logger';
-import type { RangeFailures } from '../consume/range-failures.js';
 import type { QueueConfig } from '../core/config.js';
 import type { Envelope } from '../core/envelope.js';
 import { keyedStep } from '../core/ordering.js';
 import { takenOverTooOften } from '../core/ranges.js';
 import { retentionTtls } from '../core/retention.js';
 import { afterFailure, type FailureReason, type Outcome } from '../core/retry-policy.js';
+import type { RangeFailures } from '../delivery/range-failures.js';
 import type { HeldMessage, KeyHolds } from '../store/key-holds.js';
 import type { KeyState, KeyStates } from '../store/key-states.js';
 import type { RangeStore } from '../store/ranges.js';

@@ -326,7 +326,7 @@ export class RangeFailures {
     const { keys, blocks } = this.deps;
     const id = e.envelope.message_id;
     // An ordered queue's head: its key names it first, so the key stays closed once the entry is
-    // finished in its range (the moved lease's ack releases it: RangeConsumer.ack).
+    // finished in its range (the moved lease's ack releases it: RangeReceiver.ack).
     const key = keyOrdered(e.queue, config) ? e.envelope.key : undefined;
     const claim = key !== undefined ? await keys.claim(e.queue, key, id) : undefined;
     if (key !== undefined) {

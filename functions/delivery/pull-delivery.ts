@@ -14,11 +14,11 @@ import type { PollCancels } from '../store/poll-cancels.js';
 import { PAUSE_CHECK_MS, type QueueControls } from '../store/queue-controls.js';
 import type { ExtendRequest, NackRequest, ReceiveRequest } from '../wire/requests.js';
 import type { AckStatus, DeliveredMessage } from '../wire/responses.js';
-import { type RangeConsumer, RECEIVE_MAX_BYTES } from './range-consumer.js';
+import { type RangeReceiver, RECEIVE_MAX_BYTES } from './range-receiver.js';
 
 /**
  * Pull consumption (docs/contract.md, "Consume (pull)"): receive with leases, ack, nack, extend. The edge's
- * checks and the long poll; the lease layer (range-consumer.ts) does the rest.
+ * checks and the long poll; the lease layer (range-receiver.ts) does the rest.
  */
 
 /** An AdmittedSignal for this table's queues. */
@@ -27,11 +27,11 @@ export type AdmissionWaits = Pick<AdmittedSignal, 'seen' | 'wait'> & {
   announcesAll?: boolean;
 };
 
-export interface ConsumerDeps {
+export interface PullDeliveryDeps {
   counters: Counters;
   /** A paused queue delivers nothing; a purged one acks what was produced before its mark. */
   controls: Pick<QueueControls, 'look'>;
-  ranges: RangeConsumer;
+  ranges: RangeReceiver;
   signer: () => Promise<ReceiptSigner>;
   /** Long polls their callers called off (POST /queues/{q}/receive/cancel). */
   pollCancels: Pick<PollCancels, 'isCancelled' | 'cancel'>;
@@ -50,8 +50,8 @@ const POLL_MAX_MS = 500;
  */
 const ANNOUNCED_FIRST_MS = 200;
 
-export class Consumer {
-  constructor(private readonly deps: ConsumerDeps) {}
+export class PullDelivery {
+  constructor(private readonly deps: PullDeliveryDeps) {}
 
   private now(): number {
     return this.deps.now?.() ?? Date.now();

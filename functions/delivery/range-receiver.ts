@@ -36,7 +36,7 @@ import type { RangeFailures } from './range-failures.js';
  * the immutable segments; an ack is one write per range. Nothing is written per message.
  */
 
-export interface RangeConsumerDeps {
+export interface RangeReceiverDeps {
   tenant: string;
   ranges: RangeStore;
   /** Leases the gap cap moved out of their range live in the message's item. */
@@ -63,7 +63,7 @@ const RANGES_PER_LOOK = 8;
  */
 export const RECEIVE_MAX_BYTES = 4 * 1024 * 1024;
 
-export class RangeConsumer {
+export class RangeReceiver {
   /** Per shard, the lowest range where this instance last saw a free entry: none is below it, ever. */
   private readonly frontier = new Map<string, string>();
   /** Per queue, until when this instance reads before it writes a lease: its last lost write. */
@@ -71,7 +71,7 @@ export class RangeConsumer {
 
   private readonly ordered: OrderedLook;
 
-  constructor(private readonly deps: RangeConsumerDeps) {
+  constructor(private readonly deps: RangeReceiverDeps) {
     this.ordered = new OrderedLook(deps);
   }
 

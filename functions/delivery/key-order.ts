@@ -7,8 +7,8 @@ import type { Requeue } from './requeue.js';
 /**
  * The operator's side of an ordered queue's keys: parked keys, releasing one (a skip, a redrive)
  * and what waits in the keys' hold areas. A released pull queue's key is found by its receivers
- * (consume/held-delivery.ts); a Lambda consumer's gets a wake record through the log, which the
- * consumer answers by delivering its held messages (consumer/keyed-delivery.ts).
+ * (delivery/held-delivery.ts); a Lambda consumer's gets a wake record through the log, which the
+ * consumer answers by delivering its held messages (lambda-consumer/keyed-delivery.ts).
  */
 
 export interface KeyOrderDeps {
