@@ -26,6 +26,8 @@ beforeAll(async () => {
       gated: { shards: 2 },
       throttled: { shards: 1, max_attempts: 1 },
       learned: { shards: 2 },
+      spiral: { shards: 2, lease_seconds: 2, max_lease_seconds: 4, backoff_seconds: [1] },
+      guarded: { shards: 2, lease_seconds: 2, max_lease_seconds: 4, backoff_seconds: [1] },
       unknown: { shards: 1 },
     },
   });
@@ -63,7 +65,81 @@ function dependency(slots: number, ms: number) {
   };
 }
 
+/**
+ * A dependency that thrashes under load, as a database does: 8 calls served at once, each slower
+ * the more calls are outstanding (`baseMs` alone, 29× that with 64 outstanding). `release` lets
+ * every waiting call go, so a stopped Worker's handlers end.
+ */
+function thrashing(baseMs: number) {
+  const SLOTS = 8;
+  let outstanding = 0;
+  let busy = 0;
+  let released = false;
+  const waiting: (() => void)[] = [];
+  const call = async () => {
+    outstanding++;
+    try {
+      if (busy >= SLOTS && !released) await new Promise<void>((resolve) => waiting.push(resolve));
+      else busy++;
+      if (!released) await sleep(baseMs * (1 + Math.max(0, outstanding - SLOTS) / 2));
+      const next = waiting.shift();
+      if (next) next();
+      else busy--;
+    } finally {
+      outstanding--;
+    }
+  };
+  const release = () => {
+    released = true;
+    for (const w of waiting.splice(0)) w();
+  };
+  return { call, release };
+}
+
 describe('a Worker with dependency limits', () => {
+  it('keeps a thrashing dependency out of the death spiral that a fixed concurrency of 64 falls into', async () => {
+    // Fixed at 64: each call waits behind 56 others at ~1.2 s each, past the 4 s a delivery may
+    // stay leased, so handlers finish after their lease is gone and their work is done again.
+    await produce('spiral', 300);
+    const fixed = thrashing(40);
+    let fixedExpired = 0;
+    startWorker({
+      queue: 'spiral',
+      concurrency: 64,
+      handler: async (_m, ctx) => {
+        await fixed.call();
+        if (ctx.signal.aborted) fixedExpired++;
+      },
+    });
+    await until('ten leases lost', () => fixedExpired >= 10, 30_000);
+    fixed.release();
+    await pool.stopAll();
+
+    // The same Worker with the dependency behind an adaptive limit: the limit settles where the
+    // dependency is still fast; no lease runs out and nothing is delivered twice.
+    await produce('guarded', 300);
+    const guarded = thrashing(40);
+    const seen = new Map<string, number[]>();
+    let guardedExpired = 0;
+    const { worker } = startWorker({
+      queue: 'guarded',
+      concurrency: 64,
+      limits: { db: { initial: 8, max: 64 } },
+      handler: async (m, ctx) => {
+        seen.set(m.message_id, [...(seen.get(m.message_id) ?? []), m.attempt]);
+        await ctx.call('db', guarded.call);
+        if (ctx.signal.aborted) guardedExpired++;
+      },
+    });
+    // Every message acked once: a lease lost on the way would have been acked by its redelivery,
+    // which `seen` would show, only after the first delivery's ack was refused.
+    await until('300 acked', async () => (await client.stats('guarded')).acked_total === 300, 60_000);
+    guarded.release();
+    expect(guardedExpired).toBe(0);
+    expect([...seen.values()].filter((a) => a.length > 1 || a[0] !== 1)).toEqual([]);
+    expect((worker.stats().limits.db as LimitStats).limit).toBeLessThan(32);
+  }, 90_000);
+
   it('runs no more handlers than the smallest limit, whatever its concurrency', async () => {
     await produce('gated', 40);
     const db = new AdaptiveLimit({ min: 3, max: 3 });
