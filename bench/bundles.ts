@@ -8,6 +8,7 @@ import { ENV } from '../functions/core/runtime-config.js';
 import { SERVICE } from '../functions/observability/metrics.js';
 import { esbuildOptionsOf } from '../infra/esbuild-options.js';
 import { type LeaseqFunctionProps, leaseqFunctionBundling } from '../infra/leaseq-function.js';
+import { withoutStackOnlyFields } from '../infra/leaseq-tenant.js';
 
 /**
  * The Lambda bundles as the stack builds them (infra/leaseq-function.ts `leaseqFunctionBundling`),
@@ -60,11 +61,13 @@ export const BUNDLES: readonly LeaseqBundleSpec[] = [
   },
 ];
 
-/** The tenant file bundled into the measured functions, as the stack bundles a tenant's (it has no `alarms` to leave out). */
+/** The tenant file bundled into the measured functions, as the stack bundles a tenant's. */
 export const SAMPLE_TENANT_FILE = 'tenants/local.json';
 
 export function sampleTenantConfig(): string {
-  return JSON.stringify(JSON.parse(readFileSync(join(REPO, SAMPLE_TENANT_FILE), 'utf8')));
+  return JSON.stringify(
+    withoutStackOnlyFields(JSON.parse(readFileSync(join(REPO, SAMPLE_TENANT_FILE), 'utf8'))),
+  );
 }
 
 /**

@@ -72,8 +72,8 @@ export const STALE_RECEIPT_EXPRESSION = `IF(${RECEIPTS} >= ${STALE_RECEIPT_MIN},
  */
 export const ORDERED_STALL_SECONDS = 300;
 
-/** A dead letter older than this has waited long enough for its owner to look at it. */
-export const DLQ_AGE_LIMIT_SECONDS = 3600;
+/** The name a tier exception's expiry is published under (it is a schedule, not an alarm). */
+export const EXCEPTION_EXPIRED = 'exception-expired';
 
 /**
  * The age (of the oldest unacked message, or of the oldest record no reader has taken from the

@@ -3,10 +3,17 @@ import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
 import { SnsAction } from 'aws-cdk-lib/aws-cloudwatch-actions';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as kms from 'aws-cdk-lib/aws-kms';
+import * as scheduler from 'aws-cdk-lib/aws-scheduler';
 import * as sns from 'aws-cdk-lib/aws-sns';
 import { EmailSubscription } from 'aws-cdk-lib/aws-sns-subscriptions';
 import { Construct } from 'constructs';
-import { type AlarmsConfig, consumerNamespace, namespaceParts } from '../functions/core/config.js';
+import {
+  type AlarmsConfig,
+  consumerNamespace,
+  type ExceptionConfig,
+  namespaceParts,
+} from '../functions/core/config.js';
+import { TIER_STANDARDS } from '../functions/core/tiers.js';
 import type { CounterName, DurationName, GaugeName } from '../functions/observability/metrics.js';
 import { METRICS_NAMESPACE, SERVICE } from '../functions/observability/metrics.js';
 import {
@@ -15,7 +22,7 @@ import {
   alarmName,
   alarmsOf,
   backlogAgeLimitSeconds,
-  DLQ_AGE_LIMIT_SECONDS,
+  EXCEPTION_EXPIRED,
   ORDERED_STALL_SECONDS,
   OWNER_LABEL,
   PRODUCE_ANOMALY_STD_DEVS,
@@ -45,6 +52,8 @@ export interface TenantAlarmsProps {
   queues: Iterable<QueueConstruct>;
   /** Who hears which alarms (the tenant file's `alarms`). */
   owners: AlarmsConfig;
+  /** The tenant file's tier exceptions: each pages on the day it expires. */
+  exceptions: readonly ExceptionConfig[];
 }
 
 /**
@@ -57,6 +66,8 @@ export class TenantAlarms extends Construct {
   readonly alarms = new Map<string, cloudwatch.Alarm>();
   private readonly tenant: string;
   private readonly action: SnsAction;
+  /** Names of the alarms that page (alarms.page hears them): set by the queues' tiers. */
+  private readonly paging: string[] = [];
 
   constructor(scope: Construct, id: string, props: TenantAlarmsProps) {
     super(scope, id);
@@ -95,6 +106,7 @@ export class TenantAlarms extends Construct {
     this.action = new SnsAction(this.topic);
 
     for (const queue of props.queues) this.addQueueAlarms(queue);
+    this.addPaging(props, key);
 
     // The topic policy replaces SNS's default one, so CloudWatch is admitted here, for these alarms only.
     this.topic.addToResourcePolicy(
@@ -114,8 +126,60 @@ export class TenantAlarms extends Construct {
     });
   }
 
+  /**
+   * The on-call route (alarms.page) hears what the queues' tiers page on, by the alarms' names
+   * (core/tiers.ts), and each tier exception on the day it expires: a one-time EventBridge
+   * schedule publishes to the topic then, so the lowered setting is looked at without a cron.
+   */
+  private addPaging(props: TenantAlarmsProps, key: kms.Key): void {
+    const pages = [
+      ...this.paging,
+      ...props.exceptions.map((e) => alarmName(this.tenant, e.queue, EXCEPTION_EXPIRED)),
+    ];
+    if (pages.length > 0) {
+      const filterPolicyWithMessageBody = {
+        AlarmName: sns.FilterOrPolicy.filter(sns.SubscriptionFilter.stringFilter({ allowlist: pages })),
+      };
+      for (const address of props.owners.page)
+        this.topic.addSubscription(new EmailSubscription(address, { filterPolicyWithMessageBody }));
+    }
+    if (props.exceptions.length === 0) return;
+    const role = new iam.Role(this, 'ExceptionScheduleRole', {
+      assumedBy: new iam.ServicePrincipal('scheduler.amazonaws.com', {
+        conditions: { StringEquals: { 'aws:SourceAccount': Stack.of(this).account } },
+      }),
+      description: `leaseq-${this.tenant}: tells the alarm topic a tier exception has expired`,
+    });
+    role.addToPolicy(new iam.PolicyStatement({ actions: ['sns:Publish'], resources: [this.topic.topicArn] }));
+    role.addToPolicy(
+      new iam.PolicyStatement({ actions: ['kms:Decrypt', 'kms:GenerateDataKey'], resources: [key.keyArn] }),
+    );
+    props.exceptions.forEach((e, i) => {
+      const name = alarmName(this.tenant, e.queue, EXCEPTION_EXPIRED);
+      new scheduler.CfnSchedule(this, `ExceptionExpires${i}`, {
+        description: `${name}: ${e.setting} below the ${e.queue} queue's tier standard, until ${e.expires}`,
+        scheduleExpression: `at(${e.expires}T00:00:00)`,
+        scheduleExpressionTimezone: 'UTC',
+        flexibleTimeWindow: { mode: 'OFF' },
+        target: {
+          arn: this.topic.topicArn,
+          roleArn: role.roleArn,
+          // Shaped like an alarm's message, so the topic's name filters route it.
+          input: JSON.stringify({
+            AlarmName: name,
+            NewStateValue: 'ALARM',
+            NewStateReason:
+              `The tier exception for ${e.queue}.${e.setting} (${e.owner}: ${e.reason}) expired on ${e.expires}: ` +
+              'restore the setting to its tier standard, or renew the exception; synth refuses it until then.',
+          }),
+        },
+      });
+    });
+  }
+
   private addQueueAlarms(queue: QueueConstruct): void {
     const q = queue.name;
+    const tier = TIER_STANDARDS[queue.config.tier];
     const backlogLimit = backlogAgeLimitSeconds(queue.config);
     // Push queues are consumed by their Lambda consumers, never by receive: their consumers count.
     if (queue.config.consumers.length === 0) {
@@ -138,16 +202,20 @@ export class TenantAlarms extends Construct {
       // The sweep publishes this gauge every minute, 0 when the queue is empty: no data means no sweep.
       treatMissingData: cloudwatch.TreatMissingData.BREACHING,
     });
-    this.add(q, 'dlq-oldest-age', {
-      alarmDescription:
-        `A dead letter of ${q} has waited over ${DLQ_AGE_LIMIT_SECONDS / 3600} h: redrive it or purge it ` +
-        `(GET /queues/${q}/dlq).`,
-      metric: this.gauge(q, 'dlq_oldest_age'),
-      threshold: DLQ_AGE_LIMIT_SECONDS,
-      evaluationPeriods: 1,
-      // A silent sweep is the oldest-unacked-age alarm's to report, once.
-      treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
-    });
+    const dlqAge = tier.dlqAgeAlarmSeconds;
+    // An ephemeral queue's dead letters page nobody: its tier accepts losing them.
+    if (dlqAge !== undefined)
+      this.add(q, 'dlq-oldest-age', {
+        alarmDescription:
+          `A dead letter of ${q} has waited over ${minutes(dlqAge)}: redrive it or purge it ` +
+          `(GET /queues/${q}/dlq). Owner: ${queue.config.owner ?? 'none named'}.`,
+        metric: this.gauge(q, 'dlq_oldest_age'),
+        threshold: dlqAge,
+        evaluationPeriods: 1,
+        // A silent sweep is the oldest-unacked-age alarm's to report, once.
+        treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+        pages: true,
+      });
     // Each Lambda consumer has a DLQ of its own (its namespace), with an owner too.
     for (const consumer of queue.config.consumers) {
       const ns = consumerNamespace(q, consumer.name);
@@ -158,15 +226,17 @@ export class TenantAlarms extends Construct {
         consumer.timeout_seconds,
         'an invocation (timeout_seconds)',
       );
-      this.add(ns, 'dlq-oldest-age', {
-        alarmDescription:
-          `A dead letter of ${q}'s Lambda consumer ${consumer.name} has waited over ` +
-          `${DLQ_AGE_LIMIT_SECONDS / 3600} h: redrive it or purge it (GET /queues/${q}/dlq?consumer=${consumer.name}).`,
-        metric: this.gauge(ns, 'dlq_oldest_age'),
-        threshold: DLQ_AGE_LIMIT_SECONDS,
-        evaluationPeriods: 1,
-        treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
-      });
+      if (dlqAge !== undefined)
+        this.add(ns, 'dlq-oldest-age', {
+          alarmDescription:
+            `A dead letter of ${q}'s Lambda consumer ${consumer.name} has waited over ` +
+            `${minutes(dlqAge)}: redrive it or purge it (GET /queues/${q}/dlq?consumer=${consumer.name}).`,
+          metric: this.gauge(ns, 'dlq_oldest_age'),
+          threshold: dlqAge,
+          evaluationPeriods: 1,
+          treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+          pages: true,
+        });
     }
     if (queue.config.ordered) this.addOrderedAlarms(queue);
     this.addNoisyProducerAlarms(q);
@@ -176,6 +246,8 @@ export class TenantAlarms extends Construct {
       threshold: 0,
       evaluationPeriods: 1,
       treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+      // On a critical queue a lost message is an incident.
+      pages: tier.expiredPages,
     });
     this.add(q, 'iterator-age', {
       alarmDescription:
@@ -239,8 +311,16 @@ export class TenantAlarms extends Construct {
   private add(
     queue: string,
     alarm: AlarmKind,
-    props: Omit<cloudwatch.AlarmProps, 'alarmName' | 'alarmDescription'> & { alarmDescription: string },
+    {
+      pages,
+      ...props
+    }: Omit<cloudwatch.AlarmProps, 'alarmName' | 'alarmDescription'> & {
+      alarmDescription: string;
+      /** alarms.page hears it too. */
+      pages?: boolean;
+    },
   ): void {
+    if (pages) this.paging.push(alarmName(this.tenant, queue, alarm));
     this.register(
       queue,
       alarm,
@@ -392,4 +472,9 @@ export class TenantAlarms extends Construct {
       period: GAUGE_PERIOD,
     });
   }
+}
+
+/** `15 min`, `1 h`: an alarm's age threshold as its description says it. */
+function minutes(seconds: number): string {
+  return seconds % 3600 === 0 ? `${seconds / 3600} h` : `${seconds / 60} min`;
 }

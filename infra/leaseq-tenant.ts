@@ -39,7 +39,7 @@ import {
 import { type LeaseqFunctionProps, leaseqFunction } from './leaseq-function.js';
 import { acknowledgeNag } from './nag.js';
 import { QueueConstruct } from './queue.js';
-import { loadTenantFile } from './tenant-file.js';
+import { loadTenantFile, refuseTierFindings } from './tenant-file.js';
 
 /** A tenant file's content, as `tenants/<name>.json` holds it (defaults not yet applied). */
 export type LeaseqTenantConfig = z.input<typeof tenantConfigSchema>;
@@ -86,12 +86,13 @@ function tenantFileOf(props: LeaseqTenantProps, projectRoot: string): { raw: unk
 }
 
 /**
- * The tenant file as the functions get it: without the alarm owners, which only the stack reads.
+ * The tenant file as the functions get it: without the alarm owners and the tier exceptions, which
+ * only the stack reads.
  * Lambda's environment holds 4 KB in all, and the functions have no use for the addresses.
  */
-function withoutStackOnlyFields(tenantFile: unknown): unknown {
+export function withoutStackOnlyFields(tenantFile: unknown): unknown {
   if (typeof tenantFile !== 'object' || tenantFile === null) return tenantFile;
-  const { alarms: _owners, ...rest } = tenantFile as Record<string, unknown>;
+  const { alarms: _owners, exceptions: _exceptions, ...rest } = tenantFile as Record<string, unknown>;
   return rest;
 }
 
@@ -137,6 +138,7 @@ export class LeaseqTenant extends Construct {
     const { raw, source } = tenantFileOf(props, this.projectRoot);
     const config = parseTenantConfig(raw, source);
     checkPayloadSchemas(config, source);
+    refuseTierFindings(config, source);
     this.config = config;
     this.functionCode = props.functionCode;
     Tags.of(this).add('leaseq:tenant', config.tenant);
@@ -148,6 +150,8 @@ export class LeaseqTenant extends Construct {
       billingMode: dynamodb.BillingMode.PAY_PER_REQUEST,
       timeToLiveAttribute: 'ttl',
       pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
+      // It holds every queue's state: a critical queue's tier keeps it from being deleted by mistake.
+      deletionProtection: Object.values(config.queues).some((q) => q.tier === 'critical'),
       // Its records wake a resting sweep when the sweep's arm is written (createSweep).
       stream: dynamodb.StreamViewType.KEYS_ONLY,
       removalPolicy: RemovalPolicy.RETAIN,
@@ -251,6 +255,7 @@ export class LeaseqTenant extends Construct {
       tenant: config.tenant,
       queues: this.queues.values(),
       owners: config.alarms,
+      exceptions: config.exceptions,
     });
 
     new CfnOutput(this, 'TableName', { value: this.table.tableName });

@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { ConfigError, parseTenantConfig, type TenantConfig } from '../functions/core/config.js';
 import { checkPayloadSchemas } from '../functions/core/payload-schema.js';
+import { findingLine, tierFindings } from '../functions/core/tiers.js';
 
 /**
  * Reads a tenant file for `npm start` and `cdk synth`: its JSON, with each queue's `"schema":
@@ -27,6 +28,19 @@ export function readTenant(path: string, shown = path): TenantConfig {
   const tenant = parseTenantConfig(loadTenantFile(path, shown), shown);
   checkPayloadSchemas(tenant, shown);
   return tenant;
+}
+
+/**
+ * Synth's check of the tiers' standards (core/tiers.ts): a ConfigError with one line per finding.
+ * `npm start` prints the same lines as warnings, and refuses them only with --strict.
+ */
+export function refuseTierFindings(tenant: TenantConfig, source: string, now = Date.now()): void {
+  const findings = tierFindings(tenant, now);
+  if (findings.length === 0) return;
+  throw new ConfigError(
+    `${source} is below its queues' tier standards:\n${findings.map((f) => `  ${findingLine(f)}`).join('\n')}`,
+    findings.map((f) => ({ path: f.path, message: `${f.rule} (fix: ${f.fix})` })),
+  );
 }
 
 function readJson(path: string, shown: string): unknown {

@@ -24,7 +24,8 @@ export function registerStart(program: Command): void {
     .option('--config <file>', 'the tenant file (default $LEASEQ_CONFIG or tenants/local.json)')
     .option('--port <port>', 'the port (default $PORT or 4000)')
     .option('--data-dir <dir>', 'the data folder (default $LEASEQ_DATA_DIR or .leaseq)')
-    .action(async (opts: { config?: string; port?: string; dataDir?: string }) => {
+    .option('--strict', "refuse a tenant file below its queues' tier standards, as synth does")
+    .action(async (opts: { config?: string; port?: string; dataDir?: string; strict?: boolean }) => {
       if (opts.port !== undefined && !/^\d+$/.test(opts.port))
         throw new UsageError(`--port: not a port number: ${opts.port}`);
       await checkTenantFile(opts.config ?? process.env.LEASEQ_CONFIG ?? 'tenants/local.json');
@@ -32,6 +33,7 @@ export function registerStart(program: Command): void {
         ...(opts.config !== undefined ? ['--config', opts.config] : []),
         ...(opts.port !== undefined ? ['--port', opts.port] : []),
         ...(opts.dataDir !== undefined ? ['--data-dir', opts.dataDir] : []),
+        ...(opts.strict ? ['--strict'] : []),
       ];
       const child = spawn(process.execPath, [...MAIN, ...args], {
         stdio: 'inherit',

@@ -1,5 +1,6 @@
 import * as z from 'zod/mini';
 import { consumerNameSchema, rateLimitsSchema, SCOPE, SCOPE_MESSAGE } from '../wire/fields.js';
+import { TIER_DEFAULTS, TIERS } from './tiers.js';
 import { issuesOf } from './validation.js';
 import { intIn } from './zod-mini.js';
 
@@ -31,8 +32,20 @@ const lambdaConsumerSchema = z.strictObject({
   memory_mb: z._default(intIn(128, 10_240), 512),
 });
 
-export const queueConfigSchema = z
+/** A team's name, as alarms and the DLQ's owner show it. */
+const teamSchema = z
+  .string()
+  .check(z.regex(/^[A-Za-z0-9][A-Za-z0-9 _.-]{0,63}$/, 'a team name: 1-64 of [A-Za-z0-9 _.-]'));
+
+const queueFieldsSchema = z
   .strictObject({
+    /**
+     * What the queue's messages are worth (core/tiers.ts): it sets the retention defaults, the
+     * DLQ alarm, paging, and what synth requires (an owner, settings at the tier's standard).
+     */
+    tier: z._default(z.enum(TIERS), 'standard'),
+    /** The team that owns the queue and its dead letters: named in its alarms and its DLQ. */
+    owner: z.optional(teamSchema),
     ordered: z._default(z.boolean(), false),
     /**
      * An ordered queue's per-key batch: one receive may lease up to this many consecutive
@@ -51,8 +64,9 @@ export const queueConfigSchema = z
       z.array(intIn(0, 12 * HOUR)).check(z.minLength(1), z.maxLength(20)),
       [10, 60, 600, 3600],
     ),
-    retention_hours: z._default(intIn(24, 365 * 24), 24),
-    dlq_retention_hours: z._default(intIn(48, 2 * 365 * 24), 336),
+    /** Defaults by tier (TIER_DEFAULTS). */
+    retention_hours: z.optional(intIn(24, 365 * 24)),
+    dlq_retention_hours: z.optional(intIn(24, 2 * 365 * 24)),
     dedup_window_seconds: z._default(intIn(300), 86_400),
     claim_check_bytes: z._default(intIn(1024, 900 * 1024), 262_144),
     window_size: z._default(intIn(1, 1_000_000), 10_000),
@@ -99,20 +113,6 @@ export const queueConfigSchema = z
           message: 'must not exceed max_lease_seconds',
         });
       }
-      if (q.dlq_retention_hours < 2 * q.retention_hours) {
-        ctx.addIssue({
-          code: 'custom',
-          path: ['dlq_retention_hours'],
-          message: 'must be at least 2 × retention_hours',
-        });
-      }
-      if (q.dedup_window_seconds > q.retention_hours * HOUR) {
-        ctx.addIssue({
-          code: 'custom',
-          path: ['dedup_window_seconds'],
-          message: 'must not exceed the retention',
-        });
-      }
       const seen = new Set<string>();
       q.consumers.forEach((c, i) => {
         // The name keys the consumer's message state: two of one name would share it.
@@ -125,6 +125,28 @@ export const queueConfigSchema = z
         }
         seen.add(c.name);
       });
+    }),
+  );
+
+/** A queue of the tenant file, with its tier's defaults filled in. */
+export const queueConfigSchema = z
+  .pipe(
+    queueFieldsSchema,
+    z.transform((q) => ({
+      ...q,
+      retention_hours: q.retention_hours ?? TIER_DEFAULTS[q.tier].retention_hours,
+      dlq_retention_hours: q.dlq_retention_hours ?? TIER_DEFAULTS[q.tier].dlq_retention_hours,
+    })),
+  )
+  .check(
+    z.superRefine((q, ctx) => {
+      if (q.dedup_window_seconds > q.retention_hours * HOUR) {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['dedup_window_seconds'],
+          message: 'must not exceed the retention',
+        });
+      }
     }),
   );
 
@@ -150,6 +172,20 @@ export const alarmsConfigSchema = z.strictObject({
   consuming_team: addresses,
   platform: addresses,
   producing_team: addresses,
+  /** The on-call route: hears the paging alarms of standard and critical queues (core/tiers.ts). */
+  page: addresses,
+});
+
+/**
+ * A setting below its queue's tier standard, allowed until `expires` (a day, UTC): who asked,
+ * and why. Synth refuses it once expired; the stack pages on that day.
+ */
+export const exceptionSchema = z.strictObject({
+  queue: z.string().check(z.regex(QUEUE_NAME)),
+  setting: z.enum(['owner', 'retention_hours', 'dlq_retention_hours']),
+  owner: teamSchema,
+  reason: z.string().check(z.minLength(1), z.maxLength(500)),
+  expires: z.string().check(z.regex(/^\d{4}-\d{2}-\d{2}$/, 'a date: YYYY-MM-DD')),
 });
 
 export type AlarmsConfig = z.infer<typeof alarmsConfigSchema>;
@@ -166,10 +202,22 @@ export const tenantConfigSchema = z
       consuming_team: [],
       platform: [],
       producing_team: [],
+      page: [],
     }),
+    exceptions: z._default(z.array(exceptionSchema), []),
   })
   .check(
     z.superRefine((t, ctx) => {
+      t.exceptions.forEach((e, i) => {
+        if (!Object.hasOwn(t.queues, e.queue))
+          ctx.addIssue({
+            code: 'custom',
+            path: ['exceptions', i, 'queue'],
+            message: `names queue "${e.queue}", which the file does not declare`,
+          });
+        if (Number.isNaN(Date.parse(`${e.expires}T00:00:00Z`)))
+          ctx.addIssue({ code: 'custom', path: ['exceptions', i, 'expires'], message: 'not a date' });
+      });
       // A scope on a queue the file does not declare is a typo that would fail every request.
       t.api_keys.forEach((key, i) => {
         key.scopes.forEach((scope, j) => {
@@ -189,6 +237,7 @@ export type QueueConfig = z.infer<typeof queueConfigSchema>;
 export type TenantConfig = z.infer<typeof tenantConfigSchema>;
 export type ApiKeyConfig = z.infer<typeof apiKeyConfigSchema>;
 export type ConsumerConfig = z.infer<typeof lambdaConsumerSchema>;
+export type ExceptionConfig = z.infer<typeof exceptionSchema>;
 
 export class ConfigError extends Error {
   override readonly name = 'ConfigError';

@@ -2,7 +2,8 @@ import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
 import { ConfigError } from '../../functions/core/config.js';
-import { readTenant } from '../tenant-file.js';
+import { findingLine, tierFindings } from '../../functions/core/tiers.js';
+import { readTenant, refuseTierFindings } from '../tenant-file.js';
 import { DYNAMODB_EMULATOR_ENV, dynamodbEmulatorSchema } from './emulators.js';
 import { startRuntime } from './runtime.js';
 import { checkPortFree, nearestOption, StartupError } from './startup-checks.js';
@@ -13,6 +14,7 @@ const OPTIONS = {
   config: { type: 'string' },
   port: { type: 'string' },
   'data-dir': { type: 'string' },
+  strict: { type: 'boolean' },
 } as const;
 
 /** The flags, or a StartupError naming the unknown one and the flag it is near. */
@@ -58,6 +60,11 @@ async function main(): Promise<void> {
   });
   const configPath = resolve(options.config);
   const tenant = readTenant(configPath);
+  // A queue on a laptop is nobody's production queue: what synth refuses is a warning here,
+  // unless --strict asks for synth's answer.
+  if (values.strict) refuseTierFindings(tenant, options.config);
+  for (const finding of tierFindings(tenant, Date.now()))
+    process.stderr.write(`leaseq: warning: ${findingLine(finding)}\n`);
   await checkPortFree(options.port);
   const runtime = await startRuntime({
     tenant,

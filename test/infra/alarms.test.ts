@@ -14,13 +14,14 @@ import {
 import { ALARM_OWNERS, type AlarmKind } from '../../infra/alarm-rules.js';
 import { buildApp } from '../../infra/build-app.js';
 import { CapturedMetrics } from '../helpers/captured-metrics.js';
+import { owned } from '../helpers/owned.js';
 
 // The alarms (docs/alarms.md): one set per queue, all telling the tenant's owner through one topic.
 
 const functionCode = lambda.Code.fromInline('export const handler = async () => ({ statusCode: 200 });');
 
 const { app, stack } = buildApp(
-  {
+  owned({
     tenant: 'acme',
     queues: {
       // Pulled by receive, a 72 h retention (alarms at 36 h).
@@ -41,10 +42,13 @@ const { app, stack } = buildApp(
       platform: ['platform@acme.example'],
       producing_team: ['producers@acme.example'],
     },
-  },
+  }),
   { functionCode },
 );
-const { stack: quiet } = buildApp({ tenant: 'quiet', queues: { jobs: {} } }, { app, functionCode });
+const { stack: quiet } = buildApp(
+  { tenant: 'quiet', queues: { jobs: { tier: 'ephemeral' } } },
+  { app, functionCode },
+);
 const template = Template.fromStack(stack);
 
 const logicalId = (c: IConstruct | undefined) =>
@@ -409,12 +413,14 @@ describe('the owner', () => {
         }),
       ]),
     );
-    expect(subscriptions).toHaveLength(5);
-    // No owner named: the topic and alarms are there to subscribe to later, with nobody on it.
+    expect(subscriptions).toHaveLength(6);
+    // An ephemeral queue needs no owner: the topic and alarms are there to subscribe to later, with
+    // nobody on it, and its dead letters page nobody (no dlq-oldest-age).
     const quietTemplate = Template.fromStack(quiet);
     quietTemplate.resourceCountIs('AWS::SNS::Topic', 1);
     quietTemplate.resourceCountIs('AWS::SNS::Subscription', 0);
-    quietTemplate.resourceCountIs('AWS::CloudWatch::Alarm', 9);
+    quietTemplate.resourceCountIs('AWS::CloudWatch::Alarm', 8);
+    expect(Object.keys(quietTemplate.findResources('AWS::CloudWatch::Alarm')).join()).not.toMatch(/dlq/i);
   });
 
   it("keeps the addresses out of the functions' bundled config and environment, which only the stack needs", () => {
@@ -539,5 +545,72 @@ describe('what the functions emit', () => {
         Dimensions: m.Dimensions,
       });
     }
+  });
+});
+
+describe("the queues' tiers", () => {
+  const { stack: tiered } = buildApp(
+    {
+      tenant: 'tiers',
+      queues: {
+        crit: { tier: 'critical', owner: 'ledger-team', retention_hours: 24 },
+        std: { owner: 'jobs-team' },
+        eph: { tier: 'ephemeral' },
+      },
+      alarms: { page: ['oncall@tiers.example'] },
+      exceptions: [
+        {
+          queue: 'crit',
+          setting: 'retention_hours',
+          owner: 'data-eng',
+          reason: 'migration',
+          expires: '2099-01-31',
+        },
+      ],
+    },
+    { functionCode },
+  );
+  const t = Template.fromStack(tiered);
+  const named = (name: string) =>
+    Object.values(t.findResources('AWS::CloudWatch::Alarm', { Properties: { AlarmName: name } }))[0]
+      ?.Properties;
+
+  it('page sooner the more a queue is worth: 15 min critical, 1 h standard, never ephemeral', () => {
+    expect(named('leaseq-tiers/crit/dlq-oldest-age')?.Threshold).toBe(900);
+    expect(named('leaseq-tiers/std/dlq-oldest-age')?.Threshold).toBe(3600);
+    expect(named('leaseq-tiers/eph/dlq-oldest-age')).toBeUndefined();
+    expect(named('leaseq-tiers/crit/dlq-oldest-age')?.AlarmDescription).toMatch(/Owner: ledger-team/);
+  });
+
+  it("send the on-call route what the tiers page on, a critical queue's lost records too", () => {
+    const [page] = Object.values(
+      t.findResources('AWS::SNS::Subscription', { Properties: { Endpoint: 'oncall@tiers.example' } }),
+    );
+    expect(page?.Properties.FilterPolicyScope).toBe('MessageBody');
+    expect([...(page?.Properties.FilterPolicy.AlarmName ?? [])].sort()).toEqual([
+      'leaseq-tiers/crit/dlq-oldest-age',
+      'leaseq-tiers/crit/exception-expired',
+      'leaseq-tiers/crit/expired-unprocessed',
+      'leaseq-tiers/std/dlq-oldest-age',
+    ]);
+  });
+
+  it('page on the day an exception expires, through the alarm topic, and protect the table of a critical queue', () => {
+    const schedules = Object.values(t.findResources('AWS::Scheduler::Schedule')).map((s) => s.Properties);
+    expect(schedules).toHaveLength(1);
+    expect(schedules[0]).toMatchObject({
+      ScheduleExpression: 'at(2099-01-31T00:00:00)',
+      ScheduleExpressionTimezone: 'UTC',
+      Target: {
+        Arn: {
+          Ref: Stack.of(tiered).getLogicalId(tiered.tenant.alarms.topic.node.defaultChild as CfnElement),
+        },
+      },
+    });
+    expect(JSON.parse(schedules[0]?.Target.Input).AlarmName).toBe('leaseq-tiers/crit/exception-expired');
+    t.hasResourceProperties('AWS::DynamoDB::Table', { DeletionProtectionEnabled: true });
+    Template.fromStack(quiet).hasResourceProperties('AWS::DynamoDB::Table', {
+      DeletionProtectionEnabled: false,
+    });
   });
 });

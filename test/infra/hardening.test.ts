@@ -7,6 +7,7 @@ import { AwsSolutionsChecks } from 'cdk-nag';
 import type { IConstruct } from 'constructs';
 import { describe, expect, it } from 'vitest';
 import { buildApp } from '../../infra/build-app.js';
+import { owned } from '../helpers/owned.js';
 
 // Stack hardening: cdk-nag, one tenant's policies against another's resources, per-tenant names.
 
@@ -14,17 +15,18 @@ const functionCode = lambda.Code.fromInline('export const handler = async () => 
 
 /** Two queues, one pushed to a Lambda consumer as in tenants/example-push.json. Same names in every tenant. */
 const QUEUES = ['orders', 'events'];
-const tenantFile = (tenant: string) => ({
-  tenant,
-  queues: {
-    orders: { shards: 2 },
-    events: {
-      shards: 1,
-      consumers: [{ name: 'log-events', entry: 'examples/lambda-consumer.ts', batch_size: 10 }],
+const tenantFile = (tenant: string) =>
+  owned({
+    tenant,
+    queues: {
+      orders: { shards: 2 },
+      events: {
+        shards: 1,
+        consumers: [{ name: 'log-events', entry: 'examples/lambda-consumer.ts', batch_size: 10 }],
+      },
     },
-  },
-  api_keys: [{ name: 'admin', sha256: 'a'.repeat(64), scopes: ['admin:*'] }],
-});
+    api_keys: [{ name: 'admin', sha256: 'a'.repeat(64), scopes: ['admin:*'] }],
+  });
 
 // Both tenants in one app, as one `cdk synth` would hold them: nothing may tie them together.
 const { app, stack: acme } = buildApp(tenantFile('acme'), { functionCode });

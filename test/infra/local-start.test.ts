@@ -84,6 +84,42 @@ describe('npm start refuses in one line', { timeout: 60_000 }, () => {
   });
 });
 
+describe("npm start and the queues' tiers", { timeout: 60_000 }, () => {
+  const unowned = join(scratch, 'unowned.json');
+  const finding =
+    'queues.jobs.owner: a standard queue names the team that owns it and its dead letters (fix: add "owner": "<team>", or "tier": "ephemeral" if losing its messages is acceptable)';
+
+  it('warns of what synth would refuse, one line each, and goes on', async () => {
+    writeFileSync(
+      unowned,
+      JSON.stringify({ tenant: 'x', queues: { jobs: {} }, alarms: { page: ['a@example.com'] } }),
+    );
+    // The busy port stops it right after the warnings: it went on past them.
+    const run = await start([
+      '--config',
+      unowned,
+      '--port',
+      String(busyPort),
+      '--data-dir',
+      join(scratch, 'warn'),
+    ]);
+    expect(run.code).toBe(2);
+    expect(run.stderr.split('\n').filter(Boolean)).toEqual([
+      `leaseq: warning: ${finding}`,
+      expect.stringContaining(`port ${busyPort} is in use`),
+    ]);
+  });
+
+  it('refuses them with --strict, as synth does', async () => {
+    const run = await start(['--config', unowned, '--strict', '--port', String(busyPort)]);
+    expect(run.code).toBe(2);
+    expect(run.stderr.split('\n').filter(Boolean)).toEqual([
+      `leaseq: ${unowned} is below its queues' tier standards:`,
+      `  ${finding}`,
+    ]);
+  });
+});
+
 describe('the data folder lock', () => {
   it('takes over a lock whose process is gone, and its release removes it', () => {
     const dir = mkdtempSync(join(tmpdir(), 'leaseq-lock-'));

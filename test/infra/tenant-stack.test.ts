@@ -5,6 +5,7 @@ import * as lambda from 'aws-cdk-lib/aws-lambda';
 import { describe, expect, it } from 'vitest';
 import { ConfigError } from '../../functions/core/config.js';
 import { buildApp } from '../../infra/build-app.js';
+import { owned } from '../helpers/owned.js';
 
 // Inline code instead of the esbuild bundle: these tests are about the template, not the handler.
 const functionCode = lambda.Code.fromInline('export const handler = async () => ({ statusCode: 200 });');
@@ -40,8 +41,8 @@ const pushFile = {
 
 // One app for the file: each stack is synthesized once and every test reads its template.
 const { app, stack: local } = buildApp(localFile, { functionCode });
-const { stack: acme } = buildApp(acmeFile, { app, functionCode });
-const { stack: push } = buildApp(pushFile, { app, functionCode });
+const { stack: acme } = buildApp(owned(acmeFile), { app, functionCode });
+const { stack: push } = buildApp(owned(pushFile), { app, functionCode });
 const template = Template.fromStack(local);
 const acmeTemplate = Template.fromStack(acme);
 const pushTemplate = Template.fromStack(push);
@@ -136,11 +137,15 @@ describe('TenantStack (tenants/local.json)', () => {
 
   it('has one KMS-encrypted stream per queue, sized by the tenant file', () => {
     template.resourceCountIs('AWS::Kinesis::Stream', 2);
-    for (const queue of ['jobs', 'ledger']) {
+    // ledger is critical: its tier keeps three days.
+    for (const [queue, hours] of [
+      ['jobs', 24],
+      ['ledger', 72],
+    ] as const) {
       template.hasResourceProperties('AWS::Kinesis::Stream', {
         Name: `leaseq-local-${queue}`,
         ShardCount: 2,
-        RetentionPeriodHours: 24,
+        RetentionPeriodHours: hours,
         StreamEncryption: { EncryptionType: 'KMS', KeyId: 'alias/aws/kinesis' },
       });
     }
@@ -205,9 +210,9 @@ describe('TenantStack (tenants/local.json)', () => {
             // dlq_retention_hours defaults to 336: 14 days.
             { Id: 'claims-jobs', Prefix: 'claims/jobs/', ExpirationInDays: 14, Status: 'Enabled' },
             { Id: 'claims-ledger', Prefix: 'claims/ledger/', ExpirationInDays: 14, Status: 'Enabled' },
-            // Segments: retention 24 h and a last lease of 1 h.
+            // Segments: the retention (24 h; ledger, critical, 72 h) and a last lease of 1 h.
             { Id: 'segments-jobs', Prefix: 'segments/jobs/', ExpirationInDays: 2, Status: 'Enabled' },
-            { Id: 'segments-ledger', Prefix: 'segments/ledger/', ExpirationInDays: 2, Status: 'Enabled' },
+            { Id: 'segments-ledger', Prefix: 'segments/ledger/', ExpirationInDays: 4, Status: 'Enabled' },
             {
               Id: 'abort-incomplete-uploads',
               AbortIncompleteMultipartUpload: { DaysAfterInitiation: 1 },
@@ -299,7 +304,8 @@ describe('TenantStack (tenants/local.json)', () => {
     // The tenant file is bundled, not in the environment (Lambda's holds 4 KB); verbatim, not
     // defaults-expanded: the function applies its own schema's defaults.
     expect(env.LEASEQ_TENANT_CONFIG).toBeUndefined();
-    expect(JSON.parse(local.tenant.tenantConfig)).toEqual(localFile);
+    // The alarm owners are the stack's alone.
+    expect(JSON.parse(local.tenant.tenantConfig)).toEqual({ ...(localFile as object), alarms: undefined });
 
     const logGroupId: string = fn.Properties.LoggingConfig.LogGroup.Ref;
     expect(template.toJSON().Resources[logGroupId].Properties.RetentionInDays).toBe(30);
@@ -335,13 +341,13 @@ describe('TenantStack (tenants/local.json)', () => {
 
   it("throttles each queue's routes apart, at twice a declared quota, after the routes exist", () => {
     const { stack } = buildApp(
-      {
+      owned({
         tenant: 'quota',
         queues: {
           noisy: { rate_limits: { produce: { requests_per_sec: 20 }, consume: { requests_per_sec: 5 } } },
           quiet: {},
         },
-      },
+      }),
       { functionCode },
     );
     const t = Template.fromStack(stack);
@@ -363,7 +369,7 @@ describe('TenantStack (tenants/local.json)', () => {
 
   it("warns at synth when the queues' routes together pass the account's API Gateway throttle", () => {
     const queues = Object.fromEntries(Array.from({ length: 20 }, (_, i) => [`q${i}`, {}]));
-    const { stack } = buildApp({ tenant: 'many', queues }, { functionCode });
+    const { stack } = buildApp(owned({ tenant: 'many', queues }), { functionCode });
     const warnings = Annotations.fromStack(stack).findWarning('*', Match.stringLikeRegexp('Throttle rate'));
     expect(warnings.map((w) => w.entry.data)).toEqual([
       expect.stringMatching(
@@ -649,7 +655,7 @@ describe('TenantStack with a Lambda consumer', () => {
     expect(env.LEASEQ_CONSUMER_NAME).toBe('billing');
     expect(env.LEASEQ_TABLE).toEqual({ Ref: onlyId(pushTemplate, 'AWS::DynamoDB::Table') });
     expect(env.LEASEQ_TENANT_CONFIG).toBeUndefined();
-    expect(JSON.parse(push.tenant.tenantConfig)).toEqual(pushFile);
+    expect(JSON.parse(push.tenant.tenantConfig)).toEqual({ ...owned(pushFile), alarms: undefined });
   });
 
   it("subscribes it to its queue's stream with partial batch responses, and dispatch to the other stream only", () => {

@@ -224,7 +224,11 @@ const stack = new Stack(app, 'TeamStack');
 const props = {
   tenant: {
     tenant: 'orders',
-    queues: { jobs: { shards: 1 }, events: { shards: 1, consumers: [{ name: 'billing', entry: 'consumers/billing.mjs' }] } },
+    alarms: { page: ['oncall@example.com'] },
+    queues: {
+      jobs: { owner: 'orders-team', shards: 1 },
+      events: { owner: 'billing-team', shards: 1, consumers: [{ name: 'billing', entry: 'consumers/billing.mjs' }] },
+    },
   },
 };
 await LeaseqTenant.checkConsumers(props);
@@ -287,7 +291,7 @@ import { LeaseqClient, type ProduceMessage, type ReceivedMessage } from 'leaseq/
 import { type LeaseqMessage, leaseqConsumer } from 'leaseq/consumer';
 import { checkRedelivery } from 'leaseq/testing';
 
-const config: LeaseqTenantConfig = { tenant: 'orders', queues: { jobs: { shards: 1 } } };
+const config: LeaseqTenantConfig = { tenant: 'orders', queues: { jobs: { tier: 'ephemeral', shards: 1 } } };
 export const tenant = new LeaseqTenant(new Stack(new App(), 'S'), 'Orders', { tenant: config });
 const client = new LeaseqClient({ baseUrl: 'http://127.0.0.1:4000', apiKey: 'key' });
 const message: ProduceMessage = { payload: { total: 42 } };

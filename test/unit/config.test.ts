@@ -23,6 +23,7 @@ describe('tenant configuration', () => {
   it('fills every queue default of the contract', () => {
     const config = parseTenantConfig({ tenant: 'acme', queues: { jobs: {} } });
     expect(config.queues.jobs).toEqual({
+      tier: 'standard',
       ordered: false,
       max_per_key: 1,
       shards: 2,
@@ -41,7 +42,14 @@ describe('tenant configuration', () => {
     });
     expect(config.api_keys).toEqual([]);
     // No owner named: the alarm topic is made anyway, with no subscription (README "Alarms").
-    expect(config.alarms).toEqual({ email: [], consuming_team: [], platform: [], producing_team: [] });
+    expect(config.alarms).toEqual({
+      email: [],
+      consuming_team: [],
+      platform: [],
+      producing_team: [],
+      page: [],
+    });
+    expect(config.exceptions).toEqual([]);
   });
 
   it('takes max_per_key from 1 to 10, on ordered queues only', () => {
@@ -133,9 +141,23 @@ describe('tenant configuration', () => {
       { tenant: 'a', queues: { jobs: { lease_seconds: 120, max_lease_seconds: 60 } } },
       'queues.jobs.lease_seconds',
     ],
+    [{ tenant: 'a', queues: { jobs: { tier: 'gold' } } }, 'queues.jobs.tier'],
+    [{ tenant: 'a', queues: { jobs: { owner: '' } } }, 'queues.jobs.owner'],
     [
-      { tenant: 'a', queues: { jobs: { retention_hours: 200, dlq_retention_hours: 300 } } },
-      'queues.jobs.dlq_retention_hours',
+      {
+        tenant: 'a',
+        queues: { jobs: {} },
+        exceptions: [{ queue: 'other', setting: 'owner', owner: 't', reason: 'r', expires: '2027-01-01' }],
+      },
+      'exceptions[0].queue',
+    ],
+    [
+      {
+        tenant: 'a',
+        queues: { jobs: {} },
+        exceptions: [{ queue: 'jobs', setting: 'owner', owner: 't', reason: 'r', expires: '2027-13-45' }],
+      },
+      'exceptions[0].expires',
     ],
     [{ tenant: 'a', queues: { jobs: { dedup_window_seconds: 60 } } }, 'queues.jobs.dedup_window_seconds'],
     [{ tenant: 'a', queues: { jobs: { max_lease_seconds: 13 * 3600 } } }, 'queues.jobs.max_lease_seconds'],
