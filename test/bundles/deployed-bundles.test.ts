@@ -17,11 +17,12 @@ import { hashApiKey } from '../../functions/core/auth.js';
 import { streamName, tableName } from '../../functions/core/config.js';
 import { ENV } from '../../functions/core/runtime-config.js';
 import { buildHostFiles, type HostFiles, LambdaProcess } from '../helpers/lambda-process.js';
-import { type MotoServer, startMotoServer } from '../helpers/moto-server.js';
+import { type MotoServer, motoServerCommand, startMotoServer } from '../helpers/moto-server.js';
 import { queueApi } from '../helpers/queue-api.js';
 import type { ApiAnswer } from '../helpers/runtime.js';
 import { sdkSignedRequest } from '../helpers/sqs-signing.js';
 import { makeTestCertificate } from '../helpers/test-ca.js';
+import type { RoleCredentials } from './lambda-role.js';
 
 /**
  * What deploys is what is tested: the Lambda bundles built as `cdk synth` builds them (the
@@ -33,9 +34,14 @@ import { makeTestCertificate } from '../helpers/test-ca.js';
  * test's own.
  */
 
+/**
+ * The local runtime's region: its bucket is created without a location constraint
+ * (infra/local/resources.ts), which S3, and moto with it, takes in us-east-1 only.
+ */
 const REGION = 'us-east-1';
 /** The key of the sample events (events/apigw/), declared in the tenant file as the stack takes keys. */
 const KEY = 'sample-admin-key-0000000000';
+/** The tenant file; with no `alarms`, the stack bundles it as it is (JSON.stringify). */
 const TENANT = {
   tenant: 'bundles',
   queues: {
@@ -69,15 +75,20 @@ const sample = (name: string): APIGatewayProxyEventV2 =>
   JSON.parse(readFileSync(join(SAMPLES, name), 'utf8'));
 const PROVISION = fileURLToPath(new URL('./provision.ts', import.meta.url));
 const STREAM_READER = fileURLToPath(new URL('./stream-reader.ts', import.meta.url));
+const LAMBDA_ROLE = fileURLToPath(new URL('./lambda-role.ts', import.meta.url));
 
 let dir: string;
 let moto: MotoServer | undefined;
 let files: HostFiles;
-/** Runs test modules (provisioning, the stream reader) beside the functions, with the same preload. */
+/** Reads the streams as the event source mappings do, beside the functions, with the same preload. */
 let harness: LambdaProcess;
+/** The functions' role credentials, and the environment every process shares. */
+let role: RoleCredentials;
+let sharedEnv: Record<string, string>;
 const functions = new Map<string, { process: LambdaProcess; bundle: string }>();
 
 beforeAll(async () => {
+  motoServerCommand(); // fails first, naming what to install
   dir = mkdtempSync(join(tmpdir(), 'leaseq-bundles-'));
   // A wildcard stands for one label only: each depth of name the bundles call needs its own
   // (`dynamodb.us-east-1.amazonaws.com`, `<bucket>.s3.us-east-1.amazonaws.com`, and the
@@ -89,7 +100,9 @@ beforeAll(async () => {
     '*.s3.amazonaws.com',
   ]);
   const started = startMotoServer(certificate);
-  files = await buildHostFiles(join(dir, 'host'), [PROVISION, STREAM_READER]);
+  // Awaited below, after the builds: a start that fails meanwhile is reported there, not as unhandled.
+  started.catch(() => undefined);
+  files = await buildHostFiles(join(dir, 'host'), [PROVISION, LAMBDA_ROLE, STREAM_READER]);
   const staged = new Map<string, string>();
   // One at a time: other suites share this machine's two cores.
   for (const spec of BUNDLES)
@@ -99,25 +112,38 @@ beforeAll(async () => {
   const aws = {
     AWS_REGION: REGION,
     AWS_DEFAULT_REGION: REGION,
-    // What Lambda puts in a function's environment: a role's temporary credentials (made up here).
-    AWS_ACCESS_KEY_ID: 'ASIABUNDLETEST',
-    AWS_SECRET_ACCESS_KEY: 'bundle-test-secret',
-    AWS_SESSION_TOKEN: 'bundle-test-token',
+    // Made up, for provisioning only: moto takes any request until lambda-role.ts turns its auth on.
+    AWS_ACCESS_KEY_ID: 'AKIAPROVISIONING',
+    AWS_SECRET_ACCESS_KEY: 'provisioning-secret',
     NODE_EXTRA_CA_CERTS: certificate.ca,
     LEASEQ_TEST_AWS_PORT: String(moto.port),
     AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true',
   };
-  harness = new LambdaProcess('harness', files, aws);
-  const { secretsKeyArn } = await harness.call<{ secretsKeyArn: string }>(
-    files.modules[PROVISION] as string,
-    'provision',
-    TENANT,
-    { table: tableName(TENANT.tenant), bucket: BUCKET, region: REGION },
-  );
+  // Provisioning goes first, while moto takes any request; the role's credentials then sign
+  // everything else, the stream reader's too (an event source mapping reads with the function's role).
+  const admin = new LambdaProcess('provision', files, aws);
+  let secretsKeyArn: string;
+  try {
+    ({ secretsKeyArn } = await admin.call<{ secretsKeyArn: string }>(
+      files.modules[PROVISION] as string,
+      'provision',
+      TENANT,
+      { table: tableName(TENANT.tenant), bucket: BUCKET, region: REGION },
+    ));
+    role = await admin.call<RoleCredentials>(
+      files.modules[LAMBDA_ROLE] as string,
+      'assumeFunctionRole',
+      REGION,
+    );
+  } finally {
+    await admin.close();
+  }
+  sharedEnv = aws;
+  harness = new LambdaProcess('stream-reader', files, { ...aws, ...role });
   for (const spec of BUNDLES) {
     const env = functionEnvironment(spec, secretsKeyArn);
     functions.set(spec.name, {
-      process: new LambdaProcess(spec.name, files, { ...aws, ...env }),
+      process: new LambdaProcess(spec.name, files, { ...aws, ...env, ...role }),
       bundle: staged.get(spec.name) as string,
     });
   }
@@ -484,5 +510,24 @@ describe('the endpoints the deployed functions called', () => {
       // The claim-checked payload is read from S3.
       consumer: [dynamodb, s3],
     });
+  });
+});
+
+describe('moto’s request authentication', () => {
+  it('refuses a request signed with a wrong secret: every call above was signed as AWS checks it', async () => {
+    const forged = new LambdaProcess('forged', files, {
+      ...sharedEnv,
+      ...role,
+      AWS_SECRET_ACCESS_KEY: `${role.AWS_SECRET_ACCESS_KEY}x`,
+    });
+    try {
+      await expect(
+        forged.call(files.modules[STREAM_READER] as string, 'nextBatch', STREAM.jobs),
+        // moto answers a JSON service's auth errors as XML, which names nothing to the JSON
+        // client (AWS answers InvalidSignatureException as JSON): the status is what is compared.
+      ).rejects.toThrow(/Http403Error/);
+    } finally {
+      await forged.close();
+    }
   });
 });

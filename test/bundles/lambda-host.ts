@@ -62,6 +62,9 @@ async function answer(request: HostRequest): Promise<unknown> {
   }
 }
 
+// The test is gone (ended or killed): so is its instance, whatever sockets it keeps open.
+process.on('disconnect', () => process.exit(0));
+
 // One request at a time, as Lambda invokes an instance.
 let running: Promise<unknown> = Promise.resolve();
 process.on('message', (request: HostRequest) => {
