@@ -6,7 +6,7 @@ import type { BundlingOptions } from 'aws-cdk-lib/aws-lambda-nodejs';
 import { build, type Metafile } from 'esbuild';
 import { ENV } from '../functions/core/runtime-config.js';
 import { SERVICE } from '../functions/observability/metrics.js';
-import { esbuildOptionsOf } from '../infra/esbuild-options.js';
+import { esbuildOptionsOf, runAfterBundling } from '../infra/esbuild-options.js';
 import { type LeaseqFunctionProps, leaseqFunctionBundling } from '../infra/leaseq-function.js';
 import { withoutStackOnlyFields } from '../infra/leaseq-tenant.js';
 
@@ -122,6 +122,23 @@ export async function buildBundle(
     gzipBytes: gzipSync(code.contents, { level: 9 }).byteLength,
     metafile: result.metafile,
   };
+}
+
+/**
+ * Writes one function's code to `outdir` as `cdk synth` stages it: the bundle (`index.mjs`), its
+ * source map, and the files its hook builds beside it (the lazily loaded modules). Answers the
+ * bundle's path. For test/bundles/, which runs what deploys.
+ */
+export async function stageBundle(
+  spec: LeaseqBundleSpec,
+  outdir: string,
+  tenantConfig = sampleTenantConfig(),
+): Promise<string> {
+  const bundling = leaseqFunctionBundling({ ...spec.bundling, tenantConfig });
+  const options = esbuildOptionsOf(bundling, spec.entry, outdir);
+  await build({ ...options, absWorkingDir: REPO, logLevel: 'error' });
+  runAfterBundling(bundling, REPO, outdir);
+  return options.outfile as string;
 }
 
 /** A bundle's bytes by package (`zod`, `@aws-sdk/client-s3`, …) or, for leaseq's own code, by folder. */

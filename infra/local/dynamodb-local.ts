@@ -1,33 +1,21 @@
-import { type ChildProcess, spawn } from 'node:child_process';
-import { once } from 'node:events';
+import type { ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import type { AddressInfo } from 'node:net';
-import { createServer } from 'node:net';
 import { dirname, join } from 'node:path';
 import { sleep } from '../../functions/core/async.js';
+import { freePort, spawnGuarded, stopGuarded } from './guarded-process.js';
 
 /**
  * AWS's own DynamoDB Local (the jar shipped by the `amplify-dynamodb-simulator` dev
  * dependency), a second opinion on dynalite: it needs Java, so it is a test-time option.
  * Data lives in `-dbPath` (SQLite), so a restart on the same folder keeps it like dynalite.
- *
- * Java runs under a `sh` guard that reads the guard's stdin, a pipe from this process: when this
- * process ends in any way (close(), a crash, SIGKILL) the pipe closes and the guard stops Java,
- * so no JVM outlives the runtime that started it.
+ * Java runs guarded (guarded-process.ts): no JVM outlives the runtime that started it.
  */
 
 export interface DynamoDbLocal {
   url: string;
   close(): Promise<void>;
 }
-
-const GUARD = [
-  'exec 3<&0', // a background job's stdin is /dev/null; keep the pipe on fd 3
-  'java "$@" </dev/null & java=$!',
-  '{ cat <&3 >/dev/null; kill "$java" 2>/dev/null; } &',
-  'wait "$java"',
-].join('\n');
 
 function dynamodbLocalJar(): { jar: string; lib: string } {
   let pkg: string;
@@ -46,12 +34,10 @@ export async function startDynamoDbLocal(dbPath: string, timeoutMs = 60_000): Pr
   // The port is free when picked, not when Java binds it: another process may take it between.
   for (let tries = 1; ; tries++) {
     const port = await freePort();
-    const child = spawn(
-      'sh',
+    const child = spawnGuarded(
+      'dynamodb-local',
+      'java',
       [
-        '-c',
-        GUARD,
-        'dynamodb-local',
         // The client compiler only and one GC thread: starts in half the time on a busy machine.
         '-XX:TieredStopAtLevel=1',
         '-XX:+UseSerialGC',
@@ -67,7 +53,7 @@ export async function startDynamoDbLocal(dbPath: string, timeoutMs = 60_000): Pr
         String(port),
       ],
       // It writes dynamodb-local-metadata.json into its working folder.
-      { cwd: dbPath, stdio: ['pipe', 'ignore', 'pipe'] },
+      { cwd: dbPath },
     );
     let stderr = '';
     child.stderr?.on('data', (chunk: Buffer) => {
@@ -76,24 +62,13 @@ export async function startDynamoDbLocal(dbPath: string, timeoutMs = 60_000): Pr
     const url = `http://127.0.0.1:${port}`;
     try {
       await answers(url, child, timeoutMs);
-      return { url, close: () => stop(child) };
+      return { url, close: () => stopGuarded(child) };
     } catch (err) {
-      await stop(child);
+      await stopGuarded(child);
       const message = `DynamoDB Local did not start on port ${port}: ${(err as Error).message}\n${stderr}`;
       if (tries === 3 || !stderr.includes('Address already in use')) throw new Error(message);
     }
   }
-}
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => resolve());
-  });
-  const { port } = server.address() as AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
 }
 
 /**
@@ -113,12 +88,4 @@ async function answers(url: string, child: ChildProcess, timeoutMs: number): Pro
     await sleep(100);
   }
   throw new Error(`no answer after ${timeoutMs} ms`);
-}
-
-/** Closing the guard's stdin stops Java; resolves once it has exited. */
-async function stop(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  const exited = once(child, 'exit');
-  child.stdin?.end();
-  await exited;
 }

@@ -16,7 +16,7 @@ export interface Received {
   replay_id?: string;
 }
 
-export function queueApi(t: TestRuntime, queue: string) {
+export function queueApi(t: Pick<TestRuntime, 'api'>, queue: string) {
   const post = (path: string, body: unknown) => t.api(`/queues/${queue}/${path}`, { body });
   const ok = (res: ApiAnswer) => {
     expect(res.status, JSON.stringify(res.body)).toBe(200);
