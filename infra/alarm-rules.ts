@@ -14,6 +14,8 @@ export const ALARM_OWNERS = {
   'handler-duration': 'consuming_team',
   'oldest-unacked-age': 'consuming_team',
   'dlq-oldest-age': 'consuming_team',
+  'dlq-expiring': 'consuming_team',
+  'dlq-expired': 'consuming_team',
   'ordered-stall': 'consuming_team',
   'parked-keys': 'consuming_team',
   'expired-unprocessed': 'platform',
@@ -71,6 +73,15 @@ export const STALE_RECEIPT_EXPRESSION = `IF(${RECEIPTS} >= ${STALE_RECEIPT_MIN},
  * poison message on its retries, a handler stuck on it): its shard's later keys wait too.
  */
 export const ORDERED_STALL_SECONDS = 300;
+
+/** Before a dead letter's retention ends, this long: time to extend the retention or redrive. */
+export const DLQ_EXPIRY_WARNING_SECONDS = 86_400;
+
+/** The age of the oldest dead letter that warns of its expiry, or none when the retention is a day or less. */
+export function dlqExpiringSeconds(queue: Pick<QueueConfig, 'dlq_retention_hours'>): number | undefined {
+  const seconds = queue.dlq_retention_hours * 3600 - DLQ_EXPIRY_WARNING_SECONDS;
+  return seconds > 0 ? seconds : undefined;
+}
 
 /** The name a tier exception's expiry is published under (it is a schedule, not an alarm). */
 export const EXCEPTION_EXPIRED = 'exception-expired';

@@ -7,12 +7,8 @@ import * as scheduler from 'aws-cdk-lib/aws-scheduler';
 import * as sns from 'aws-cdk-lib/aws-sns';
 import { EmailSubscription } from 'aws-cdk-lib/aws-sns-subscriptions';
 import { Construct } from 'constructs';
-import {
-  type AlarmsConfig,
-  consumerNamespace,
-  type ExceptionConfig,
-  namespaceParts,
-} from '../functions/core/config.js';
+import { type AlarmsConfig, consumerNamespace, namespaceParts } from '../functions/core/config.js';
+import type { ExceptionConfig } from '../functions/core/tier-exceptions.js';
 import { TIER_STANDARDS } from '../functions/core/tiers.js';
 import type { CounterName, DurationName, GaugeName } from '../functions/observability/metrics.js';
 import { METRICS_NAMESPACE, SERVICE } from '../functions/observability/metrics.js';
@@ -22,6 +18,7 @@ import {
   alarmName,
   alarmsOf,
   backlogAgeLimitSeconds,
+  dlqExpiringSeconds,
   EXCEPTION_EXPIRED,
   ORDERED_STALL_SECONDS,
   OWNER_LABEL,
@@ -216,6 +213,7 @@ export class TenantAlarms extends Construct {
         treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
         pages: true,
       });
+    if (dlqAge !== undefined) this.addDlqExpiryAlarms(q, queue.config.dlq_retention_hours);
     // Each Lambda consumer has a DLQ of its own (its namespace), with an owner too.
     for (const consumer of queue.config.consumers) {
       const ns = consumerNamespace(q, consumer.name);
@@ -237,6 +235,7 @@ export class TenantAlarms extends Construct {
           treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
           pages: true,
         });
+      if (dlqAge !== undefined) this.addDlqExpiryAlarms(ns, queue.config.dlq_retention_hours);
     }
     if (queue.config.ordered) this.addOrderedAlarms(queue);
     this.addNoisyProducerAlarms(q);
@@ -262,6 +261,34 @@ export class TenantAlarms extends Construct {
       // The event source mapping calls GetRecords every second even at the tip (age 0): no data
       // means its reader is gone or stuck, and the records age towards expiry unseen.
       treatMissingData: cloudwatch.TreatMissingData.BREACHING,
+    });
+  }
+
+  /**
+   * A dead letter must not leave unseen: a day before the oldest one's retention ends (extend it,
+   * or redrive), and for each that did (`dlq_expired`). Both page: an owned tier's dead letters
+   * are somebody's lost messages.
+   */
+  private addDlqExpiryAlarms(q: string, retentionHours: number): void {
+    const expiring = dlqExpiringSeconds({ dlq_retention_hours: retentionHours });
+    if (expiring !== undefined)
+      this.add(q, 'dlq-expiring', {
+        alarmDescription:
+          `The oldest dead letter of ${q} leaves its DLQ within a day (retention ${retentionHours} h): ` +
+          'redrive it, or raise dlq_retention_hours before it goes.',
+        metric: this.gauge(q, 'dlq_oldest_age'),
+        threshold: expiring,
+        evaluationPeriods: 1,
+        treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+        pages: true,
+      });
+    this.add(q, 'dlq-expired', {
+      alarmDescription: `Dead letters of ${q} reached the end of their DLQ retention unhandled: they are gone.`,
+      metric: this.gauge(q, 'dlq_expired'),
+      threshold: 0,
+      evaluationPeriods: 1,
+      treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+      pages: true,
     });
   }
 

@@ -2,8 +2,8 @@ import { fileURLToPath } from 'node:url';
 import { App, Validations } from 'aws-cdk-lib';
 import type * as lambda from 'aws-cdk-lib/aws-lambda';
 import { AwsSolutionsChecks } from 'cdk-nag';
-import { parseTenantConfig } from '../functions/core/config.js';
 import type { LeaseqTenantConfig } from './leaseq-tenant.js';
+import { parseTenantFile } from './tenant-file.js';
 import { TenantStack } from './tenant-stack.js';
 
 export interface BuildAppOptions {
@@ -46,7 +46,7 @@ export function buildApp(
   options: BuildAppOptions = {},
 ): { app: App; stack: TenantStack } {
   // The stack is named after the tenant, so the file is read for its name first.
-  const config = parseTenantConfig(tenantFile, options.source);
+  const { config } = parseTenantFile(tenantFile, options.source ?? 'tenant file');
   // A copied file that still names another tenant would deploy over that tenant's stack.
   if (options.tenant !== undefined && config.tenant !== options.tenant) {
     throw new Error(

@@ -17,7 +17,6 @@ import { Construct } from 'constructs';
 import type { z } from 'zod';
 import {
   consumerNamespace,
-  parseTenantConfig,
   type TenantConfig,
   tableName,
   type tenantConfigSchema,
@@ -25,6 +24,7 @@ import {
 import { gatewayThrottles } from '../functions/core/gateway-throttles.js';
 import { checkPayloadSchemas } from '../functions/core/payload-schema.js';
 import { ENV } from '../functions/core/runtime-config.js';
+import type { exceptionSchema } from '../functions/core/tier-exceptions.js';
 import { SERVICE } from '../functions/observability/metrics.js';
 import { GSI1, SWEEP_ARM_KEY } from '../functions/store/keys.js';
 import { TenantAlarms } from './alarms.js';
@@ -39,10 +39,12 @@ import {
 import { type LeaseqFunctionProps, leaseqFunction } from './leaseq-function.js';
 import { acknowledgeNag } from './nag.js';
 import { QueueConstruct } from './queue.js';
-import { loadTenantFile, refuseTierFindings } from './tenant-file.js';
+import { loadTenantFile, parseTenantFile, refuseTierFindings } from './tenant-file.js';
 
 /** A tenant file's content, as `tenants/<name>.json` holds it (defaults not yet applied). */
-export type LeaseqTenantConfig = z.input<typeof tenantConfigSchema>;
+export type LeaseqTenantConfig = z.input<typeof tenantConfigSchema> & {
+  exceptions?: z.input<typeof exceptionSchema>[];
+};
 
 export interface LeaseqTenantProps {
   /** The tenant's config: queues, API keys, consumers, alarms. Give this or `tenantFile`. */
@@ -136,9 +138,10 @@ export class LeaseqTenant extends Construct {
     this.node.setContext(cxapi.S3_SERVER_ACCESS_LOGS_USE_BUCKET_POLICY, true);
     this.projectRoot = projectRootOf(props);
     const { raw, source } = tenantFileOf(props, this.projectRoot);
-    const config = parseTenantConfig(raw, source);
+    const file = parseTenantFile(raw, source);
+    const { config } = file;
     checkPayloadSchemas(config, source);
-    refuseTierFindings(config, source);
+    refuseTierFindings(file, source);
     this.config = config;
     this.functionCode = props.functionCode;
     Tags.of(this).add('leaseq:tenant', config.tenant);
@@ -255,7 +258,7 @@ export class LeaseqTenant extends Construct {
       tenant: config.tenant,
       queues: this.queues.values(),
       owners: config.alarms,
-      exceptions: config.exceptions,
+      exceptions: file.exceptions,
     });
 
     new CfnOutput(this, 'TableName', { value: this.table.tableName });
@@ -275,7 +278,7 @@ export class LeaseqTenant extends Construct {
     const { raw, source } = tenantFileOf(props, projectRoot);
     // Imported here: it loads the consumer middleware, which synthesis alone does not need.
     const { importConsumers } = await import('./consumer-modules.js');
-    await importConsumers(parseTenantConfig(raw, source), projectRoot);
+    await importConsumers(parseTenantFile(raw, source).config, projectRoot);
   }
 
   /** A leaseq function with the tenant's runtime environment (ENV in runtime-config.ts). */

@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { ConfigError, parseTenantConfig, type TenantConfig } from '../functions/core/config.js';
 import { checkPayloadSchemas } from '../functions/core/payload-schema.js';
+import { type ExceptionConfig, parseExceptions } from '../functions/core/tier-exceptions.js';
 import { findingLine, tierFindings } from '../functions/core/tiers.js';
 
 /**
@@ -23,19 +24,35 @@ export function loadTenantFile(path: string, shown = path): unknown {
   return raw;
 }
 
+/** A tenant file as the stack and `npm start` read it: the config the functions get, and what only the stack reads. */
+export interface TenantFile {
+  config: TenantConfig;
+  exceptions: ExceptionConfig[];
+}
+
+/** Validates a parsed tenant file (ConfigError naming `source`); its exceptions are parsed apart. */
+export function parseTenantFile(raw: unknown, source: string): TenantFile {
+  const { exceptions, ...rest } = (typeof raw === 'object' && raw !== null ? raw : {}) as Record<
+    string,
+    unknown
+  >;
+  const config = parseTenantConfig(typeof raw === 'object' && raw !== null ? rest : raw, source);
+  return { config, exceptions: parseExceptions(exceptions, config, source) };
+}
+
 /** The tenant file, parsed and checked as `npm start` and `leaseq start` need it (ConfigError naming `shown`). */
-export function readTenant(path: string, shown = path): TenantConfig {
-  const tenant = parseTenantConfig(loadTenantFile(path, shown), shown);
-  checkPayloadSchemas(tenant, shown);
-  return tenant;
+export function readTenant(path: string, shown = path): TenantFile {
+  const file = parseTenantFile(loadTenantFile(path, shown), shown);
+  checkPayloadSchemas(file.config, shown);
+  return file;
 }
 
 /**
  * Synth's check of the tiers' standards (core/tiers.ts): a ConfigError with one line per finding.
  * `npm start` prints the same lines as warnings, and refuses them only with --strict.
  */
-export function refuseTierFindings(tenant: TenantConfig, source: string, now = Date.now()): void {
-  const findings = tierFindings(tenant, now);
+export function refuseTierFindings(file: TenantFile, source: string, now = Date.now()): void {
+  const findings = tierFindings(file.config, file.exceptions, now);
   if (findings.length === 0) return;
   throw new ConfigError(
     `${source} is below its queues' tier standards:\n${findings.map((f) => `  ${findingLine(f)}`).join('\n')}`,

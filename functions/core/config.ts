@@ -33,7 +33,7 @@ const lambdaConsumerSchema = z.strictObject({
 });
 
 /** A team's name, as alarms and the DLQ's owner show it. */
-const teamSchema = z
+export const teamSchema = z
   .string()
   .check(z.regex(/^[A-Za-z0-9][A-Za-z0-9 _.-]{0,63}$/, 'a team name: 1-64 of [A-Za-z0-9 _.-]'));
 
@@ -176,18 +176,6 @@ export const alarmsConfigSchema = z.strictObject({
   page: addresses,
 });
 
-/**
- * A setting below its queue's tier standard, allowed until `expires` (a day, UTC): who asked,
- * and why. Synth refuses it once expired; the stack pages on that day.
- */
-export const exceptionSchema = z.strictObject({
-  queue: z.string().check(z.regex(QUEUE_NAME)),
-  setting: z.enum(['owner', 'retention_hours', 'dlq_retention_hours']),
-  owner: teamSchema,
-  reason: z.string().check(z.minLength(1), z.maxLength(500)),
-  expires: z.string().check(z.regex(/^\d{4}-\d{2}-\d{2}$/, 'a date: YYYY-MM-DD')),
-});
-
 export type AlarmsConfig = z.infer<typeof alarmsConfigSchema>;
 
 export const tenantConfigSchema = z
@@ -204,20 +192,9 @@ export const tenantConfigSchema = z
       producing_team: [],
       page: [],
     }),
-    exceptions: z._default(z.array(exceptionSchema), []),
   })
   .check(
     z.superRefine((t, ctx) => {
-      t.exceptions.forEach((e, i) => {
-        if (!Object.hasOwn(t.queues, e.queue))
-          ctx.addIssue({
-            code: 'custom',
-            path: ['exceptions', i, 'queue'],
-            message: `names queue "${e.queue}", which the file does not declare`,
-          });
-        if (Number.isNaN(Date.parse(`${e.expires}T00:00:00Z`)))
-          ctx.addIssue({ code: 'custom', path: ['exceptions', i, 'expires'], message: 'not a date' });
-      });
       // A scope on a queue the file does not declare is a typo that would fail every request.
       t.api_keys.forEach((key, i) => {
         key.scopes.forEach((scope, j) => {
@@ -237,7 +214,6 @@ export type QueueConfig = z.infer<typeof queueConfigSchema>;
 export type TenantConfig = z.infer<typeof tenantConfigSchema>;
 export type ApiKeyConfig = z.infer<typeof apiKeyConfigSchema>;
 export type ConsumerConfig = z.infer<typeof lambdaConsumerSchema>;
-export type ExceptionConfig = z.infer<typeof exceptionSchema>;
 
 export class ConfigError extends Error {
   override readonly name = 'ConfigError';

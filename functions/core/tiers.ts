@@ -1,4 +1,5 @@
-import type { ExceptionConfig, QueueConfig, TenantConfig } from './config.js';
+import type { QueueConfig, TenantConfig } from './config.js';
+import type { ExceptionConfig } from './tier-exceptions.js';
 
 /**
  * A queue's tier says what its messages are worth (docs/tiers.md): `ephemeral` (losing some is
@@ -71,12 +72,16 @@ export function exceptionEnds(e: Pick<ExceptionConfig, 'expires'>): number {
  * What a tenant file breaks of its queues' tier standards, after its unexpired exceptions, and
  * its expired exceptions. Synth refuses on any; `npm start` prints them (and refuses with --strict).
  */
-export function tierFindings(tenant: TenantConfig, now: number): TierFinding[] {
+export function tierFindings(
+  tenant: TenantConfig,
+  exceptions: readonly ExceptionConfig[],
+  now: number,
+): TierFinding[] {
   const findings = Object.entries(tenant.queues).flatMap(([name, q]) => queueFindings(tenant, name, q));
-  const live = tenant.exceptions.filter((e) => exceptionEnds(e) > now);
+  const live = exceptions.filter((e) => exceptionEnds(e) > now);
   const waived = (f: TierFinding) =>
     f.covers !== undefined && live.some((e) => e.queue === f.covers?.queue && e.setting === f.covers.setting);
-  const expired = tenant.exceptions.flatMap((e, i): TierFinding[] =>
+  const expired = exceptions.flatMap((e, i): TierFinding[] =>
     exceptionEnds(e) > now
       ? []
       : [

@@ -50,6 +50,8 @@ export type GaugeName =
   | 'dlq_oldest_age'
   | 'parked_keys'
   | 'expired_unprocessed'
+  /** Dead letters whose DLQ retention ended unhandled, counted that minute. */
+  | 'dlq_expired'
   /** The longest a shard's commit point has not moved with something unfinished (core/commit-stall.ts). */
   | 'commit_stalled_seconds';
 

@@ -13,8 +13,9 @@ import { isConditionFailed } from './util.js';
  * own: the queue holds what its slowest consumer has not finished. Acks of a pull queue also add
  * to the item's `acked`, a stats total.
  * A dead letter holds its bytes until it is purged, or redriven and acked, or its DLQ retention
- * ends. DynamoDB's TTL deletes it without telling anyone, so its bytes are also added to a bucket
- * of the hour it expires in (`Q#<ns>#SX`); the sweep frees a bucket once its hour has passed.
+ * ends. DynamoDB's TTL deletes it without telling anyone, so its bytes (and a count of it) are also
+ * added to a bucket of the hour it expires in (`Q#<ns>#SX`); the sweep frees a bucket once its hour
+ * has passed, and counts the dead letters that expired in it.
  */
 
 const HOUR_MS = 3_600_000;
@@ -73,21 +74,21 @@ export class StorageMeter {
 
   /** A message died: its bytes leave with its DLQ retention (`expiresAt`, epoch ms) at the latest. */
   deadLettered(namespace: string, bytes: number, expiresAt: number): Promise<void> {
-    return this.buffer.add(deadBytesKey(namespace, hourOf(expiresAt)), { bytes });
+    return this.buffer.add(deadBytesKey(namespace, hourOf(expiresAt)), { bytes, letters: 1 });
   }
 
   /** A dead letter left the DLQ before its expiry (purged, or redriven): not its bucket's any more. */
   leftDlq(namespace: string, bytes: number, expiresAt: number): Promise<void> {
-    return this.buffer.add(deadBytesKey(namespace, hourOf(expiresAt)), { bytes: -bytes });
+    return this.buffer.add(deadBytesKey(namespace, hourOf(expiresAt)), { bytes: -bytes, letters: -1 });
   }
 
   /**
    * The sweep: frees the bytes of dead letters whose retention ended (each bucket whose hour has
    * passed, deleted as it is freed). A bucket changed meanwhile is left for the next pass; a crash
    * between the delete and the release leaves those bytes counted (the quota errs on the safe side).
-   * Answers the bytes freed.
+   * Answers the bytes freed and how many dead letters expired with them (`dlq_expired`).
    */
-  async expireDeadLetters(namespace: string, now: number): Promise<number> {
+  async expireDeadLetters(namespace: string, now: number): Promise<{ bytes: number; letters: number }> {
     const out = await this.doc.send(
       new QueryCommand({
         TableName: this.table,
@@ -98,6 +99,7 @@ export class StorageMeter {
       }),
     );
     let freed = 0;
+    let letters = 0;
     for (const item of out.Items ?? []) {
       const bytes = Number(item.bytes ?? 0);
       try {
@@ -105,9 +107,13 @@ export class StorageMeter {
           new DeleteCommand({
             TableName: this.table,
             Key: { pk: item.pk, sk: item.sk },
-            ConditionExpression: '#bytes = :bytes',
-            ExpressionAttributeNames: { '#bytes': 'bytes' },
-            ExpressionAttributeValues: { ':bytes': item.bytes },
+            // Unchanged since it was read: neither a late dead letter nor a purge is lost.
+            ConditionExpression: `#bytes = :bytes AND ${item.letters === undefined ? 'attribute_not_exists(#letters)' : '#letters = :letters'}`,
+            ExpressionAttributeNames: { '#bytes': 'bytes', '#letters': 'letters' },
+            ExpressionAttributeValues: {
+              ':bytes': item.bytes,
+              ...(item.letters === undefined ? {} : { ':letters': item.letters }),
+            },
           }),
         );
       } catch (err) {
@@ -115,9 +121,10 @@ export class StorageMeter {
         throw err;
       }
       freed += bytes;
+      letters += Number(item.letters ?? 0);
     }
     if (freed) await this.release(namespace, freed, 0);
-    return freed;
+    return { bytes: freed, letters };
   }
 }
 

@@ -14,7 +14,7 @@ export interface GaugesDeps {
 /**
  * The gauges the alarms read (infra/alarms.ts), for every queue and Lambda consumer: what its
  * stats count, and the records that left the log unadmitted. The sweep publishes them about once a
- * minute; on the way it frees the bytes of dead letters whose retention ended and samples the
+ * minute; on the way it frees the bytes of dead letters whose retention ended (counting them) and samples the
  * totals the stats' drain rates come from.
  */
 export class Gauges {
@@ -24,8 +24,9 @@ export class Gauges {
     const { services, metrics } = this.deps;
     for (const [queue, queueConfig] of Object.entries(this.deps.tenant.queues)) {
       // Dead letters whose retention ended free their bytes (DynamoDB's TTL deletes them unseen).
+      const dlqExpired = new Map<string, number>();
       for (const namespace of [queue, ...queueConfig.consumers.map((c) => consumerNamespace(queue, c.name))])
-        await services.storage.expireDeadLetters(namespace, Date.now());
+        dlqExpired.set(namespace, (await services.storage.expireDeadLetters(namespace, Date.now())).letters);
       // Counted into the totals first, published as this interval's new ones (the alarm clears after).
       const expired = await this.deps.expiryWatch.check(queue, queueConfig);
       const expiredTotal = [...expired.values()].reduce((a, n) => a + n, 0);
@@ -47,6 +48,7 @@ export class Gauges {
         parked_keys: s.parked_keys,
         commit_stalled_seconds: s.commit_stalled_seconds,
         expired_unprocessed: expiredTotal,
+        dlq_expired: dlqExpired.get(queue) ?? 0,
       });
       for (const consumer of queueConfig.consumers) {
         const namespace = consumerNamespace(queue, consumer.name);
@@ -59,6 +61,7 @@ export class Gauges {
           parked_keys: c.parked_keys,
           commit_stalled_seconds: c.commit_stalled_seconds,
           expired_unprocessed: expired.get(namespace) ?? 0,
+          dlq_expired: dlqExpired.get(namespace) ?? 0,
         });
       }
     }

@@ -59,11 +59,12 @@ async function main(): Promise<void> {
     dynamodb: process.env[DYNAMODB_EMULATOR_ENV] || undefined,
   });
   const configPath = resolve(options.config);
-  const tenant = readTenant(configPath);
+  const file = readTenant(configPath);
+  const tenant = file.config;
   // A queue on a laptop is nobody's production queue: what synth refuses is a warning here,
   // unless --strict asks for synth's answer.
-  if (values.strict) refuseTierFindings(tenant, options.config);
-  for (const finding of tierFindings(tenant, Date.now()))
+  if (values.strict) refuseTierFindings(file, options.config);
+  for (const finding of tierFindings(tenant, file.exceptions, Date.now()))
     process.stderr.write(`leaseq: warning: ${findingLine(finding)}\n`);
   await checkPortFree(options.port);
   const runtime = await startRuntime({

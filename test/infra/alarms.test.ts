@@ -70,22 +70,28 @@ function alarm(name: string) {
 }
 
 describe('alarms per queue', () => {
-  it('makes nine for a pulled queue, six for a pushed one, three per consumer and two more when ordered, named by tenant and queue', () => {
+  it('makes eleven for a pulled queue, eight for a pushed one, five per consumer and two more when ordered, named by tenant and queue', () => {
     const names = Object.values(template.findResources('AWS::CloudWatch::Alarm')).map(
       (a) => a.Properties.AlarmName as string,
     );
     expect(names.sort()).toEqual(
       [
         'leaseq-acme/events/dlq-oldest-age',
+        'leaseq-acme/events/dlq-expiring',
+        'leaseq-acme/events/dlq-expired',
         'leaseq-acme/events/produce-rate-anomaly',
         'leaseq-acme/events/quota-throttled',
         'leaseq-acme/events/expired-unprocessed',
         'leaseq-acme/events/iterator-age',
         'leaseq-acme/events/oldest-unacked-age',
         'leaseq-acme/events~billing/dlq-oldest-age',
+        'leaseq-acme/events~billing/dlq-expiring',
+        'leaseq-acme/events~billing/dlq-expired',
         'leaseq-acme/events~billing/redelivery-rate',
         'leaseq-acme/events~billing/handler-duration',
         'leaseq-acme/orders/dlq-oldest-age',
+        'leaseq-acme/orders/dlq-expiring',
+        'leaseq-acme/orders/dlq-expired',
         'leaseq-acme/orders/produce-rate-anomaly',
         'leaseq-acme/orders/quota-throttled',
         'leaseq-acme/orders/expired-unprocessed',
@@ -95,6 +101,8 @@ describe('alarms per queue', () => {
         'leaseq-acme/orders/stale-receipt-rate',
         'leaseq-acme/orders/handler-duration',
         'leaseq-acme/ledger/dlq-oldest-age',
+        'leaseq-acme/ledger/dlq-expiring',
+        'leaseq-acme/ledger/dlq-expired',
         'leaseq-acme/ledger/produce-rate-anomaly',
         'leaseq-acme/ledger/quota-throttled',
         'leaseq-acme/ledger/expired-unprocessed',
@@ -106,12 +114,16 @@ describe('alarms per queue', () => {
         'leaseq-acme/ledger/ordered-stall',
         'leaseq-acme/ledger/parked-keys',
         'leaseq-acme/feed/dlq-oldest-age',
+        'leaseq-acme/feed/dlq-expiring',
+        'leaseq-acme/feed/dlq-expired',
         'leaseq-acme/feed/produce-rate-anomaly',
         'leaseq-acme/feed/quota-throttled',
         'leaseq-acme/feed/expired-unprocessed',
         'leaseq-acme/feed/iterator-age',
         'leaseq-acme/feed/oldest-unacked-age',
         'leaseq-acme/feed~search/dlq-oldest-age',
+        'leaseq-acme/feed~search/dlq-expiring',
+        'leaseq-acme/feed~search/dlq-expired',
         'leaseq-acme/feed~search/redelivery-rate',
         'leaseq-acme/feed~search/handler-duration',
         'leaseq-acme/feed~search/parked-keys',
@@ -501,6 +513,7 @@ describe('what the functions emit', () => {
       dlq_oldest_age: 0,
       parked_keys: 0,
       expired_unprocessed: 0,
+      dlq_expired: 0,
     });
     /** Metric name → its namespace and dimensions as CloudWatch names them. */
     const emitted = new Map<string, { Namespace: string; Dimensions: { Name: string; Value: unknown }[] }>();
@@ -527,6 +540,9 @@ describe('what the functions emit', () => {
     expect(watched.map((m) => m.MetricName).sort()).toEqual(
       [
         'acked',
+        'dlq_expired',
+        // dlq-oldest-age and dlq-expiring.
+        'dlq_oldest_age',
         'dlq_oldest_age',
         'expired_unprocessed',
         'handler_seconds',
@@ -580,6 +596,13 @@ describe("the queues' tiers", () => {
     expect(named('leaseq-tiers/std/dlq-oldest-age')?.Threshold).toBe(3600);
     expect(named('leaseq-tiers/eph/dlq-oldest-age')).toBeUndefined();
     expect(named('leaseq-tiers/crit/dlq-oldest-age')?.AlarmDescription).toMatch(/Owner: ledger-team/);
+    // A day before the oldest dead letter's retention (336 h) ends, and for each that ended.
+    expect(named('leaseq-tiers/std/dlq-expiring')).toMatchObject({
+      MetricName: 'dlq_oldest_age',
+      Threshold: 336 * 3600 - 86_400,
+    });
+    expect(named('leaseq-tiers/std/dlq-expired')).toMatchObject({ MetricName: 'dlq_expired', Threshold: 0 });
+    expect(named('leaseq-tiers/eph/dlq-expired')).toBeUndefined();
   });
 
   it("send the on-call route what the tiers page on, a critical queue's lost records too", () => {
@@ -588,9 +611,13 @@ describe("the queues' tiers", () => {
     );
     expect(page?.Properties.FilterPolicyScope).toBe('MessageBody');
     expect([...(page?.Properties.FilterPolicy.AlarmName ?? [])].sort()).toEqual([
+      'leaseq-tiers/crit/dlq-expired',
+      'leaseq-tiers/crit/dlq-expiring',
       'leaseq-tiers/crit/dlq-oldest-age',
       'leaseq-tiers/crit/exception-expired',
       'leaseq-tiers/crit/expired-unprocessed',
+      'leaseq-tiers/std/dlq-expired',
+      'leaseq-tiers/std/dlq-expiring',
       'leaseq-tiers/std/dlq-oldest-age',
     ]);
   });

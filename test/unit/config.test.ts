@@ -49,7 +49,6 @@ describe('tenant configuration', () => {
       producing_team: [],
       page: [],
     });
-    expect(config.exceptions).toEqual([]);
   });
 
   it('takes max_per_key from 1 to 10, on ordered queues only', () => {
@@ -143,22 +142,6 @@ describe('tenant configuration', () => {
     ],
     [{ tenant: 'a', queues: { jobs: { tier: 'gold' } } }, 'queues.jobs.tier'],
     [{ tenant: 'a', queues: { jobs: { owner: '' } } }, 'queues.jobs.owner'],
-    [
-      {
-        tenant: 'a',
-        queues: { jobs: {} },
-        exceptions: [{ queue: 'other', setting: 'owner', owner: 't', reason: 'r', expires: '2027-01-01' }],
-      },
-      'exceptions[0].queue',
-    ],
-    [
-      {
-        tenant: 'a',
-        queues: { jobs: {} },
-        exceptions: [{ queue: 'jobs', setting: 'owner', owner: 't', reason: 'r', expires: '2027-13-45' }],
-      },
-      'exceptions[0].expires',
-    ],
     [{ tenant: 'a', queues: { jobs: { dedup_window_seconds: 60 } } }, 'queues.jobs.dedup_window_seconds'],
     [{ tenant: 'a', queues: { jobs: { max_lease_seconds: 13 * 3600 } } }, 'queues.jobs.max_lease_seconds'],
     [{ tenant: 'a', queues: { jobs: { backoff_seconds: [] } } }, 'queues.jobs.backoff_seconds'],

@@ -1,12 +1,14 @@
 import { describe, expect, it } from 'vitest';
-import { parseTenantConfig } from '../../functions/core/config.js';
+import { ConfigError, parseTenantConfig } from '../../functions/core/config.js';
+import { parseExceptions } from '../../functions/core/tier-exceptions.js';
 import { findingLine, tierFindings } from '../../functions/core/tiers.js';
 
 const NOW = Date.parse('2026-12-06T12:00:00Z');
 const PAGE = { page: ['oncall@example.com'] };
 
-function findings(raw: Record<string, unknown>) {
-  return tierFindings(parseTenantConfig({ tenant: 'a', alarms: PAGE, ...raw }), NOW).map(findingLine);
+function findings({ exceptions, ...raw }: Record<string, unknown>) {
+  const tenant = parseTenantConfig({ tenant: 'a', alarms: PAGE, ...raw });
+  return tierFindings(tenant, parseExceptions(exceptions, tenant, 'file'), NOW).map(findingLine);
 }
 
 describe('tiers', () => {
@@ -52,6 +54,7 @@ describe('tiers', () => {
   it('refuses an owned queue nobody is paged for', () => {
     const lines = tierFindings(
       parseTenantConfig({ tenant: 'a', queues: { jobs: { owner: 't' }, cache: { tier: 'ephemeral' } } }),
+      [],
       NOW,
     ).map(findingLine);
     expect(lines).toEqual([
@@ -106,5 +109,32 @@ describe('tiers', () => {
     });
     expect(lines).toHaveLength(1);
     expect(lines[0]).toMatch(/^queues\.other\.owner:/);
+  });
+
+  it.each([
+    [
+      [{ queue: 'other', setting: 'owner', owner: 't', reason: 'r', expires: '2027-01-01' }],
+      'exceptions[0].queue',
+    ],
+    [
+      [{ queue: 'jobs', setting: 'owner', owner: 't', reason: 'r', expires: '2027-13-45' }],
+      'exceptions[0].expires',
+    ],
+    [
+      [{ queue: 'jobs', setting: 'shards', owner: 't', reason: 'r', expires: '2027-01-01' }],
+      'exceptions[0].setting',
+    ],
+    [[{ queue: 'jobs', setting: 'owner', owner: 't', expires: '2027-01-01' }], 'exceptions[0].reason'],
+    [{ queue: 'jobs' }, 'exceptions'],
+  ])('refuses a malformed exception with its path (%#)', (raw, path) => {
+    const tenant = parseTenantConfig({ tenant: 'a', queues: { jobs: {} } });
+    let error: unknown;
+    try {
+      parseExceptions(raw, tenant, 'file');
+    } catch (err) {
+      error = err;
+    }
+    expect(error).toBeInstanceOf(ConfigError);
+    expect((error as ConfigError).issues.map((i) => i.path)).toContain(path);
   });
 });
