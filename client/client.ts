@@ -43,6 +43,8 @@ import type {
   RedriveRequest,
   Replay,
   ReplayRequest,
+  Retention,
+  RetentionRequest,
   SkipResult,
 } from './types.js';
 
@@ -279,6 +281,34 @@ export class LeaseqClient {
     return this.send(
       'DELETE',
       this.opPath(queue, `replays/${encodeURIComponent(replayId)}`, options),
+      options,
+    );
+  }
+
+  /**
+   * Keeps the dead letters already in the DLQ for `dlq_retention_hours` from each one's death
+   * (audited with `reason`): a job the sweep runs at `rate_per_sec`. It only extends.
+   */
+  extendDlqRetention(
+    queue: string,
+    body: RetentionRequest,
+    options: OperationOptions = {},
+  ): Promise<Retention> {
+    return this.send('POST', this.opPath(queue, 'retention', options), options, body);
+  }
+
+  getRetention(queue: string, retentionId: string, options: OperationOptions = {}): Promise<Retention> {
+    return this.send(
+      'GET',
+      this.opPath(queue, `retentions/${encodeURIComponent(retentionId)}`, options),
+      options,
+    );
+  }
+
+  cancelRetention(queue: string, retentionId: string, options: OperationOptions = {}): Promise<Retention> {
+    return this.send(
+      'DELETE',
+      this.opPath(queue, `retentions/${encodeURIComponent(retentionId)}`, options),
       options,
     );
   }

@@ -14,6 +14,7 @@ import type {
   ReceiveRequestInput,
   RedriveRequestInput,
   ReplayRequestInput,
+  RetentionRequestInput,
 } from '../functions/wire/requests.js';
 import type * as wire from '../functions/wire/responses.js';
 
@@ -41,6 +42,7 @@ export type {
   QueueStats,
   Redrive,
   Replay,
+  Retention,
   SkipResult,
   SqsCredentials,
   TraceEvent,
@@ -76,5 +78,7 @@ export type RedriveRequest = RedriveRequestInput;
 export type RedriveFilter = NonNullable<RedriveRequest['filter']>;
 
 export type ReplayRequest = ReplayRequestInput;
+
+export type RetentionRequest = RetentionRequestInput;
 
 export type CreateKeyRequest = CreateKeyRequestInput;

@@ -17,6 +17,7 @@ import { LogLookup } from './log/lookup.js';
 import { ShardReader } from './log/shard-reader.js';
 import { ShardDirectory, StreamLog } from './log/stream.js';
 import { DeadLetters } from './operations/dead-letters.js';
+import { DlqRetentions } from './operations/dlq-retention.js';
 import { ParkedKeys } from './operations/parked-keys.js';
 import { QueueAdmin } from './operations/queue-admin.js';
 import { QueueStats } from './operations/queue-stats.js';
@@ -29,6 +30,7 @@ import { BufferedAdds } from './store/buffered-adds.js';
 import { CommitMarks } from './store/commit-marks.js';
 import { Counters } from './store/counters.js';
 import { DedupStore } from './store/dedup.js';
+import { FollowedRetentions } from './store/followed-retentions.js';
 import { jobStores } from './store/jobs.js';
 import { KeyBlocks } from './store/key-blocks.js';
 import { KeyHolds } from './store/key-holds.js';
@@ -181,6 +183,13 @@ export function buildServices(config: RuntimeConfig, clients: AwsClients) {
       messages,
       audit,
       storage,
+    }),
+    retentions: new DlqRetentions({
+      jobs: jobs.retentions,
+      messages,
+      audit,
+      storage,
+      followed: new FollowedRetentions(clients.doc, table),
     }),
   };
 }

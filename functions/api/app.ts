@@ -18,7 +18,7 @@ import { countFor, flushMetrics, metricsOptions, SERVICE } from '../observabilit
 import { DeadLetterErrors } from '../operations/dead-letter-errors.js';
 import { Producer } from '../produce/producer.js';
 import { buildServices, buildSqsAccess } from '../services.js';
-import { sqsRoute } from '../sqs/endpoint.js';
+import { sqsRoute } from '../sqs/route.js';
 import { RateWindows } from '../store/rate-windows.js';
 import { loadReceiptSecret } from '../store/secret.js';
 import { errorResponse, type HttpResponse, json } from './http.js';
@@ -42,6 +42,9 @@ import {
   replayGetRoute,
   replayRoute,
   resumeRoute,
+  retentionCancelRoute,
+  retentionGetRoute,
+  retentionRoute,
   skipKeyRoute,
   statsRoute,
   traceRoute,
@@ -85,6 +88,9 @@ export const routes: Route[] = [
   replayRoute,
   replayGetRoute,
   replayCancelRoute,
+  retentionRoute,
+  retentionGetRoute,
+  retentionCancelRoute,
   parkedKeysRoute,
   skipKeyRoute,
   pauseRoute,
@@ -143,6 +149,7 @@ export function createApiHandler(
     queueAdmin: built.queueAdmin,
     redrives: built.redrives,
     replays: built.replays,
+    retentions: built.retentions,
     trace: built.trace,
     counters: built.counters,
   };

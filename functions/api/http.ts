@@ -4,7 +4,8 @@ import { isTransientAwsError } from '../aws/transient.js';
 import { MESSAGE_ID } from '../core/envelope.js';
 import {
   InvalidRequestError,
-  LeaseqError,
+  isLeaseqError,
+  type LeaseqError,
   MethodNotAllowedError,
   NotFoundError,
   PayloadTooLargeError,
@@ -49,7 +50,7 @@ export function errorResponse(err: unknown): { response: HttpResponse; internal:
 }
 
 function asLeaseqError(err: unknown): LeaseqError | undefined {
-  if (err instanceof LeaseqError) return err;
+  if (isLeaseqError(err)) return err;
   // The router raises middy http errors for unknown paths.
   const status = (err as { statusCode?: number })?.statusCode;
   if (status === 404) return new NotFoundError();
@@ -135,6 +136,7 @@ export const PARAM = {
   key: { pattern: /^[\s\S]{1,256}$/u, message: '1-256 characters' },
   redriveId: { pattern: /^[A-Za-z0-9-]{1,64}$/, message: '1-64 of [A-Za-z0-9-]' },
   replayId: { pattern: /^[A-Za-z0-9-]{1,64}$/, message: '1-64 of [A-Za-z0-9-]' },
+  retentionId: { pattern: /^[A-Za-z0-9-]{1,64}$/, message: '1-64 of [A-Za-z0-9-]' },
   keyName: { pattern: /^[A-Za-z0-9_.-]{1,64}$/, message: '1-64 of [A-Za-z0-9_.-]' },
 };
 

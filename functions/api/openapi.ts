@@ -138,6 +138,29 @@ export const ROUTE_DOCS: Record<string, RouteDoc> = {
     ok: [200, 'The redrive'],
     answer: r.redriveSchema,
   },
+  'POST /queues/{queue}/retention': {
+    summary:
+      'Keep the dead letters already in the DLQ for a longer retention, from each one’s death (audited)',
+    scope: 'admin',
+    body: s.retentionRequestSchema,
+    consumer: true,
+    ok: [202, 'The retention job, started'],
+    answer: r.retentionSchema,
+  },
+  'GET /queues/{queue}/retentions/{retention_id}': {
+    summary: "A retention job's progress",
+    scope: 'admin',
+    consumer: true,
+    ok: [200, 'The retention job'],
+    answer: r.retentionSchema,
+  },
+  'DELETE /queues/{queue}/retentions/{retention_id}': {
+    summary: 'Cancel a retention job',
+    scope: 'admin',
+    consumer: true,
+    ok: [200, 'The retention job'],
+    answer: r.retentionSchema,
+  },
   'POST /queues/{queue}/replay': {
     summary: 'Deliver again what the queue accepted in a time window, read back from the log',
     scope: 'admin',

@@ -13,6 +13,7 @@ import type { PullDelivery } from '../delivery/pull-delivery.js';
 import { countThrottled } from '../observability/metrics.js';
 import type { DeadLetterErrors } from '../operations/dead-letter-errors.js';
 import type { DeadLetters } from '../operations/dead-letters.js';
+import type { DlqRetentions } from '../operations/dlq-retention.js';
 import type { ParkedKeys } from '../operations/parked-keys.js';
 import type { QueueAdmin } from '../operations/queue-admin.js';
 import type { QueueStats } from '../operations/queue-stats.js';
@@ -40,6 +41,7 @@ export interface ApiServices {
   queueAdmin: QueueAdmin;
   redrives: Redrives;
   replays: Replays;
+  retentions: DlqRetentions;
   trace: MessageTrace;
   /** The queue totals a request adds to outside the services above (its 429s). */
   counters: Counters;

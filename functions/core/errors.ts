@@ -31,6 +31,9 @@ export interface ErrorIssue {
   message: string;
 }
 
+/** Marks leaseq's errors, whichever copy of this module made them (isLeaseqError). */
+const LEASEQ_ERROR = Symbol.for('leaseq.error');
+
 export class LeaseqError extends Error {
   constructor(
     readonly code: ErrorCode,
@@ -42,7 +45,16 @@ export class LeaseqError extends Error {
   ) {
     super(message);
     this.name = new.target.name;
+    Object.defineProperty(this, LEASEQ_ERROR, { value: true });
   }
+}
+
+/**
+ * Whether `err` is one of leaseq's errors. A file the api loads on first use (the SQS endpoint)
+ * carries its own copy of this module, whose class `instanceof` would not know.
+ */
+export function isLeaseqError(err: unknown): err is LeaseqError {
+  return err instanceof LeaseqError || (typeof err === 'object' && err !== null && LEASEQ_ERROR in err);
 }
 
 export class InvalidRequestError extends LeaseqError {

@@ -19,16 +19,29 @@ export function retentionTtls(
   };
 }
 
-/** When a dead letter leaves the DLQ by itself (epoch ms): its DLQ retention from its death. */
-export function deadLetterExpiry(deadAt: number, config: Pick<QueueConfig, 'dlq_retention_hours'>): number {
-  return deadAt + config.dlq_retention_hours * 3_600_000;
+/** What a dead letter's expiry is read from: its item's TTL (epoch s), else its death. */
+export interface DeadFacts {
+  dead_at?: number;
+  ttl?: number;
 }
 
-/** TTL deletes late: a dead letter past the DLQ retention is gone even while its item lingers. */
+/**
+ * When a dead letter leaves the DLQ by itself (epoch ms): its item's own TTL, stamped at its death
+ * with the DLQ retention of then and moved later only by a retention extension (operations/
+ * dlq-retention.ts), so the listing, the storage buckets and DynamoDB's deletion agree on one time.
+ * An item without one falls back to its death and the queue's retention.
+ */
+export function deadLetterExpiry(item: DeadFacts, config: Pick<QueueConfig, 'dlq_retention_hours'>): number {
+  return item.ttl !== undefined
+    ? item.ttl * 1000
+    : (item.dead_at ?? 0) + config.dlq_retention_hours * 3_600_000;
+}
+
+/** TTL deletes late: a dead letter past its expiry is gone even while its item lingers. */
 export function deadLetterLive(
-  deadAt: number | undefined,
+  item: DeadFacts,
   config: Pick<QueueConfig, 'dlq_retention_hours'>,
   now: number,
 ): boolean {
-  return deadLetterExpiry(deadAt ?? 0, config) > now;
+  return deadLetterExpiry(item, config) > now;
 }

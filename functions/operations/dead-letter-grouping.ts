@@ -26,7 +26,7 @@ export async function deadLetterGroups(deps: GroupingDeps, queue: string, config
   do {
     const page = await deps.messages.page(gsi.dead(queue), PAGE, start);
     for (const item of page.items) {
-      if (!deadLetterLive(item.dead_at, config, now)) continue;
+      if (!deadLetterLive(item, config, now)) continue;
       const last = item.hist?.at(-1);
       dead.push({
         message_id: item.message_id,

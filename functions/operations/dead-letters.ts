@@ -60,7 +60,7 @@ export class DeadLetters {
     cursor: string | undefined,
   ): Promise<{ messages: DeadLetter[]; next_cursor: string | null }> {
     const page = await this.deps.messages.page(gsi.dead(queue), limit, decodeCursor(cursor, gsi.dead(queue)));
-    const live = page.items.filter((item) => deadLetterLive(item.dead_at, config, this.now()));
+    const live = page.items.filter((item) => deadLetterLive(item, config, this.now()));
     return {
       messages: await this.views(queue, live),
       next_cursor: page.last ? Buffer.from(JSON.stringify(page.last)).toString('base64url') : null,
@@ -69,7 +69,7 @@ export class DeadLetters {
 
   async get(queue: string, config: QueueConfig, messageId: string): Promise<DeadLetter> {
     const item = await this.deps.messages.get(queue, messageId);
-    if (item?.state !== 'dead' || !deadLetterLive(item.dead_at, config, this.now()))
+    if (item?.state !== 'dead' || !deadLetterLive(item, config, this.now()))
       throw new MessageNotFoundError(messageId);
     return (await this.views(queue, [item]))[0] as DeadLetter;
   }
@@ -78,13 +78,13 @@ export class DeadLetters {
   async purge(queue: string, config: QueueConfig, messageId: string, actor: string): Promise<void> {
     const item = await this.deps.messages.get(queue, messageId);
     const now = this.now();
-    if (item?.state !== 'dead' || !deadLetterLive(item.dead_at, config, this.now()))
+    if (item?.state !== 'dead' || !deadLetterLive(item, config, this.now()))
       throw new MessageNotFoundError(messageId);
     const ttls = retentionTtls(config, now);
     if (!(await this.deps.messages.purge(item, now, ttls.deadTtl))) throw new MessageNotFoundError(messageId);
     await Promise.all([
       this.deps.storage.release(queue, item.bytes ?? 0, 0),
-      this.deps.storage.leftDlq(queue, item.bytes ?? 0, deadLetterExpiry(item.dead_at ?? now, config)),
+      this.deps.storage.leftDlq(queue, item.bytes ?? 0, deadLetterExpiry(item, config)),
       this.deps.messages.putEvent(
         queue,
         messageId,

@@ -62,7 +62,7 @@ export abstract class JobRunner<
 > implements JobControls<R>
 {
   /** The kind's name in its audit entries (`redrive`, `redrive_cancel`). */
-  protected abstract readonly noun: 'redrive' | 'replay';
+  protected abstract readonly noun: 'redrive' | 'replay' | 'retention';
 
   constructor(protected readonly deps: D) {}
 

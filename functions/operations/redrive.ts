@@ -199,7 +199,7 @@ export class Redrives extends JobRunner<RedriveJob, RedriveRequest, RedriveView,
     const landed = await this.deps.requeue.reappend(queue, items, 'dead', now);
     // Their bytes stay held (until acked), no longer as dead letters that expire.
     await mapLimit(landed, 16, (item) =>
-      this.deps.storage.leftDlq(queue, item.bytes ?? 0, deadLetterExpiry(item.dead_at ?? now, config)),
+      this.deps.storage.leftDlq(queue, item.bytes ?? 0, deadLetterExpiry(item, config)),
     );
     const ids = landed.map((item) => item.message_id);
     await this.traceMoved(queue, config, ids, 'redriven', redriveId, now);

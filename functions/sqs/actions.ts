@@ -10,9 +10,9 @@ import {
 import { type ApiServices, onQueue, type QueueRequest } from '../api/route.js';
 import { mapLimit } from '../core/async.js';
 import { type Action, hasScope, type Principal } from '../core/auth.js';
-import { LeaseqError } from '../core/errors.js';
+import { isLeaseqError } from '../core/errors.js';
 import type { ProduceMessage } from '../wire/requests.js';
-import { SqsError } from './errors.js';
+import { isSqsError, SqsError } from './errors.js';
 import {
   checkBatch,
   invalid,
@@ -113,7 +113,7 @@ export const ACTIONS: Record<string, Handler> = {
     checkBatch(Entries);
     return onQueueOf(call, QueueUrl, 'produce', async (req) => {
       const mapped = Entries.map((entry) => attempt(() => toProduceMessage(entry, req.queue.config)));
-      const valid = mapped.flatMap((m, i) => (m instanceof SqsError ? [] : [{ i, message: m }]));
+      const valid = mapped.flatMap((m, i) => (isSqsError(m) ? [] : [{ i, message: m }]));
       const results = valid.length
         ? await produceMessages(
             req,
@@ -126,7 +126,7 @@ export const ACTIONS: Record<string, Handler> = {
       Entries.forEach((entry: SendMessageBatchEntry, i) => {
         const problem = mapped[i];
         const result = byEntry.get(i);
-        if (problem instanceof SqsError) Failed.push(failedEntry(entry.Id, problem));
+        if (isSqsError(problem)) Failed.push(failedEntry(entry.Id, problem));
         else if (!result || result.status === 'failed')
           Failed.push(failedEntry(entry.Id, produceFailure(result?.error)));
         else Successful.push({ Id: entry.Id, ...sentView(result.message_id, entry) });
@@ -203,7 +203,7 @@ export const ACTIONS: Record<string, Handler> = {
           await changeVisibility(req, entry.ReceiptHandle, entry.VisibilityTimeout);
           return undefined;
         } catch (err) {
-          if (err instanceof SqsError) return err;
+          if (isSqsError(err)) return err;
           throw err;
         }
       });
@@ -243,7 +243,7 @@ async function changeVisibility(req: QueueRequest, receipt: string, seconds: num
       });
     else await extendLease(req, { receipt, lease_seconds: seconds });
   } catch (err) {
-    if (err instanceof LeaseqError && (err.code === 'STALE_RECEIPT' || err.code === 'INVALID_REQUEST'))
+    if (isLeaseqError(err) && (err.code === 'STALE_RECEIPT' || err.code === 'INVALID_REQUEST'))
       throw receiptProblem(err.code === 'STALE_RECEIPT' ? 'stale_receipt' : 'invalid_receipt');
     throw err;
   }
@@ -301,7 +301,7 @@ function attempt<T>(f: () => T): T | SqsError {
   try {
     return f();
   } catch (err) {
-    if (err instanceof SqsError) return err;
+    if (isSqsError(err)) return err;
     throw err;
   }
 }

@@ -1,13 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import { type HttpResponse, header } from '../api/http.js';
-import type { ApiServices, Route } from '../api/route.js';
+import type { ApiServices } from '../api/route.js';
 import { isTransientAwsError } from '../aws/transient.js';
 import type { Principal } from '../core/auth.js';
-import { LeaseqError } from '../core/errors.js';
+import { isLeaseqError } from '../core/errors.js';
 import { MAX_BODY_BYTES } from '../wire/requests.js';
 import { ACTIONS } from './actions.js';
-import { SqsError } from './errors.js';
+import { isSqsError, SqsError } from './errors.js';
 
 /**
  * The SQS-compatible endpoint: `POST /` with `x-amz-target: AmazonSQS.<Action>` and an AWS JSON
@@ -30,13 +30,10 @@ export interface SqsRequestAuth {
 const TARGET_PREFIX = 'AmazonSQS.';
 const CONTENT_TYPE = 'application/x-amz-json-1.0';
 
-export const sqsRoute: Route = {
-  method: 'POST',
-  path: '/',
-  handler: (event, services) => sqsEndpoint(event, services),
-};
-
-async function sqsEndpoint(event: APIGatewayProxyEventV2, services: ApiServices): Promise<HttpResponse> {
+export async function sqsEndpoint(
+  event: APIGatewayProxyEventV2,
+  services: ApiServices,
+): Promise<HttpResponse> {
   const requestId = randomUUID();
   try {
     const target = header(event, 'x-amz-target') ?? '';
@@ -103,7 +100,7 @@ async function sqsEndpoint(event: APIGatewayProxyEventV2, services: ApiServices)
       requestId,
       {
         'x-amzn-query-error': `${queryCode(error.code)};${error.sender ? 'Sender' : 'Receiver'}`,
-        ...(err instanceof LeaseqError && err.retryAfter ? { 'retry-after': String(err.retryAfter) } : {}),
+        ...(isLeaseqError(err) && err.retryAfter ? { 'retry-after': String(err.retryAfter) } : {}),
       },
     );
   }
@@ -139,8 +136,8 @@ function originOf(event: APIGatewayProxyEventV2): string {
 
 /** leaseq's own errors as SQS says them; undefined for a bug. */
 function asSqsError(err: unknown): SqsError | undefined {
-  if (err instanceof SqsError) return err;
-  if (err instanceof LeaseqError) {
+  if (isSqsError(err)) return err;
+  if (isLeaseqError(err)) {
     switch (err.code) {
       case 'QUEUE_NOT_FOUND':
         return new SqsError('QueueDoesNotExist', 400, 'The specified queue does not exist.');

@@ -28,6 +28,9 @@ export type SqsErrorCode =
   | 'TooManyEntriesInBatchRequest'
   | 'UnsupportedOperation';
 
+/** Marks SQS errors, whichever copy of this module made them (isSqsError). */
+const SQS_ERROR = Symbol.for('leaseq.sqs-error');
+
 export class SqsError extends Error {
   constructor(
     readonly code: SqsErrorCode,
@@ -38,7 +41,16 @@ export class SqsError extends Error {
   ) {
     super(message);
     this.name = new.target.name;
+    Object.defineProperty(this, SQS_ERROR, { value: true });
   }
+}
+
+/**
+ * Whether `err` is an SQS error: the endpoint is a file of its own in the api's bundle
+ * (sqs/route.ts), and the SigV4 check that throws SqsAuthError is in the bundle itself.
+ */
+export function isSqsError(err: unknown): err is SqsError {
+  return err instanceof SqsError || (typeof err === 'object' && err !== null && SQS_ERROR in err);
 }
 
 /** A request that is not signed, or not signed by credentials leaseq gave out, or signed wrongly. */

@@ -14,6 +14,8 @@ export type AuditAction =
   | 'redrive_cancel'
   | 'replay'
   | 'replay_cancel'
+  | 'retention'
+  | 'retention_cancel'
   | 'pause'
   | 'resume';
 

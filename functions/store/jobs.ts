@@ -3,11 +3,11 @@ import { NotFoundError } from '../core/errors.js';
 import type { RedriveFilterSpec } from '../core/redrive-policy.js';
 import type { ReplayFilterSpec } from '../core/replay-policy.js';
 import { buildKeyCondition, buildUpdate } from './expression.js';
-import { GSI1, gsi, type ItemKey, redriveKey, replayKey } from './keys.js';
+import { GSI1, gsi, type ItemKey, redriveKey, replayKey, retentionKey } from './keys.js';
 import { isConditionFailed } from './util.js';
 
 /**
- * An operator's background job on a queue (redrive, replay; operations/job-runner.ts runs them):
+ * An operator's background job on a queue (redrive, replay, DLQ retention; operations/job-runner.ts runs them):
  * one item each, in its kind's index of the queue while running, so the sweep finds what to run
  * with one query.
  */
@@ -64,6 +64,23 @@ export interface ReplayJob extends Job {
   finished: string[];
 }
 
+/** A DLQ retention extension (operations/dlq-retention.ts). */
+export interface RetentionJob extends Job {
+  retention_id: string;
+  /** The DLQ retention the dead letters get, counted from each one's death. */
+  dlq_retention_hours: number;
+  reason: string;
+  /** Dead letters kept longer, and those already kept as long. */
+  extended: number;
+  unchanged: number;
+  /** Dead letters when it started. */
+  total: number;
+  /** Only messages dead by then: later deaths are stamped with the retention of their time. */
+  dead_until: number;
+  /** The DLQ index position already examined. */
+  cursor?: string;
+}
+
 /** What one progress write does: counts added, fields set and removed. */
 export interface JobChange<J extends Job> {
   add?: Record<string, number>;
@@ -80,22 +97,29 @@ export interface JobKind<J extends Job> {
   id: (job: J) => string;
 }
 
-const KINDS: { redrive: JobKind<RedriveJob>; replay: JobKind<ReplayJob> } = {
+const KINDS: {
+  redrive: JobKind<RedriveJob>;
+  replay: JobKind<ReplayJob>;
+  retention: JobKind<RetentionJob>;
+} = {
   redrive: { noun: 'redrive', key: redriveKey, running: gsi.redrives, id: (job) => job.redrive_id },
   replay: { noun: 'replay', key: replayKey, running: gsi.replays, id: (job) => job.replay_id },
+  retention: { noun: 'retention', key: retentionKey, running: gsi.retentions, id: (job) => job.retention_id },
 };
 
 export type RedriveJobs = JobStore<RedriveJob>;
 export type ReplayJobs = JobStore<ReplayJob>;
+export type RetentionJobs = JobStore<RetentionJob>;
 
 /** The table's stores of each kind of job. */
 export function jobStores(
   doc: DocumentClient,
   table: string,
-): { redrives: RedriveJobs; replays: ReplayJobs } {
+): { redrives: RedriveJobs; replays: ReplayJobs; retentions: RetentionJobs } {
   return {
     redrives: new JobStore(doc, table, KINDS.redrive),
     replays: new JobStore(doc, table, KINDS.replay),
+    retentions: new JobStore(doc, table, KINDS.retention),
   };
 }
 

@@ -81,6 +81,7 @@ export const gsi = {
   redrives: (queue: string) => `Q#${queue}#RJ`,
   /** Running replay jobs. */
   replays: (queue: string) => `Q#${queue}#PJ`,
+  retentions: (queue: string) => `Q#${queue}#TJ`,
 };
 
 export function seqSortKey(sequenceNumber: string): string {
@@ -115,6 +116,15 @@ export function redriveKey(queue: string, redriveId: string): ItemKey {
 
 export function replayKey(queue: string, replayId: string): ItemKey {
   return { pk: `Q#${queue}#RP#${replayId}`, sk: 'J' };
+}
+
+export function retentionKey(queue: string, retentionId: string): ItemKey {
+  return { pk: `Q#${queue}#RT#${retentionId}`, sk: 'J' };
+}
+
+/** The DLQ retention (hours) the sweep last followed from the tenant file (operations/dlq-retention.ts). */
+export function followedRetentionKey(queue: string): ItemKey {
+  return { pk: `Q#${queue}#RT`, sk: 'F' };
 }
 
 /** Run-time API keys: the listing partition (sort key: name) and the item looked up by hash. */

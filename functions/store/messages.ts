@@ -44,6 +44,8 @@ export interface StateItem {
   consumer_id?: string;
   due_at?: number;
   dead_at?: number;
+  /** DynamoDB's TTL (epoch s): a dead letter's expiry (core/retention.ts deadLetterExpiry). */
+  ttl?: number;
   dead_reason?: FailureReason;
   /** The body inline when it is small; otherwise a `B` item holds it. */
   body?: string;
@@ -660,6 +662,48 @@ export class MessageStore {
   }
 
   /** History of a message, oldest first. */
+  /**
+   * A dead letter kept until `ttl` (epoch s): every item of its message whose TTL ends sooner gets
+   * it, the state item last, on the condition that it is still this dead letter: its write is the
+   * one that counts, so a pass that stops before it extends the rest again and then it. Answers
+   * whether the state item was extended by this call.
+   */
+  async extendDead(queue: string, item: StateItem, ttl: number): Promise<boolean> {
+    const pk = messagePk(queue, item.message_id);
+    const out = await this.doc.send(
+      new QueryCommand({ TableName: this.table, ...buildKeyCondition('#pk = :pk', { ':pk': pk }) }),
+    );
+    const sooner = (out.Items ?? []).filter(
+      (i) => i.sk !== STATE_SK && typeof i[TTL_ATTRIBUTE] === 'number' && i[TTL_ATTRIBUTE] < ttl,
+    );
+    for (const other of sooner) await this.extendItem(pk, String(other.sk), ttl);
+    return this.extendItem(pk, STATE_SK, ttl, ' AND #state = :dead AND #gen = :gen', {
+      ':dead': 'dead',
+      ':gen': item.gen,
+    });
+  }
+
+  /** `ttl` on one item whose TTL ends sooner (and which meets `extra`, a condition); whether it was set. */
+  private async extendItem(pk: string, sk: string, ttl: number, extra = '', values = {}): Promise<boolean> {
+    try {
+      await this.doc.send(
+        new UpdateCommand({
+          TableName: this.table,
+          Key: { pk, sk },
+          ...buildUpdate({
+            set: { [TTL_ATTRIBUTE]: ttl },
+            condition: `#${TTL_ATTRIBUTE} < :ttl${extra}`,
+            values: { ':ttl': ttl, ...values },
+          }),
+        }),
+      );
+      return true;
+    } catch (err) {
+      if (isConditionFailed(err)) return false;
+      throw err;
+    }
+  }
+
   async history(queue: string, messageId: string, state?: StateItem): Promise<HistoryRecord[]> {
     const out = await this.doc.send(
       new QueryCommand({

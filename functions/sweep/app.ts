@@ -95,6 +95,7 @@ export function createSweepHandler(
       released: 0,
       redriven: 0,
       replayed: 0,
+      extended: 0,
       rested: false,
     };
     const published = gauges();

@@ -6,7 +6,7 @@ import type { ExpiryWatch } from './expiry-watch.js';
 
 export interface GaugesDeps {
   tenant: TenantConfig;
-  services: Pick<Services, 'storage' | 'stats' | 'samples'>;
+  services: Pick<Services, 'storage' | 'stats' | 'samples' | 'retentions'>;
   expiryWatch: Pick<ExpiryWatch, 'check'>;
   metrics: Metrics;
 }
@@ -23,10 +23,16 @@ export class Gauges {
   async publish(): Promise<void> {
     const { services, metrics } = this.deps;
     for (const [queue, queueConfig] of Object.entries(this.deps.tenant.queues)) {
-      // Dead letters whose retention ended free their bytes (DynamoDB's TTL deletes them unseen).
+      // A DLQ retention raised in the tenant file reaches the dead letters already there; dead
+      // letters whose retention ended free their bytes (DynamoDB's TTL deletes them unseen).
       const dlqExpired = new Map<string, number>();
-      for (const namespace of [queue, ...queueConfig.consumers.map((c) => consumerNamespace(queue, c.name))])
+      for (const namespace of [
+        queue,
+        ...queueConfig.consumers.map((c) => consumerNamespace(queue, c.name)),
+      ]) {
+        await services.retentions.follow(namespace, queueConfig);
         dlqExpired.set(namespace, (await services.storage.expireDeadLetters(namespace, Date.now())).letters);
+      }
       // Counted into the totals first, published as this interval's new ones (the alarm clears after).
       const expired = await this.deps.expiryWatch.check(queue, queueConfig);
       const expiredTotal = [...expired.values()].reduce((a, n) => a + n, 0);

@@ -18,6 +18,7 @@ import type { KeyOrder } from '../delivery/key-order.js';
 import type { FailedEntry, RangeFailures } from '../delivery/range-failures.js';
 import type { Requeue } from '../delivery/requeue.js';
 import type { ShardDirectory } from '../log/stream.js';
+import type { DlqRetentions } from '../operations/dlq-retention.js';
 import type { Redrives } from '../operations/redrive.js';
 import type { Replays } from '../operations/replay.js';
 import type { Counters } from '../store/counters.js';
@@ -56,6 +57,7 @@ export interface SweeperDeps {
   requeue: Requeue;
   redrives: Redrives;
   replays: Replays;
+  retentions: DlqRetentions;
   logger: Logger;
   now?: () => number;
 }
@@ -69,6 +71,8 @@ export interface SweepReport {
   redriven: number;
   /** Copies appended by replay jobs. */
   replayed: number;
+  /** Dead letters moved onto a longer DLQ retention by retention jobs. */
+  extended: number;
 }
 
 /** Items handled per partition per pass; a pass repeats while partitions stay full. */
@@ -122,7 +126,14 @@ export class Sweeper {
    * The pass still fails at its end, so the scheduler sees it.
    */
   async sweepOnce(): Promise<SweepReport> {
-    const report: SweepReport = { requeued: 0, expired: 0, released: 0, redriven: 0, replayed: 0 };
+    const report: SweepReport = {
+      requeued: 0,
+      expired: 0,
+      released: 0,
+      redriven: 0,
+      replayed: 0,
+      extended: 0,
+    };
     const failures: unknown[] = [];
     for (const ns of namespaces(this.deps.tenant)) {
       try {
@@ -150,8 +161,8 @@ export class Sweeper {
     const now = this.now();
     const soon = timeSortKey(now + REST_HORIZON_MS + 1, '');
     for (const ns of namespaces(this.deps.tenant)) {
-      if ((await this.deps.redrives.anyRunning(ns.name)) || (await this.deps.replays.anyRunning(ns.name)))
-        return true;
+      for (const jobs of [this.deps.redrives, this.deps.replays, this.deps.retentions])
+        if (await jobs.anyRunning(ns.name)) return true;
       for (const shard of await this.deps.shards.shards(streamName(this.deps.tenant.tenant, ns.queue))) {
         const { ranges, messages } = this.deps;
         const open = await ranges.from(
@@ -190,6 +201,7 @@ export class Sweeper {
   private async sweepNamespace(ns: Namespace, report: SweepReport): Promise<void> {
     report.redriven += await this.deps.redrives.runPass(ns.name, ns.config);
     report.replayed += await this.deps.replays.runPass(ns.name, ns.config);
+    report.extended += await this.deps.retentions.runPass(ns.name, ns.config);
     const shards = await this.deps.shards.shards(streamName(this.deps.tenant.tenant, ns.queue));
     await Promise.all(
       shards.map(async (shard) => {

@@ -152,6 +152,15 @@ export const redriveRequestSchema = z.lazy(() =>
 /** What a redrive with this filter would take, counted before one starts. */
 export const redriveMatchingRequestSchema = z.lazy(() => z.strictObject({ filter: redriveFilterSchema }));
 
+/** A DLQ retention for the dead letters already there (an incident's first move); it only extends. */
+export const retentionRequestSchema = z.lazy(() =>
+  z.strictObject({
+    dlq_retention_hours: intIn(24, 2 * 365 * 24),
+    reason: z.string().check(z.minLength(1), z.maxLength(500)),
+    rate_per_sec: ratePerSecSchema,
+  }),
+);
+
 export const replayRequestSchema = z.lazy(() =>
   z.strictObject({
     /** The window of times the log took the messages (ISO 8601); `to` defaults to now. */
@@ -211,5 +220,6 @@ export type ConsumerQuery = z.infer<typeof consumerQuerySchema>;
 export type DlqListQuery = z.infer<typeof dlqListQuerySchema>;
 export type RedriveRequestInput = z.input<typeof redriveRequestSchema>;
 export type ReplayRequestInput = z.input<typeof replayRequestSchema>;
+export type RetentionRequestInput = z.input<typeof retentionRequestSchema>;
 export type AuditQuery = z.infer<typeof auditQuerySchema>;
 export type CreateKeyRequestInput = z.input<typeof createKeySchema>;

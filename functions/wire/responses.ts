@@ -241,6 +241,20 @@ export const redriveSchema = z.lazy(() =>
 
 export const redriveMatchingSchema = z.lazy(() => z.object({ matching: count() }));
 
+export const retentionSchema = z.lazy(() =>
+  z.object({
+    retention_id: z.string(),
+    status: jobStatus(),
+    dlq_retention_hours: count(),
+    reason: z.string(),
+    /** Dead letters kept longer, and those already kept at least as long, of `total`. */
+    extended: count(),
+    unchanged: count(),
+    total: count(),
+    rate_per_sec: z.number(),
+  }),
+);
+
 export const replaySchema = z.lazy(() =>
   z.object({
     replay_id: z.string(),
@@ -291,7 +305,7 @@ export const messageTraceSchema = z.lazy(() =>
 export const auditEntrySchema = z.lazy(() =>
   z.object({
     at: time(),
-    /** skip, purge, purge_queue, redrive, redrive_cancel, replay, replay_cancel, pause, resume. */
+    /** skip, purge, purge_queue, redrive, redrive_cancel, replay, replay_cancel, retention, retention_cancel, pause, resume. */
     action: z.string(),
     actor: z.string(),
     /** The Lambda consumer whose state the action was on; absent for the queue's own. */
@@ -361,6 +375,7 @@ export type ErrorBody = z.infer<typeof errorBodySchema>;
 export type Redrive = z.infer<typeof redriveSchema>;
 export type JobStatus = Redrive['status'];
 export type RedriveMatching = z.infer<typeof redriveMatchingSchema>;
+export type Retention = z.infer<typeof retentionSchema>;
 export type Replay = z.infer<typeof replaySchema>;
 export type ParkedKey = z.infer<typeof parkedKeySchema>;
 export type ParkedKeysResponse = z.infer<typeof parkedKeysResponseSchema>;

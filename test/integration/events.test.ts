@@ -170,6 +170,26 @@ const expectations: Record<string, Expectation> = {
     status: 404,
     check: async ({ body }) => expect(body.error.code).toBe('NOT_FOUND'),
   },
+  // The DLQ is empty: the extension is done as it starts, with nothing to keep longer.
+  'retention.json': {
+    status: 202,
+    check: async ({ body }) =>
+      expect(body).toMatchObject({
+        retention_id: expect.any(String),
+        status: 'done',
+        dlq_retention_hours: 720,
+        total: 0,
+        extended: 0,
+      }),
+  },
+  'retention-get.json': {
+    status: 404,
+    check: async ({ body }) => expect(body.error.code).toBe('NOT_FOUND'),
+  },
+  'retention-cancel.json': {
+    status: 404,
+    check: async ({ body }) => expect(body.error.code).toBe('NOT_FOUND'),
+  },
   // The SQS endpoint: a request no SigV4 signature covers is refused in SQS's own terms.
   'sqs-unsigned.json': {
     status: 403,

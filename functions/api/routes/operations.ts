@@ -8,6 +8,7 @@ import {
   redriveRequestSchema,
   replayRequestSchema,
   resumeRequestSchema,
+  retentionRequestSchema,
   skipRequestSchema,
 } from '../../wire/requests.js';
 import { json, noContent, PARAM, parseBody, pathParam, validate } from '../http.js';
@@ -43,7 +44,7 @@ export const dlqPurgeRoute = operationsRoute('DELETE', '/queues/{queue}/dlq/{mes
  * progress, DELETE cancels it.
  */
 function jobRoutes<R>(
-  noun: 'redrive' | 'replay',
+  noun: 'redrive' | 'replay' | 'retention',
   schema: z.ZodMiniType<R>,
   jobs: (services: ApiServices) => JobControls<R>,
 ) {
@@ -81,6 +82,11 @@ const replays = jobRoutes('replay', replayRequestSchema, (services) => services.
 export const replayRoute = replays.start;
 export const replayGetRoute = replays.get;
 export const replayCancelRoute = replays.cancel;
+
+const retentions = jobRoutes('retention', retentionRequestSchema, (services) => services.retentions);
+export const retentionRoute = retentions.start;
+export const retentionGetRoute = retentions.get;
+export const retentionCancelRoute = retentions.cancel;
 
 export const parkedKeysRoute = operationsRoute('GET', '/queues/{queue}/keys/parked', async (req) =>
   json(200, { keys: await req.services.parkedKeys.list(req.state) }),
