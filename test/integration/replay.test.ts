@@ -21,6 +21,7 @@ beforeAll(async () => {
       ordered: { shards: 1, ordered: true },
       twice: { shards: 1 },
       retried: { shards: 1, max_attempts: 3, backoff_seconds: [0] },
+      traced: { shards: 1 },
     },
   });
 });
@@ -214,6 +215,23 @@ describe('replay', () => {
     const [back] = await q.receiveAll(1, 15_000);
     expect(back).toMatchObject({ message_id: 'dead', attempt: 1, replay_id: replayId });
     await q.ack([back?.receipt as string]);
+  }, 60_000);
+
+  it("traces a replayed message's latest life: its copy, leased and then acked, with its replay_id", async () => {
+    const q = queueApi(t, 'traced');
+    const from = Date.now();
+    await handled('traced', ['copied']);
+    const trace = async () => (await t.api('/queues/traced/messages/copied')).body;
+    expect(await trace()).toMatchObject({ state: 'acked' });
+    const res = await t.api('/queues/traced/replay', { body: { from: iso(from), rate_per_sec: 100 } });
+    const replayId = res.body.replay_id;
+    expect((await waitReplay('traced', replayId)).replayed).toBe(1);
+    const [copy] = await q.receiveAll(1, 10_000);
+    expect(copy).toMatchObject({ message_id: 'copied', replay_id: replayId });
+    // Its original was acked before: an operator asking where the copy is must not be told that.
+    expect(await trace()).toMatchObject({ state: 'leased', replay_id: replayId });
+    await q.ack([copy?.receipt as string]);
+    expect(await trace()).toMatchObject({ state: 'acked', replay_id: replayId });
   }, 60_000);
 
   it('refuses a window the log no longer keeps, or one that ends before it starts', async () => {
