@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sleep } from '../../functions/core/async.js';
+import { streamName } from '../../functions/core/config.js';
 import { buildServices } from '../../functions/services.js';
 import { queueApi, type Received } from '../helpers/queue-api.js';
 import { startTestRuntime, type TestRuntime } from '../helpers/runtime.js';
@@ -22,6 +23,7 @@ beforeAll(async () => {
       twice: { shards: 1 },
       retried: { shards: 1, max_attempts: 3, backoff_seconds: [0] },
       traced: { shards: 1 },
+      doubled: { shards: 1 },
     },
   });
 });
@@ -179,6 +181,23 @@ describe('replay', () => {
     // Another replay of it is another delivery.
     await requeue.replay('twice', [record?.envelope as never], 'next-job', now);
     expect((await drain('twice', 1)).map((m) => m.replay_id)).toEqual(['next-job']);
+  }, 30_000);
+
+  it('counts a message its producer appended twice (a retry after a lost answer) once', async () => {
+    const from = Date.now();
+    await handled('doubled', ['d-1', 'd-2']);
+    const [record] = (await t.records('doubled')).filter((r) => r.envelope.message_id === 'd-1');
+    const { log } = buildServices(t.runtime.config, t.runtime.clients);
+    // The retry's copy: in the log after the first, which admission took.
+    const [again] = await log.append(streamName('replay', 'doubled'), [
+      { partitionKey: 'd-1', data: Buffer.from(JSON.stringify(record?.envelope)) },
+    ]);
+    expect(again?.ok).toBe(true);
+    const res = await t.api('/queues/doubled/replay', {
+      body: { from: iso(from), rate_per_sec: 100, filter: { message_ids: ['d-1', 'd-2'] } },
+    });
+    expect(await waitReplay('doubled', res.body.replay_id)).toMatchObject({ status: 'done', replayed: 2 });
+    expect((await drain('doubled', 2)).map((m) => m.message_id).sort()).toEqual(['d-1', 'd-2']);
   }, 30_000);
 
   it('keeps a copy a replay through its retries, the DLQ and a redrive', async () => {
