@@ -1,11 +1,13 @@
-import { LeaseqClient, MessageNotFoundError } from '../client/index.js';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { LeaseqClient, MessageNotFoundError, type Redrive, type Replay } from '../client/index.js';
 import { withRetries } from '../client/retry.js';
 import { Transport } from '../client/transport.js';
+import { lifeOf } from './history.js';
 
 /**
- * The operator's calls a chaos run needs at its end: the whole DLQ, releasing parked keys, where
- * a message is, and what a queue still holds. They retry what may pass later (the client's policy), since a run's
- * verdict must not hang on one lost answer.
+ * The operator's calls a chaos run needs: starting a redrive or a replay, the whole DLQ, releasing
+ * parked keys, where a message is, and what a queue still holds. They retry what may pass later
+ * (the client's policy), since a run's verdict must not hang on one lost answer.
  */
 
 const RETRIES = { maxRetries: 8, baseMs: 200 };
@@ -24,13 +26,13 @@ export class AdminApi {
     this.transport = new Transport({ baseUrl, apiKey: adminKey, fetch: globalThis.fetch, timeoutMs: 10_000 });
   }
 
-  /** Every dead letter of the queue, all pages: message id → when it died. */
+  /** Every dead letter of the queue, all pages: its life (history.ts `lifeOf`) → when it died. */
   async deadLetters(queue: string): Promise<Map<string, number>> {
     const dead = new Map<string, number>();
     let cursor: string | undefined;
     do {
       const page = await this.client.dlq(queue, { limit: 100, ...(cursor ? { cursor } : {}) });
-      for (const m of page.messages) dead.set(m.message_id, Date.parse(m.dead_at));
+      for (const m of page.messages) dead.set(lifeOf(m.message_id, m.replay_id), Date.parse(m.dead_at));
       cursor = page.next_cursor ?? undefined;
     } while (cursor);
     return dead;
@@ -80,17 +82,76 @@ export class AdminApi {
     };
   }
 
-  /** The message's state from its trace (`acked`, `dead`, `leased`...), or `unknown to the server`. */
+  /**
+   * The message's state from its trace (`acked`, `dead`, `leased`...), or `unknown to the server`.
+   */
   async state(queue: string, id: string): Promise<string> {
+    return (await this.trace(queue, id)).state;
+  }
+
+  /** The state of its entry the trace found, which life that is, and the jobs that moved it. */
+  async trace(
+    queue: string,
+    id: string,
+  ): Promise<{
+    state: string;
+    replayId?: string;
+    events: { event: string; detail: Record<string, unknown> }[];
+  }> {
     try {
-      const trace = await this.send<{ state: string }>(
-        'GET',
-        `/queues/${encodeURIComponent(queue)}/messages/${encodeURIComponent(id)}`,
-      );
-      return trace.state;
+      const trace = await this.client.trace(queue, id);
+      return { state: trace.state, replayId: trace.replay_id, events: trace.events };
     } catch (err) {
-      if (err instanceof MessageNotFoundError) return 'unknown to the server';
+      if (err instanceof MessageNotFoundError) return { state: 'unknown to the server', events: [] };
       throw err;
+    }
+  }
+
+  /** Starts the run's redrive of the queue's DLQ, everything dead until now (`start`). */
+  startRedrive(queue: string, ratePerSec: number): Promise<Redrive> {
+    return this.start(queue, 'redrive', { rate_per_sec: ratePerSec }, (id) =>
+      this.client.getRedrive(queue, id),
+    );
+  }
+
+  /** Starts the run's replay of these messages of the queue, accepted since `from` (`start`). */
+  startReplay(queue: string, from: number, ids: readonly string[], ratePerSec: number): Promise<Replay> {
+    const body = {
+      from: new Date(from).toISOString(),
+      rate_per_sec: ratePerSec,
+      filter: { message_ids: ids },
+    };
+    return this.start(queue, 'replay', body, (id) => this.client.getReplay(queue, id));
+  }
+
+  redrive(queue: string, id: string): Promise<Redrive> {
+    return this.client.getRedrive(queue, id);
+  }
+
+  replay(queue: string, id: string): Promise<Replay> {
+    return this.client.getReplay(queue, id);
+  }
+
+  /**
+   * A start is not idempotent: one whose answer was lost is looked for in the queue's audit trail
+   * (the run starts one job of a kind per queue) before it is sent again, so a fault or a kill
+   * does not start a second job.
+   */
+  private async start<V>(
+    queue: string,
+    kind: 'redrive' | 'replay',
+    body: object,
+    get: (id: string) => Promise<V>,
+  ): Promise<V> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.transport.send<V>('POST', `/queues/${encodeURIComponent(queue)}/${kind}`, { body });
+      } catch (err) {
+        if (attempt > RETRIES.maxRetries) throw err;
+        await sleep(RETRIES.baseMs * attempt);
+        const started = (await this.client.audit(queue)).find((e) => e.action === kind);
+        if (started) return get(started.target);
+      }
     }
   }
 

@@ -1,4 +1,4 @@
-import type { ApiRule, Delivery, History } from './history.js';
+import { type ApiRule, type Delivery, type History, lifeOf } from './history.js';
 
 /**
  * The invariants a chaos run must keep (docs/contract.md, "Guarantees"), checked on its history and on the queues'
@@ -6,10 +6,14 @@ import type { ApiRule, Delivery, History } from './history.js';
  * (seconds since the run started), so a failure names its messages and moments.
  */
 
+/**
+ * The end state, by life (history.ts `lifeOf`): a message id alone for the producer's message, or
+ * with the replay's id for a replay's copy.
+ */
 export interface EndState {
-  /** Dead letters of both queues: message id → when it died. */
+  /** Dead letters of both queues: life → when it died. */
   dead: Map<string, number>;
-  /** Messages whose ack went unanswered (a kill, a fault) and whose trace says acked. */
+  /** Lives whose ack went unanswered (a kill, a fault) and whose trace says acked. */
   ackedByTrace: Set<string>;
   /** Messages of the push queue whose Lambda consumer call returned (push-calls.ts). */
   handled: Set<string>;
@@ -24,22 +28,22 @@ export interface Invariant {
 }
 
 export function checkInvariants(history: History, end: EndState, orderedQueue: string): Invariant[] {
-  const at = (ms: number | undefined) =>
-    ms === undefined ? 'never' : `+${((ms - history.startedAt) / 1000).toFixed(3)}s`;
-  const byId = groupBy(history.deliveries, (d) => d.id);
+  const at = timeIn(history);
+  const byLife = groupBy(history.deliveries, (d) => d.life);
   const apiRule = (rule: ApiRule): Invariant =>
     invariant(
       `API: ${rule}`,
       history.violations.filter((v) => v.rule === rule).map((v) => `${at(v.at)} ${v.operation}: ${v.what}`),
     );
   return [
-    noAcceptedMessageLost(history, end, byId, at),
+    noAcceptedMessageLost(history, end, byLife, at),
     invariant(
       'no message both acked and dead',
-      [...byId.keys()].filter((id) => confirmedAck(byId.get(id)) && end.dead.has(id)),
+      [...byLife.keys()].filter((life) => confirmedAck(byLife.get(life)) && end.dead.has(life)),
     ),
     keyOrder(history, end, orderedQueue, at),
-    noStaleReceiptSucceeded(byId, at),
+    noStaleReceiptSucceeded(byLife, at),
+    noDeliveryAfterConfirmedAck(byLife, at),
     invariant(
       'every delivery is of a message sent, with its payload intact',
       history.deliveries
@@ -69,26 +73,69 @@ export function emptyAfterDrain(
   );
 }
 
-type At = (ms: number | undefined) => string;
+export type At = (ms: number | undefined) => string;
 
-/** Each message answered `accepted` (or `duplicate`: already in the log) ends acked or dead-lettered. */
+/** A failure names its moments as seconds since the run started. */
+export function timeIn(history: History): At {
+  return (ms) => (ms === undefined ? 'never' : `+${((ms - history.startedAt) / 1000).toFixed(3)}s`);
+}
+
+/** A life a run must see end acked or dead: each accepted message, and each copy of a replay it started. */
+export interface Life {
+  life: string;
+  id: string;
+  queue: string;
+  replayId?: string;
+}
+
+export function expectedLives(history: History): Life[] {
+  return [
+    ...[...history.produced.values()]
+      .filter((p) => p.accepted + p.duplicate > 0)
+      .map((p) => ({ life: p.id, id: p.id, queue: p.queue })),
+    ...history.jobs.replays.flatMap((r) =>
+      r.ids.map((id) => ({ life: lifeOf(id, r.replayId), id, queue: r.queue, replayId: r.replayId })),
+    ),
+  ];
+}
+
+/** Whether a life is known to have ended: acked (answered, or by its trace), dead, or handled by the Lambda consumer. */
+export function settled(
+  life: string,
+  byLife: Map<string, Delivery[]>,
+  end: Pick<EndState, 'dead' | 'ackedByTrace' | 'handled'>,
+): boolean {
+  return (
+    confirmedAck(byLife.get(life)) ||
+    end.ackedByTrace.has(life) ||
+    end.dead.has(life) ||
+    end.handled.has(life)
+  );
+}
+
+/**
+ * Each message answered `accepted` (or `duplicate`: already in the log) ends acked or
+ * dead-lettered, and so does each copy of a replay.
+ */
 function noAcceptedMessageLost(
   history: History,
   end: EndState,
-  byId: Map<string, Delivery[]>,
+  byLife: Map<string, Delivery[]>,
   at: At,
 ): Invariant {
   const lost: string[] = [];
-  for (const p of history.produced.values()) {
-    if (p.accepted + p.duplicate === 0) continue;
-    const deliveries = byId.get(p.id) ?? [];
-    if (confirmedAck(deliveries) || end.ackedByTrace.has(p.id) || end.dead.has(p.id) || end.handled.has(p.id))
-      continue;
+  for (const { life, id, queue, replayId } of expectedLives(history)) {
+    if (settled(life, byLife, end)) continue;
+    const deliveries = byLife.get(life) ?? [];
     const last = deliveries.at(-1);
+    const p = history.produced.get(id);
+    const origin = replayId
+      ? `copy of replay ${replayId}`
+      : `sent ${at(p?.sentAt)}, accepted ×${p?.accepted}, duplicate ×${p?.duplicate}`;
     lost.push(
-      `${p.queue}/${p.id}: sent ${at(p.sentAt)}, accepted ×${p.accepted}, duplicate ×${p.duplicate}, ` +
+      `${queue}/${id}: ${origin}, ` +
         `${deliveries.length} deliveries${last ? ` (last ${at(last.receivedAt)}, attempt ${last.attempt}, ${last.settle?.kind ?? 'not settled'} → ${last.settle?.outcome ?? '-'})` : ''}; ` +
-        `the server says: ${end.unsettledStates.get(p.id) ?? 'not asked'}`,
+        `the server says: ${end.unsettledStates.get(life) ?? 'not asked'}`,
     );
   }
   return invariant('no accepted message lost (each ends acked or dead)', lost);
@@ -180,25 +227,49 @@ function keyOrder(history: History, end: EndState, queue: string, at: At): Invar
 }
 
 /**
- * A receipt is stale once a later delivery of its message was seen: an ack or nack sent after
- * that must be refused (the later lease bumped the generation before it was handed out).
+ * A receipt is stale once a later delivery of its message's life was seen: an ack or nack sent
+ * after that must be refused (the later lease bumped the generation before it was handed out).
+ * A replay's copy is another life, with receipts of its own.
  */
-function noStaleReceiptSucceeded(byId: Map<string, Delivery[]>, at: At): Invariant {
+function noStaleReceiptSucceeded(byLife: Map<string, Delivery[]>, at: At): Invariant {
   const violations: string[] = [];
-  for (const [id, list] of byId) {
+  for (const [life, list] of byLife) {
     for (const d of list) {
       const s = d.settle;
       if (!s || (s.outcome !== 'acked' && s.outcome !== 'nacked')) continue;
       const later = list.find((e) => e.n > d.n && e.receivedAt < s.sentAt);
       if (later) {
         violations.push(
-          `${id}: ${s.kind} of attempt ${d.attempt} (delivered ${at(d.receivedAt)}) sent ${at(s.sentAt)} ` +
+          `${life}: ${s.kind} of attempt ${d.attempt} (delivered ${at(d.receivedAt)}) sent ${at(s.sentAt)} ` +
             `succeeded although attempt ${later.attempt} was delivered ${at(later.receivedAt)}`,
         );
       }
     }
   }
   return invariant('no ack or nack with a known-stale receipt succeeded', violations);
+}
+
+/**
+ * An ack answered `acked` ends its life: no delivery of that life is answered after it (a lease
+ * taken before the ack landed would have made it stale). A replay's copy, recognised by its
+ * `replay_id`, is another life; a copy that lost its `replay_id` is caught here.
+ */
+function noDeliveryAfterConfirmedAck(byLife: Map<string, Delivery[]>, at: At): Invariant {
+  const violations: string[] = [];
+  for (const [life, list] of byLife) {
+    const ackedAt = Math.min(
+      ...list.map((d) =>
+        d.settle?.outcome === 'acked'
+          ? (d.settle.answeredAt ?? Number.POSITIVE_INFINITY)
+          : Number.POSITIVE_INFINITY,
+      ),
+    );
+    for (const d of list.filter((e) => e.receivedAt > ackedAt))
+      violations.push(
+        `${life}: attempt ${d.attempt} delivered ${at(d.receivedAt)} after an ack answered acked ${at(ackedAt)}`,
+      );
+  }
+  return invariant('no delivery after a confirmed ack (a replay copy counted as its own life)', violations);
 }
 
 export function confirmedAck(deliveries: readonly Delivery[] | undefined): boolean {
@@ -216,6 +287,6 @@ export function groupBy<T>(items: readonly T[], keyOf: (item: T) => string): Map
   return groups;
 }
 
-function invariant(name: string, violations: string[]): Invariant {
+export function invariant(name: string, violations: string[]): Invariant {
   return { name, ok: violations.length === 0, violations };
 }

@@ -6,9 +6,9 @@ import type { History } from './history.js';
 export interface Duplicates {
   /** Ids answered `accepted` more than once (a retry after an answer was lost). */
   acceptedMoreThanOnce: number;
-  /** Deliveries beyond each message's first, for any reason (nack, lease expiry, kill). */
+  /** Deliveries beyond each life's first, for any reason (nack, lease expiry, kill). */
   redeliveries: number;
-  /** Deliveries of a message after its ack was answered `acked`. */
+  /** Deliveries of a life after its ack was answered `acked` (a replay's copy is a life of its own). */
   afterConfirmedAck: number;
   /** Deliveries of a message after an ack whose answer never came (a kill, a fault), before any confirmed ack. */
   afterUnansweredAck: number;
@@ -30,21 +30,29 @@ export interface Figures {
   unansweredSettles: number;
   duplicates: Duplicates;
   answers: Record<string, number>;
+  /** Deliveries of replay copies, of those their retries (attempt 2 and up), and of redriven copies. */
+  replayDeliveries: { all: number; retries: number; redriven: number };
 }
 
 export function countFigures(history: History, end: EndState): Figures {
   const produced = [...history.produced.values()];
   const accepted = produced.filter((p) => p.accepted + p.duplicate > 0);
   const byId = groupBy(history.deliveries, (d) => d.id);
+  const byLife = groupBy(history.deliveries, (d) => d.life);
   const settles = history.deliveries.flatMap((d) => (d.settle ? [d.settle] : []));
   const acked = new Set([
-    ...history.deliveries.filter((d) => d.settle?.outcome === 'acked').map((d) => d.id),
-    ...end.ackedByTrace,
+    ...history.deliveries.filter((d) => d.settle?.outcome === 'acked' && !d.replayId).map((d) => d.id),
+    ...[...end.ackedByTrace].filter((life) => history.produced.has(life)),
   ]);
+  const copies = history.deliveries.filter((d) => d.replayId !== undefined);
+  // A copy dead-lettered before a redrive and delivered after its start: the redrive took it.
+  const redriven = history.jobs.redrives.flatMap((r) =>
+    copies.filter((d) => r.deadAfter.has(d.life) && d.receivedAt > r.requestedAt),
+  );
 
   let afterConfirmedAck = 0;
   let afterUnansweredAck = 0;
-  for (const list of byId.values()) {
+  for (const list of byLife.values()) {
     for (const d of list) {
       const acks = list.filter((e) => e.settle?.kind === 'ack' && e.n < d.n);
       const confirmed = acks.some(
@@ -69,10 +77,15 @@ export function countFigures(history: History, end: EndState): Figures {
     unansweredSettles: settles.filter((s) => s.outcome === 'unknown').length,
     duplicates: {
       acceptedMoreThanOnce: produced.filter((p) => p.accepted > 1).length,
-      redeliveries: history.deliveries.length - byId.size,
+      redeliveries: history.deliveries.length - byLife.size,
       afterConfirmedAck,
       afterUnansweredAck,
     },
     answers: Object.fromEntries([...history.answers].sort(([a], [b]) => a.localeCompare(b))),
+    replayDeliveries: {
+      all: copies.length,
+      retries: copies.filter((d) => d.attempt >= 2).length,
+      redriven: redriven.length,
+    },
   };
 }

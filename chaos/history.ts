@@ -56,7 +56,38 @@ export interface Delivery {
   receivedAt: number;
   leaseExpiresAt: number;
   payloadIntact: boolean;
+  /** Set on a replay's copy, its retries and its redrives (decision 0016: a new life of its id). */
+  replayId: string | undefined;
+  /** Which life of its id this delivery is of (`lifeOf`). */
+  life: string;
   settle?: Settle;
+}
+
+/**
+ * A message id's life: the producer's (the id itself), or a replay's copy, which is delivered,
+ * retried, acked and dead-lettered again on its own (docs/decisions/0016).
+ */
+export function lifeOf(id: string, replayId?: string | undefined): string {
+  return replayId === undefined ? id : `${id}#replay#${replayId}`;
+}
+
+/** A replay the run started: the messages it was asked for (by id, all acked before its start). */
+export interface ReplayRun {
+  queue: string;
+  replayId: string;
+  requestedAt: number;
+  ids: string[];
+}
+
+/** A redrive the run started, with the queue's DLQ (life → dead at) just before and after its start. */
+export interface RedriveRun {
+  queue: string;
+  redriveId: string;
+  requestedAt: number;
+  /** What the server counted to move when the job started. */
+  remainingAtStart: number;
+  deadBefore: Map<string, number>;
+  deadAfter: Map<string, number>;
 }
 
 /** The API's error contract (docs/contract.md, "Authentication and errors" and "Rules for state"): what a run's answers are checked against. */
@@ -79,6 +110,8 @@ export class History {
   readonly answers = new Map<string, number>();
   readonly violations: ApiViolation[] = [];
   readonly marks: { at: number; what: string }[] = [];
+  /** The operator's jobs started during the run (jobs.ts). */
+  readonly jobs: { replays: ReplayRun[]; redrives: RedriveRun[] } = { replays: [], redrives: [] };
 
   mark(what: string): void {
     this.marks.push({ at: Date.now(), what });
@@ -134,6 +167,8 @@ export class History {
         payload.key === sent.key &&
         payload.seq === sent.seq &&
         (m.key ?? undefined) === sent.key,
+      replayId: m.replay_id,
+      life: lifeOf(m.message_id, m.replay_id),
     };
     this.deliveries.push(delivery);
     return delivery;
@@ -191,6 +226,15 @@ export class History {
         settle: d.settle && { ...d.settle, sentAt: t(d.settle.sentAt), answeredAt: t(d.settle.answeredAt) },
       })),
       answers: Object.fromEntries(this.answers),
+      jobs: {
+        replays: this.jobs.replays.map((r) => ({ ...r, requestedAt: t(r.requestedAt) })),
+        redrives: this.jobs.redrives.map((r) => ({
+          ...r,
+          requestedAt: t(r.requestedAt),
+          deadBefore: Object.fromEntries(r.deadBefore),
+          deadAfter: Object.fromEntries(r.deadAfter),
+        })),
+      },
       violations: this.violations.map((v) => ({ ...v, at: t(v.at) })),
     };
   }

@@ -1,6 +1,7 @@
 import type { Invariant } from './checks.js';
 import type { FaultReport } from './fault-run.js';
 import type { CrashReport } from './harness.js';
+import type { JobsEnd } from './jobs.js';
 import type { ScenarioResult } from './scenario.js';
 
 /** The text a chaos run prints: its figures, then each invariant with its first violations. */
@@ -49,8 +50,15 @@ export function formatFaults(r: FaultReport): string {
   ].join('\n');
 }
 
-function figures({ figures: f, push: p, drainMs, parkedKeysSkipped: parked }: ScenarioResult): string[] {
+function figures({
+  figures: f,
+  push: p,
+  jobs,
+  drainMs,
+  parkedKeysSkipped: parked,
+}: ScenarioResult): string[] {
   const d = f.duplicates;
+  const r = f.replayDeliveries;
   return [
     `  messages: sent ${f.sent}, accepted ${f.accepted}, never answered accepted ${f.unresolved}, ` +
       `answered failed ${f.failedResults} times`,
@@ -60,10 +68,27 @@ function figures({ figures: f, push: p, drainMs, parkedKeysSkipped: parked }: Sc
     `  settles refused as stale ${f.staleRefused}, unanswered ${f.unansweredSettles}`,
     `  Lambda consumer (ordered push queue): ${p.calls} calls, ${p.handled} messages handled, ` +
       `${p.failedAttempts} failed attempts, ${p.duplicates} handled again`,
+    ...jobLines(jobs),
+    `  replay copies: ${r.all} deliveries, ${r.retries} of them retries, ${r.redriven} after a redrive`,
     `  drain ${(drainMs / 1000).toFixed(1)} s, parked keys skipped ${parked}`,
     `  answers: ${Object.entries(f.answers)
       .map(([k, n]) => `${k}: ${n}`)
       .join(', ')}`,
+  ];
+}
+
+/** Each job's final count beside what the history says it should be. */
+function jobLines(jobs: JobsEnd): string[] {
+  return [
+    ...[...jobs.replays].map(
+      ([id, j]) =>
+        `  replay ${id}: ${j.status}, replayed ${j.replayed} (expected ${j.expected}), scanned ${j.scanned}`,
+    ),
+    ...[...jobs.redrives].map(
+      ([id, j]) =>
+        `  redrive ${id}: ${j.status}, moved ${j.moved} (expected ${j.expected}; the DLQ listed ${j.listed.before} ` +
+        `before its start, ${j.listed.after} after; traces redriven by it ${j.taken.size}), remaining ${j.remaining}`,
+    ),
   ];
 }
 

@@ -3,15 +3,19 @@ import { LeaseqClient } from '../client/index.js';
 import { AdminApi } from './admin.js';
 import {
   checkInvariants,
-  confirmedAck,
   type EndState,
   emptyAfterDrain,
+  expectedLives,
   groupBy,
   type Invariant,
+  type Life,
+  settled,
 } from './checks.js';
 import { Consumer, type ConsumerBehaviour } from './consumers.js';
 import { countFigures, type Figures } from './figures.js';
 import type { History } from './history.js';
+import { checkJobs } from './job-checks.js';
+import { type JobsEnd, OperatorJobs } from './jobs.js';
 import { Producer } from './producers.js';
 import { checkPushCalls, handledIds, type PushFigures, pushFigures, readPushCalls } from './push-calls.js';
 import type { Random } from './random.js';
@@ -20,9 +24,10 @@ import { CHAOS_PUSH, CHAOS_TENANT, QUEUES } from './tenant.js';
 /**
  * One chaos run's shape, whatever disrupts it: producers on three queues for a while, pull
  * consumers on two of them and the runtime's Lambda consumer on the third (ordered, push), with
- * a disruption running alongside (kills, fault storms); then every message sent is produced
- * until the log has it, the consumers drain the queues (acking everything, releasing parked
- * keys) until each accepted message is acked, dead or handled, and the history is checked.
+ * a disruption running alongside (kills, fault storms) and an operator's replay and redrive of
+ * the unordered queue (jobs.ts); then every message sent is produced until the log has it, the
+ * jobs finish, the consumers drain the queues (acking everything, releasing parked keys) until
+ * each accepted message and replayed copy is acked, dead or handled, and the history is checked.
  */
 
 export interface ScenarioOptions {
@@ -70,6 +75,7 @@ export interface ScenarioResult {
   invariants: Invariant[];
   figures: Figures;
   push: PushFigures;
+  jobs: JobsEnd;
   drainMs: number;
   parkedKeysSkipped: number;
 }
@@ -88,7 +94,8 @@ const TRACE_EVERY_MS = 3000;
 const TRACED_FOR_REPORT = 50;
 
 const BEHAVIOUR: Record<string, ConsumerBehaviour> = {
-  [QUEUES.unordered]: { nack: 0.05, deadLetter: 0.01, slowAck: 0.03, drop: 0.02 },
+  // Enough dead letters that a short run's redrive has some to move.
+  [QUEUES.unordered]: { nack: 0.05, deadLetter: 0.04, slowAck: 0.03, drop: 0.02 },
   // No nack to the DLQ: a parked key would hold its later messages for the rest of the run (until
   // the drain skips it), and order is what this queue is here to exercise.
   [QUEUES.ordered]: { nack: 0.05, deadLetter: 0, slowAck: 0.03, drop: 0.02 },
@@ -118,31 +125,36 @@ export async function runScenario(o: ScenarioOptions): Promise<ScenarioResult> {
     ),
   );
 
-  const until = Date.now() + o.durationMs;
+  const jobs = new OperatorJobs({ admin, history: o.history, queue: QUEUES.unordered, log: o.log });
+
+  const begin = Date.now();
+  const until = begin + o.durationMs;
   o.history.mark('workload');
   for (const w of [...producers, ...consumers]) w.start();
-  await o.disrupt(until);
+  await Promise.all([o.disrupt(until), jobs.run(begin, until)]);
   await sleep(Math.max(0, until - Date.now()));
   await o.beforeDrain?.();
 
   o.history.mark('finishing produce');
   const unresolved = (await Promise.all(producers.map((p) => p.finish(o.drainTimeoutMs)))).flat();
   if (unresolved.length) o.log(`${unresolved.length} messages never answered accepted: not checked`);
+  // The consumers go on settling what the jobs move; the drain then settles every copy too.
+  if (!(await jobs.finished(Date.now() + o.drainTimeoutMs))) o.log('a job still running: not done in time');
 
   o.history.mark('drain');
   o.log('draining');
   const drainStart = Date.now();
   for (const c of consumers) c.drain();
-  const { parkedKeysSkipped, ...settled } = await drain(o, admin);
+  const { parkedKeysSkipped, ...ended } = await drain(o, admin);
   await Promise.all(consumers.map((c) => c.stop()));
   const drainMs = Date.now() - drainStart;
   o.history.mark('drained');
 
-  const end: EndState = { ...settled, unsettledStates: new Map() };
-  for (const id of unsettled(o.history, end).slice(0, TRACED_FOR_REPORT)) {
-    const queue = o.history.produced.get(id)?.queue as string;
-    end.unsettledStates.set(id, await admin.state(queue, id));
+  const end: EndState = { ...ended, unsettledStates: new Map() };
+  for (const { life, id, queue } of unsettled(o.history, end).slice(0, TRACED_FOR_REPORT)) {
+    end.unsettledStates.set(life, await admin.state(queue, id));
   }
+  const jobsEnd = await jobs.end();
   const calls = readPushCalls(o.pushCallsFile);
   const left = await Promise.all([
     ...[QUEUES.unordered, QUEUES.ordered].map(async (q) => ({ name: q, ...(await admin.holding(q)) })),
@@ -154,10 +166,12 @@ export async function runScenario(o: ScenarioOptions): Promise<ScenarioResult> {
     invariants: [
       ...checkInvariants(o.history, end, QUEUES.ordered),
       ...checkPushCalls(o.history, calls),
+      ...checkJobs(o.history, end, jobsEnd),
       emptyAfterDrain(left),
     ],
     figures: countFigures(o.history, end),
     push: pushFigures(calls),
+    jobs: jobsEnd,
     drainMs,
     parkedKeysSkipped,
   };
@@ -168,10 +182,10 @@ function common(o: ScenarioOptions, client: LeaseqClient) {
 }
 
 /**
- * Waits while the consumers ack, until every accepted message is acked or dead (or the drain
- * times out, or stalls). Parked keys are skipped (the held messages behind a dead one must
- * still be delivered), and a message whose ack went unanswered is settled by its trace: it will
- * not come back if that ack landed.
+ * Waits while the consumers ack, until every accepted message and replayed copy is acked or dead
+ * (or the drain times out, or stalls). Parked keys are skipped (the held messages behind a dead
+ * one must still be delivered), and a life whose ack went unanswered is settled by its trace: it
+ * will not come back if that ack landed.
  */
 async function drain(o: ScenarioOptions, admin: AdminApi): Promise<Settled & { parkedKeysSkipped: number }> {
   const deadline = Date.now() + o.drainTimeoutMs;
@@ -187,15 +201,16 @@ async function drain(o: ScenarioOptions, admin: AdminApi): Promise<Settled & { p
     parkedKeysSkipped += await admin.skipParkedKeys(QUEUES.ordered);
     end.handled = handledIds(readPushCalls(o.pushCallsFile));
     const left = unsettled(o.history, end);
-    const byId = groupBy(o.history.deliveries, (d) => d.id);
-    for (const id of left) {
-      const unanswered = (byId.get(id) ?? []).some(
+    const byLife = groupBy(o.history.deliveries, (d) => d.life);
+    for (const { life, id, queue, replayId } of left) {
+      const unanswered = (byLife.get(life) ?? []).some(
         (d) => d.settle?.kind === 'ack' && d.settle.outcome === 'unknown',
       );
-      if (!unanswered || Date.now() - (tracedAt.get(id) ?? 0) < TRACE_EVERY_MS) continue;
-      tracedAt.set(id, Date.now());
-      const queue = o.history.produced.get(id)?.queue as string;
-      if ((await admin.state(queue, id)) === 'acked') end.ackedByTrace.add(id);
+      if (!unanswered || Date.now() - (tracedAt.get(life) ?? 0) < TRACE_EVERY_MS) continue;
+      tracedAt.set(life, Date.now());
+      // The trace shows the id's latest life: only that one's ack is known.
+      const trace = await admin.trace(queue, id);
+      if (trace.state === 'acked' && trace.replayId === replayId) end.ackedByTrace.add(life);
     }
     const remaining = unsettled(o.history, end).length;
     if (remaining !== lastRemaining) [lastRemaining, movedAt] = [remaining, Date.now()];
@@ -207,14 +222,8 @@ async function drain(o: ScenarioOptions, admin: AdminApi): Promise<Settled & { p
 
 type Settled = Pick<EndState, 'dead' | 'ackedByTrace' | 'handled'>;
 
-/** Accepted messages not yet known to be acked or dead. */
-function unsettled(history: History, end: Settled): string[] {
-  const byId = groupBy(history.deliveries, (d) => d.id);
-  return [...history.produced.values()]
-    .filter((p) => p.accepted + p.duplicate > 0)
-    .map((p) => p.id)
-    .filter(
-      (id) =>
-        !confirmedAck(byId.get(id)) && !end.ackedByTrace.has(id) && !end.dead.has(id) && !end.handled.has(id),
-    );
+/** Accepted messages and replayed copies not yet known to be acked or dead. */
+function unsettled(history: History, end: Settled): Life[] {
+  const byLife = groupBy(history.deliveries, (d) => d.life);
+  return expectedLives(history).filter(({ life }) => !settled(life, byLife, end));
 }

@@ -177,6 +177,7 @@ export function buildServices(config: RuntimeConfig, clients: AwsClients) {
     replays: new Replays({
       tenant: config.tenant,
       jobs: jobs.replays,
+      dedup,
       reader,
       shards,
       requeue,

@@ -78,8 +78,13 @@ export function replayCopy(original: Envelope, replayId: string, now: number, co
  * which was appended once and is taken as it is.
  */
 export function admissionId(env: Envelope): string | undefined {
-  if (env.replay !== undefined) return `${env.message_id}#replay#${env.replay}`;
+  if (env.replay !== undefined) return copyAdmissionId(env.message_id, env.replay);
   return env.server_id ? undefined : env.message_id;
+}
+
+/** The id under which admission records the copy of `messageId` it took for a replay. */
+export function copyAdmissionId(messageId: string, replayId: string): string {
+  return `${messageId}#replay#${replayId}`;
 }
 
 /** Produce writes a copy's dedup record right after its append: well within this of its request. */

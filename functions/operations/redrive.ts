@@ -81,8 +81,11 @@ export class Redrives extends JobRunner<RedriveJob, RedriveRequest, RedriveView,
     take: number,
     now: number,
   ): Promise<JobPass<RedriveJob>> {
-    // The batch of a pass that stopped before it saved what moved: counted now.
-    const earlier = job.pending?.length ? await this.movedOf(queue, job.pending) : 0;
+    // The batch of a pass that stopped before it saved what moved: counted now, and traced, as
+    // that pass may have stopped before its events.
+    const earlierIds = job.pending?.length ? await this.movedOf(queue, job.pending) : [];
+    const earlier = earlierIds.length;
+    await this.traceMoved(queue, config, earlierIds, 'redriven', job.redrive_id, job.pending_at ?? now);
     // Each examined item with the cursor from before it, so a message that did not move is seen again.
     const examined: { item: StateItem; before: string | undefined; selected: boolean }[] = [];
     let cursor = job.cursor;
@@ -119,6 +122,7 @@ export class Redrives extends JobRunner<RedriveJob, RedriveRequest, RedriveView,
         set: {
           status: 'running',
           pending: batch.map((item) => ({ id: item.message_id, entry: item.entry })),
+          pending_at: now,
         },
       });
       if (!going) return { counted: earlier };
@@ -139,23 +143,25 @@ export class Redrives extends JobRunner<RedriveJob, RedriveRequest, RedriveView,
         moved,
         add: { moved, remaining: -moved },
         set: cursor ? { cursor } : {},
-        remove: ['pending'],
+        remove: ['pending', 'pending_at'],
         done: exhausted || remaining === 0,
       },
     };
   }
 
-  /** How many of a saved batch moved: their items left the DLQ with their next entry. */
-  private async movedOf(queue: string, pending: readonly { id: string; entry: number }[]): Promise<number> {
+  /** Which of a saved batch moved: their items left the DLQ with their next entry. */
+  private async movedOf(queue: string, pending: readonly { id: string; entry: number }[]): Promise<string[]> {
     const items = await this.deps.messages.getMany(
       queue,
       pending.map((p) => p.id),
       true,
     );
-    return pending.filter((p) => {
-      const item = items.get(p.id);
-      return item !== undefined && item.state !== 'dead' && item.entry > p.entry;
-    }).length;
+    return pending
+      .filter((p) => {
+        const item = items.get(p.id);
+        return item !== undefined && item.state !== 'dead' && item.entry > p.entry;
+      })
+      .map((p) => p.id);
   }
 
   private async matches(queue: string, item: StateItem, filter: RedriveFilterSpec): Promise<boolean> {

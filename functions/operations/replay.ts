@@ -1,9 +1,10 @@
 import { namespaceParts, type QueueConfig, streamName, type TenantConfig } from '../core/config.js';
 import { decodeEnvelope, type Envelope, payloadBytes } from '../core/envelope.js';
-import { isReplayable, type ReplayFilterSpec, replayWindow } from '../core/replay-policy.js';
+import { admissionId, isReplayable, type ReplayFilterSpec, replayWindow } from '../core/replay-policy.js';
 import type { Requeue } from '../delivery/requeue.js';
-import type { ShardReader } from '../log/shard-reader.js';
+import type { RawRecord, ShardReader } from '../log/shard-reader.js';
 import type { ShardDirectory } from '../log/stream.js';
+import type { DedupStore } from '../store/dedup.js';
 import type { ReplayJob } from '../store/jobs.js';
 import type { MessageStore } from '../store/messages.js';
 import type { StorageMeter } from '../store/storage.js';
@@ -24,6 +25,8 @@ export interface ReplayDeps extends JobRunnerDeps<ReplayJob> {
   shards: ShardDirectory;
   requeue: Requeue;
   messages: MessageStore;
+  /** Where admission took each producer's message: a second copy in the log is not replayed. */
+  dedup: Pick<DedupStore, 'positions'>;
   /** Holds what a replay appended, as produce's messages are held, until each is done with. */
   storage: StorageMeter;
 }
@@ -164,13 +167,14 @@ export class Replays extends JobRunner<ReplayJob, ReplayRequest, ReplayView, Rep
       PAGE,
       PAGES_PER_PASS,
     )) {
+      const matching = await this.admittedMatches(queue, shard, job, page.records, now);
       for (const r of page.records) {
         if (r.arrivedAt > job.to) {
           finished = true;
           break read;
         }
-        const envelope = parse(r.data);
-        const match = envelope !== undefined && isReplayable(envelope, r.arrivedAt, job, job.filter);
+        const envelope = matching.get(r.sequence);
+        const match = envelope !== undefined;
         examined.push({ sequence: r.sequence, before: at, ...(match ? { envelope } : {}) });
         at = r.sequence;
         if (match && ++selected >= take) break read;
@@ -194,6 +198,39 @@ export class Replays extends JobRunner<ReplayJob, ReplayRequest, ReplayView, Rep
     const scanned =
       missed >= 0 ? examined.indexOf(chosen[missed] as (typeof examined)[number]) : examined.length;
     return { replayed: copies.length, scanned, cursor: at, finished };
+  }
+
+  /**
+   * The page's records the job takes, by sequence: replayable, and the copy admission took of its
+   * producer's id. A producer's retry after a lost answer appends its message again, and admission
+   * passes that copy over; replayed too, it would be counted twice. An id whose dedup record has
+   * expired (past `dedup_window_seconds`) is taken as it is.
+   */
+  private async admittedMatches(
+    queue: string,
+    shard: string,
+    job: ReplayJob,
+    records: readonly RawRecord[],
+    now: number,
+  ): Promise<Map<string, Envelope>> {
+    const matches = records.flatMap((r) => {
+      const envelope = parse(r.data);
+      return envelope && isReplayable(envelope, r.arrivedAt, job, job.filter) ? [{ r, envelope }] : [];
+    });
+    const producerIds = matches
+      .filter((m) => admissionId(m.envelope) !== undefined)
+      .map((m) => m.envelope.message_id);
+    const admitted = producerIds.length
+      ? await this.deps.dedup.positions(namespaceParts(queue).queue, producerIds, now)
+      : new Map();
+    return new Map(
+      matches
+        .filter(({ r, envelope }) => {
+          const at = admitted.get(envelope.message_id);
+          return at === undefined || (at.shard === shard && at.sequence === r.sequence);
+        })
+        .map(({ r, envelope }) => [r.sequence, envelope]),
+    );
   }
 
   /** The `replayed` event in each copy's trace, and its bytes in the queue's storage. */

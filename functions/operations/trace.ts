@@ -3,9 +3,10 @@ import { namespaceParts, streamName } from '../core/config.js';
 import { deliveryContext, type Envelope } from '../core/envelope.js';
 import { MessageNotFoundError } from '../core/errors.js';
 import { type EntryStatus, entryStatus, type Range, readPassOnMark } from '../core/ranges.js';
+import { copyAdmissionId } from '../core/replay-policy.js';
 import type { LogLookup } from '../log/lookup.js';
 import type { ShardDirectory } from '../log/stream.js';
-import type { DedupStore } from '../store/dedup.js';
+import type { DedupRecord, DedupStore } from '../store/dedup.js';
 import type { KeyHolds } from '../store/key-holds.js';
 import { type HistoryRecord, type MessageStore, mergeHistory, type StateItem } from '../store/messages.js';
 import type { RangeStore } from '../store/ranges.js';
@@ -117,19 +118,23 @@ export class MessageTrace {
       this.deps.messages.story(queue, messageId),
       this.deps.dedup.get(namespaceParts(queue).queue, messageId),
     ]);
-    const state = items.find((i) => i.sk === 'S') as StateItem | undefined;
+    const item = items.find((i) => i.sk === 'S') as StateItem | undefined;
     const history = mergeHistory(
       items.filter((i) => String(i.sk).startsWith('H#')) as unknown as HistoryRecord[],
-      state,
+      item,
     );
     const marks = items.filter((i) => String(i.sk).startsWith('E#'));
+    const copy = await this.latestCopy(queue, messageId, marks, item);
+    // An item of a life before the copy's says nothing of where the message is now.
+    const state = copy ? undefined : item;
     // Where its current entry is, when that is in the lease layer.
     const position =
-      state?.state === 'ranged'
+      copy ??
+      (state?.state === 'ranged'
         ? { shard: state.shard, sequence: state.seq }
         : state
           ? undefined
-          : (accepted ?? (await this.findInLog(queue, messageId)));
+          : (accepted ?? (await this.findInLog(queue, messageId))));
     const first = position ? await this.entryAt(queue, position.shard, position.sequence) : undefined;
     if (!state && !accepted && !first) throw new MessageNotFoundError(messageId);
     // Retries that waited in their ranges: from entry to entry, to the message's latest.
@@ -231,6 +236,29 @@ export class MessageTrace {
       events,
       ...deliveryContext((first ?? ranged)?.envelope ?? (await this.storedBody(state)) ?? {}),
     };
+  }
+
+  /**
+   * Where the latest replay's copy of the message was admitted, when it is the message's latest
+   * life (decision 0016): a copy acked on its first delivery leaves no item, and the producer's
+   * dedup record names the message it copies. Undefined when the item is the copy's (it failed
+   * once) or later, or when no replay took it.
+   */
+  private async latestCopy(
+    queue: string,
+    messageId: string,
+    marks: readonly Record<string, unknown>[],
+    item: StateItem | undefined,
+  ): Promise<DedupRecord | undefined> {
+    const replayed = marks
+      .filter((m) => m.event === 'replayed')
+      .map((m) => ({
+        at: Date.parse(String(m.at)),
+        replayId: (m.detail as { replay_id?: unknown })?.replay_id,
+      }))
+      .sort((a, b) => b.at - a.at)[0];
+    if (typeof replayed?.replayId !== 'string' || (item && item.produced_at >= replayed.at)) return undefined;
+    return this.deps.dedup.get(namespaceParts(queue).queue, copyAdmissionId(messageId, replayed.replayId));
   }
 
   /** A message out of the lease layer (delayed, dead, acked there): its body as its item keeps it. */

@@ -31,6 +31,11 @@ export class DedupStore {
     return new Set((await this.records(queue, ids, true, now)).keys());
   }
 
+  /** The dedup records of these ids, while their windows last: where each was admitted. */
+  positions(queue: string, ids: readonly string[], now: number): Promise<Map<string, DedupRecord>> {
+    return this.records(queue, ids, false, now);
+  }
+
   /** The dedup record of an id, while its window lasts. */
   async get(
     queue: string,

@@ -45,6 +45,11 @@ export interface RedriveJob extends Job {
    * moved leaves the next one to count it (a moved message's entry is past the one named here).
    */
   pending?: { id: string; entry: number }[];
+  /**
+   * The time of the pass moving `pending`, which its `redriven` events carry: the pass that counts
+   * the batch writes them again at that time, the same items, so none is missing and none doubled.
+   */
+  pending_at?: number;
 }
 
 /** A replay (operations/replay.ts). */

@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { checkInvariants, type EndState, emptyAfterDrain } from '../../chaos/checks.js';
-import { type Delivery, History, type SettleOutcome } from '../../chaos/history.js';
+import { type Delivery, History, lifeOf, type SettleOutcome } from '../../chaos/history.js';
+import { checkJobs } from '../../chaos/job-checks.js';
+import type { JobsEnd } from '../../chaos/jobs.js';
 import { checkPushCalls, pushFigures } from '../../chaos/push-calls.js';
 import type { PushCall } from '../../chaos/push-consumer.js';
 
@@ -20,10 +22,11 @@ function build() {
       history.sent(queue, { id, ...(key !== undefined ? { key, seq } : {}) });
       history.produceResult({ message_id: id, status: 'accepted' });
     },
-    deliver(id: string, atMs: number, leaseMs = 2000): Delivery {
+    deliver(id: string, atMs: number, leaseMs = 2000, replayId?: string): Delivery {
       const p = history.produced.get(id);
-      const attempt = (attempts.get(id) ?? 0) + 1;
-      attempts.set(id, attempt);
+      const life = lifeOf(id, replayId);
+      const attempt = (attempts.get(life) ?? 0) + 1;
+      attempts.set(life, attempt);
       return history.delivered(
         p?.queue ?? 'work',
         'c0',
@@ -36,6 +39,7 @@ function build() {
           attempt,
           enqueued_at: new Date(t(0)).toISOString(),
           lease_expires_at: new Date(t(atMs + leaseMs)).toISOString(),
+          ...(replayId !== undefined ? { replay_id: replayId } : {}),
         },
         t(atMs),
       );
@@ -260,5 +264,139 @@ describe('the Lambda consumer checks', () => {
         'p-1 called +0.012s (attempt 2) with a payload other than the one sent',
       ],
     });
+  });
+});
+
+describe('the operator jobs checks', () => {
+  /**
+   * w-0 and w-1 acked, then replayed (rp-1); w-2 dead-lettered, then redriven (rd-1). A copy's
+   * retry and the redriven message end acked.
+   */
+  const run = () => {
+    const b = build();
+    for (const id of ['w-0', 'w-1', 'w-2']) b.produce('work', id);
+    b.settle(b.deliver('w-0', 0), 'ack', 10, 'acked');
+    b.settle(b.deliver('w-1', 0), 'ack', 10, 'acked');
+    b.settle(b.deliver('w-2', 0), 'nack', 10, 'nacked');
+    b.history.jobs.replays.push({
+      queue: 'work',
+      replayId: 'rp-1',
+      requestedAt: b.t(100),
+      ids: ['w-0', 'w-1'],
+    });
+    b.settle(b.deliver('w-0', 200, 2000, 'rp-1'), 'ack', 210, 'acked');
+    b.settle(b.deliver('w-1', 200, 2000, 'rp-1'), 'nack', 210, 'nacked');
+    b.settle(b.deliver('w-1', 1300, 2000, 'rp-1'), 'ack', 1310, 'acked');
+    const dead = new Map([['w-2', b.t(11)]]);
+    b.history.jobs.redrives.push({
+      queue: 'work',
+      redriveId: 'rd-1',
+      requestedAt: b.t(300),
+      remainingAtStart: 1,
+      deadBefore: dead,
+      deadAfter: dead,
+    });
+    b.settle(b.deliver('w-2', 400), 'ack', 410, 'acked');
+    const jobs = (): JobsEnd => ({
+      replays: new Map([['rp-1', { status: 'done', replayed: 2, scanned: 3, expected: 2 }]]),
+      redrives: new Map([
+        [
+          'rd-1',
+          {
+            status: 'done',
+            moved: 1,
+            remaining: 0,
+            expected: 1,
+            listed: { before: 1, after: 1 },
+            taken: new Set(['w-2']),
+          },
+        ],
+      ]),
+    });
+    return { b, jobs };
+  };
+  const failingAll = (history: History, end: EndState, jobs: JobsEnd) =>
+    Object.fromEntries(
+      [...checkInvariants(history, end, 'ordered'), ...checkJobs(history, end, jobs)]
+        .filter((i) => !i.ok)
+        .map((i) => [i.name, i.violations]),
+    );
+
+  it('pass a replay copy delivered after its message was acked, its retry, and a redrive that took its dead letters', () => {
+    const { b, jobs } = run();
+    expect(failingAll(b.history, ended(), jobs())).toEqual({});
+  });
+
+  it('catch a redrive that counted a message twice, or took one it does not count', () => {
+    const { b, jobs } = run();
+    const twice = jobs();
+    (twice.redrives.get('rd-1') as { moved: number }).moved = 2;
+    expect(failingAll(b.history, ended(), twice)).toEqual({
+      'a redrive moves exactly the dead letters it took, each once': [
+        'redrive rd-1 of work: moved 2, but 1 dead letters were redriven by it',
+        'redrive rd-1 of work: moved 2 of the 1 it counted at its start',
+      ],
+    });
+    const left = jobs();
+    (left.redrives.get('rd-1') as { taken: Set<string> }).taken = new Set();
+    expect(Object.values(failingAll(b.history, ended(), left))).toEqual([
+      [
+        'redrive rd-1 of work: moved 1, but 0 dead letters were redriven by it',
+        'redrive rd-1 of work: w-2, dead before its start, not taken',
+      ],
+    ]);
+  });
+
+  it('catch a redriven message never delivered again', () => {
+    const { b, jobs } = run();
+    b.history.deliveries.pop();
+    const violations = failingAll(b.history, ended(), jobs())[
+      'a redrive moves exactly the dead letters it took, each once'
+    ];
+    expect(violations).toEqual([
+      'redrive rd-1 of work: w-2 redriven but never delivered again (requested +0.300s)',
+    ]);
+  });
+
+  it('catch a replay whose count is not the number of messages it was asked for, or a copy of another', () => {
+    const { b, jobs } = run();
+    const more = jobs();
+    (more.replays.get('rp-1') as { replayed: number }).replayed = 3;
+    b.settle(b.deliver('w-2', 500, 2000, 'rp-1'), 'ack', 510, 'acked');
+    expect(failingAll(b.history, ended(), more)).toEqual({
+      'a replay copies exactly the messages of its window and filter, each once': [
+        'replay rp-1 of work: replayed 3 copies of the 2 messages asked for',
+        'replay rp-1 of work: delivered a copy of w-2, which it was not asked for',
+      ],
+    });
+  });
+
+  it('catch a copy whose retry lost its replay_id: a delivery after a confirmed ack', () => {
+    const { b, jobs } = run();
+    b.deliver('w-0', 2500);
+    expect(failingAll(b.history, ended(), jobs())).toEqual({
+      'no delivery after a confirmed ack (a replay copy counted as its own life)': [
+        'w-0: attempt 2 delivered +2.500s after an ack answered acked +0.011s',
+      ],
+      'every delivery of a replayed message carries its replay_id': [
+        'w-0: attempt 2 delivered +2.500s without replay_id, after replay rp-1 (+0.100s) of it, acked before',
+      ],
+    });
+  });
+
+  it('catch a replay copy that never ended acked or dead, and a replay_id of no replay', () => {
+    const { b, jobs } = run();
+    b.history.deliveries.splice(
+      b.history.deliveries.findIndex((d) => d.id === 'w-1' && d.attempt === 2 && d.replayId === 'rp-1'),
+      1,
+    );
+    b.deliver('w-0', 600, 2000, 'rp-9');
+    const failed = failingAll(b.history, ended(), jobs());
+    expect(failed['no accepted message lost (each ends acked or dead)']?.[0]).toMatch(
+      /^work\/w-1: copy of replay rp-1, 1 deliveries \(last \+0\.200s, attempt 1, nack → nacked\)/,
+    );
+    expect(failed['every delivery of a replayed message carries its replay_id']).toEqual([
+      'w-0: delivered +0.600s with replay_id rp-9, of no replay',
+    ]);
   });
 });

@@ -5,8 +5,8 @@ import { SHORT_RUN } from './short-run.js';
 
 /**
  * The short crash run: the runtime as a child process, killed with SIGKILL three times in
- * 40 s under a few hundred messages and restarted on its data each time. `npm run chaos` runs
- * the long one.
+ * 40 s under a few hundred messages, a replay and a redrive, and restarted on its data each time.
+ * `npm run chaos` runs the long one.
  */
 
 describe('crash: SIGKILL at random moments, restart on the same data', () => {
@@ -21,6 +21,10 @@ describe('crash: SIGKILL at random moments, restart on the same data', () => {
     expect(report.restarts).toHaveLength(3);
     // The workload ran: the invariants below are about real traffic.
     expect(report.scenario.figures.accepted).toBeGreaterThan(20);
+    // The operator's replay and redrive ran alongside: their checks below are about real jobs.
+    const { replays, redrives } = report.scenario.jobs;
+    expect([replays.size, redrives.size]).toEqual([1, 1]);
+    expect([...replays.values()][0]?.expected).toBeGreaterThan(0);
     for (const invariant of report.invariants) expect(invariant.violations, invariant.name).toEqual([]);
   }, 180_000);
 });

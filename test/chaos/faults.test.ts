@@ -5,7 +5,8 @@ import { SHORT_RUN } from './short-run.js';
 
 /**
  * The short fault run: 5 % of the runtime's AWS calls and PutRecords entries fail (throttling,
- * timeouts, 500s) for 20 s, with two storms at 80 %, while producers and consumers run.
+ * timeouts, 500s) for 20 s, with two storms at 80 %, while producers and consumers run and an
+ * operator replays acked messages and redrives the DLQ.
  * `npm run chaos` runs the long one.
  */
 
@@ -20,6 +21,10 @@ describe('faults: AWS calls failing at a rate', () => {
     console.log(formatFaults(report));
 
     expect(report.scenario.figures.accepted).toBeGreaterThan(20);
+    // The operator's replay and redrive ran alongside: their checks below are about real jobs.
+    const { replays, redrives } = report.scenario.jobs;
+    expect([replays.size, redrives.size]).toEqual([1, 1]);
+    expect([...replays.values()][0]?.expected).toBeGreaterThan(0);
     // The storms made the API give up on AWS, so its answers to that were checked too.
     const { answers, failedResults } = report.scenario.figures;
     const unavailable = Object.entries(answers).filter(([k]) => k.endsWith(' 503'));

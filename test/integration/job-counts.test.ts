@@ -16,7 +16,13 @@ beforeAll(async () => {
   t = await startTestRuntime(
     {
       tenant: 'jobcounts',
-      queues: { stopped: { shards: 1 }, lost: { shards: 1 }, replayed: { shards: 1 }, retold: { shards: 1 } },
+      queues: {
+        stopped: { shards: 1 },
+        lost: { shards: 1 },
+        untraced: { shards: 1 },
+        replayed: { shards: 1 },
+        retold: { shards: 1 },
+      },
     },
     undefined,
     { sweepIntervalMs: 60_000, idlePollMs: 20 },
@@ -120,6 +126,29 @@ describe('a redrive', () => {
     });
     expect(t.faults.injected).toBeGreaterThan(0);
     expect(await drain('lost')).toHaveLength(10);
+  }, 60_000);
+
+  it('leaves its redriven event on each message of a batch whose pass stopped before writing them, once', async () => {
+    await deadLetters('untraced', 6);
+    const { redrive_id: id } = (await t.api('/queues/untraced/redrive', { body: { rate_per_sec: 1000 } }))
+      .body;
+    // The pass moves its batch, then stops at its trace events: some written, the rest not.
+    let written = 0;
+    t.faults.callFault = {
+      errorName: 'InternalServerError',
+      match: (operation, input) =>
+        operation === 'DynamoDB.PutItem' && /#redriven"/.test(JSON.stringify(input)) && ++written > 2,
+    };
+    await t.runtime.sweep.fire();
+    expect((await queueApi(t, 'untraced').stats()).dlq_depth).toBe(0);
+    t.faults.clear();
+    expect(await runJob(`/queues/untraced/redrives/${id}`)).toMatchObject({ status: 'done', moved: 6 });
+    for (let i = 0; i < 6; i++) {
+      const { events } = (await t.api(`/queues/untraced/messages/untraced-${i}`)).body;
+      const redriven = events.filter((e: { event: string }) => e.event === 'redriven');
+      expect(redriven, `untraced-${i}`).toEqual([expect.objectContaining({ detail: { redrive_id: id } })]);
+    }
+    expect(await drain('untraced')).toHaveLength(6);
   }, 60_000);
 });
 

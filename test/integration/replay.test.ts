@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sleep } from '../../functions/core/async.js';
+import { streamName } from '../../functions/core/config.js';
 import { buildServices } from '../../functions/services.js';
 import { queueApi, type Received } from '../helpers/queue-api.js';
 import { startTestRuntime, type TestRuntime } from '../helpers/runtime.js';
@@ -21,6 +22,8 @@ beforeAll(async () => {
       ordered: { shards: 1, ordered: true },
       twice: { shards: 1 },
       retried: { shards: 1, max_attempts: 3, backoff_seconds: [0] },
+      traced: { shards: 1 },
+      doubled: { shards: 1 },
     },
   });
 });
@@ -180,6 +183,23 @@ describe('replay', () => {
     expect((await drain('twice', 1)).map((m) => m.replay_id)).toEqual(['next-job']);
   }, 30_000);
 
+  it('counts a message its producer appended twice (a retry after a lost answer) once', async () => {
+    const from = Date.now();
+    await handled('doubled', ['d-1', 'd-2']);
+    const [record] = (await t.records('doubled')).filter((r) => r.envelope.message_id === 'd-1');
+    const { log } = buildServices(t.runtime.config, t.runtime.clients);
+    // The retry's copy: in the log after the first, which admission took.
+    const [again] = await log.append(streamName('replay', 'doubled'), [
+      { partitionKey: 'd-1', data: Buffer.from(JSON.stringify(record?.envelope)) },
+    ]);
+    expect(again?.ok).toBe(true);
+    const res = await t.api('/queues/doubled/replay', {
+      body: { from: iso(from), rate_per_sec: 100, filter: { message_ids: ['d-1', 'd-2'] } },
+    });
+    expect(await waitReplay('doubled', res.body.replay_id)).toMatchObject({ status: 'done', replayed: 2 });
+    expect((await drain('doubled', 2)).map((m) => m.message_id).sort()).toEqual(['d-1', 'd-2']);
+  }, 30_000);
+
   it('keeps a copy a replay through its retries, the DLQ and a redrive', async () => {
     const q = queueApi(t, 'retried');
     const from = Date.now();
@@ -214,6 +234,23 @@ describe('replay', () => {
     const [back] = await q.receiveAll(1, 15_000);
     expect(back).toMatchObject({ message_id: 'dead', attempt: 1, replay_id: replayId });
     await q.ack([back?.receipt as string]);
+  }, 60_000);
+
+  it("traces a replayed message's latest life: its copy, leased and then acked, with its replay_id", async () => {
+    const q = queueApi(t, 'traced');
+    const from = Date.now();
+    await handled('traced', ['copied']);
+    const trace = async () => (await t.api('/queues/traced/messages/copied')).body;
+    expect(await trace()).toMatchObject({ state: 'acked' });
+    const res = await t.api('/queues/traced/replay', { body: { from: iso(from), rate_per_sec: 100 } });
+    const replayId = res.body.replay_id;
+    expect((await waitReplay('traced', replayId)).replayed).toBe(1);
+    const [copy] = await q.receiveAll(1, 10_000);
+    expect(copy).toMatchObject({ message_id: 'copied', replay_id: replayId });
+    // Its original was acked before: an operator asking where the copy is must not be told that.
+    expect(await trace()).toMatchObject({ state: 'leased', replay_id: replayId });
+    await q.ack([copy?.receipt as string]);
+    expect(await trace()).toMatchObject({ state: 'acked', replay_id: replayId });
   }, 60_000);
 
   it('refuses a window the log no longer keeps, or one that ends before it starts', async () => {
