@@ -17,7 +17,7 @@ import { type JobOpening, type JobPass, JobRunner, type JobRunnerDeps } from './
  */
 
 export interface RetentionDeps extends JobRunnerDeps<RetentionJob> {
-  messages: Pick<MessageStore, 'partition' | 'extendDead' | 'putEvent'>;
+  messages: Pick<MessageStore, 'partition' | 'partitionAll' | 'extendDead' | 'putEvent'>;
   storage: Pick<StorageMeter, 'leftDlq' | 'deadLettered'>;
   followed: FollowedRetentions;
 }
@@ -136,18 +136,9 @@ export class DlqRetentions extends JobRunner<RetentionJob, RetentionRequest, Ret
 
   private async countDead(queue: string, now: number): Promise<number> {
     let count = 0;
-    let cursor: string | undefined;
-    for (;;) {
-      const page = await this.deps.messages.partition(gsi.dead(queue), {
-        limit: 100,
-        ...(cursor ? { above: cursor } : {}),
-      });
-      for (const item of page) {
-        if ((item.dead_at ?? 0) <= now) count++;
-        cursor = (item as StateItem & { gsi1sk: string }).gsi1sk;
-      }
-      if (page.length < 100) return count;
-    }
+    for await (const item of this.deps.messages.partitionAll(gsi.dead(queue)))
+      if ((item.dead_at ?? 0) <= now) count++;
+    return count;
   }
 
   /**

@@ -175,18 +175,9 @@ export class Redrives extends JobRunner<RedriveJob, RedriveRequest, RedriveView,
 
   private async countMatching(queue: string, filter: RedriveFilterSpec, now: number): Promise<number> {
     let count = 0;
-    let cursor: string | undefined;
-    for (;;) {
-      const page = await this.deps.messages.partition(gsi.dead(queue), {
-        limit: 100,
-        ...(cursor ? { above: cursor } : {}),
-      });
-      for (const item of page) {
-        if ((item.dead_at ?? 0) <= now && (await this.matches(queue, item, filter))) count++;
-        cursor = (item as StateItem & { gsi1sk: string }).gsi1sk;
-      }
-      if (page.length < 100) return count;
-    }
+    for await (const item of this.deps.messages.partitionAll(gsi.dead(queue)))
+      if ((item.dead_at ?? 0) <= now && (await this.matches(queue, item, filter))) count++;
+    return count;
   }
 
   /**

@@ -392,6 +392,20 @@ export class MessageStore {
     return (out.Items ?? []) as StateItem[];
   }
 
+  /** Every item of a partition of the index, page by page, in its order. */
+  async *partitionAll(indexPk: string): AsyncGenerator<StateItem> {
+    const PAGE = 100;
+    let above: string | undefined;
+    for (;;) {
+      const page = await this.partition(indexPk, { limit: PAGE, ...(above ? { above } : {}) });
+      for (const item of page) {
+        yield item;
+        above = (item as StateItem & { gsi1sk: string }).gsi1sk;
+      }
+      if (page.length < PAGE) return;
+    }
+  }
+
   /** One page of a partition of the index, for listings with a cursor. */
   async page(
     indexPk: string,

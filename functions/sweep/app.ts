@@ -12,7 +12,7 @@ import { BlockedKeys } from './blocked-keys.js';
 import { ExpiryWatch } from './expiry-watch.js';
 import { Gauges } from './gauges.js';
 import { HeldSweep } from './held-sweep.js';
-import { Sweeper, type SweepReport } from './sweeper.js';
+import { emptyReport, Sweeper, type SweepReport } from './sweeper.js';
 
 /** An invocation's passes, and whether it ended because the sweep may rest (core/sweep-rest.ts). */
 export type SweepInvocation = SweepReport & { rested: boolean };
@@ -89,15 +89,7 @@ export function createSweepHandler(
     return armSettled(armedAt, passStart) && !(await sweeper.pending());
   };
   const handler = async (_event: unknown, context: Context): Promise<SweepInvocation> => {
-    const total: SweepInvocation = {
-      requeued: 0,
-      expired: 0,
-      released: 0,
-      redriven: 0,
-      replayed: 0,
-      extended: 0,
-      rested: false,
-    };
+    const total: SweepInvocation = { ...emptyReport(), rested: false };
     const published = gauges();
     do {
       const passStart = Date.now();

@@ -75,6 +75,11 @@ export interface SweepReport {
   extended: number;
 }
 
+/** A report of nothing done: what a pass, and an invocation of several, adds to. */
+export function emptyReport(): SweepReport {
+  return { requeued: 0, expired: 0, released: 0, redriven: 0, replayed: 0, extended: 0 };
+}
+
 /** Items handled per partition per pass; a pass repeats while partitions stay full. */
 const PAGE = 100;
 /** Ranges a pass reads per shard: a full default window (10,000 entries) is 500 of them. */
@@ -126,14 +131,7 @@ export class Sweeper {
    * The pass still fails at its end, so the scheduler sees it.
    */
   async sweepOnce(): Promise<SweepReport> {
-    const report: SweepReport = {
-      requeued: 0,
-      expired: 0,
-      released: 0,
-      redriven: 0,
-      replayed: 0,
-      extended: 0,
-    };
+    const report = emptyReport();
     const failures: unknown[] = [];
     for (const ns of namespaces(this.deps.tenant)) {
       try {

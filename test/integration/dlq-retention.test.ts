@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { QueryCommand } from '../../functions/aws/dynamodb.js';
 import { buildServices } from '../../functions/services.js';
 import { messagePk, STATE_SK } from '../../functions/store/keys.js';
+import { runJob } from '../helpers/jobs.js';
 import { queueApi } from '../helpers/queue-api.js';
 import { startTestRuntime, type TestRuntime } from '../helpers/runtime.js';
 
@@ -61,15 +62,6 @@ async function ttlsOf(queue: string, id: string) {
   };
 }
 
-async function runJob(path: string) {
-  for (let i = 0; i < 50; i++) {
-    await t.runtime.sweep.fire();
-    const job = (await t.api(path)).body;
-    if (job.status !== 'running') return job;
-  }
-  throw new Error(`${path} still running after 50 passes`);
-}
-
 describe('a DLQ retention extension', () => {
   it('moves every item of each dead letter already there, and its bytes, onto the new retention from its death', async () => {
     const ids = await deadLetters('incident', 3);
@@ -89,7 +81,7 @@ describe('a DLQ retention extension', () => {
       extended: 0,
       dlq_retention_hours: 720,
     });
-    const done = await runJob(`/queues/incident/retentions/${started.body.retention_id}`);
+    const done = await runJob(t, `/queues/incident/retentions/${started.body.retention_id}`);
     expect(done).toMatchObject({ status: 'done', total: 3, extended: 3, unchanged: 0 });
 
     for (const id of ids) {
@@ -123,7 +115,7 @@ describe('a DLQ retention extension', () => {
       method: 'POST',
       body: { dlq_retention_hours: 100, reason: 'shorter', rate_per_sec: 1000 },
     });
-    const done = await runJob(`/queues/incident/retentions/${started.body.retention_id}`);
+    const done = await runJob(t, `/queues/incident/retentions/${started.body.retention_id}`);
     expect(done).toMatchObject({ status: 'done', total: 3, extended: 0, unchanged: 3 });
     const { deadAt, ttls } = await ttlsOf('incident', 'incident-0');
     expect(ttls.S).toBe(Math.ceil((deadAt + 720 * HOUR) / 1000));

@@ -1,6 +1,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { CallFault } from '../../functions/aws/faults.js';
 import { redriveKey, replayKey } from '../../functions/store/keys.js';
+import { runJob } from '../helpers/jobs.js';
 import { queueApi, type Received } from '../helpers/queue-api.js';
 import { startTestRuntime, type TestRuntime } from '../helpers/runtime.js';
 
@@ -65,16 +66,6 @@ async function deadLetters(queue: string, n: number): Promise<void> {
   expect((await q.stats()).dlq_depth).toBe(n);
 }
 
-/** Fires sweep passes until the job ends; answers it. */
-async function runJob(path: string) {
-  for (let i = 0; i < 50; i++) {
-    await t.runtime.sweep.fire();
-    const job = (await t.api(path)).body;
-    if (job.status !== 'running') return job;
-  }
-  throw new Error(`${path} still running after 50 passes`);
-}
-
 async function drain(queue: string): Promise<Received[]> {
   const q = queueApi(t, queue);
   const got: Received[] = [];
@@ -102,7 +93,7 @@ describe('a redrive', () => {
     await t.runtime.sweep.fire();
     expect((await queueApi(t, 'stopped').stats()).dlq_depth).toBe(0);
     t.faults.clear();
-    expect(await runJob(`/queues/stopped/redrives/${id}`)).toMatchObject({
+    expect(await runJob(t, `/queues/stopped/redrives/${id}`)).toMatchObject({
       status: 'done',
       moved: 10,
       remaining: 0,
@@ -119,7 +110,7 @@ describe('a redrive', () => {
       { errorName: 'InternalServerError', answerLost: true },
       1,
     );
-    expect(await runJob(`/queues/lost/redrives/${id}`)).toMatchObject({
+    expect(await runJob(t, `/queues/lost/redrives/${id}`)).toMatchObject({
       status: 'done',
       moved: 10,
       remaining: 0,
@@ -142,7 +133,7 @@ describe('a redrive', () => {
     await t.runtime.sweep.fire();
     expect((await queueApi(t, 'untraced').stats()).dlq_depth).toBe(0);
     t.faults.clear();
-    expect(await runJob(`/queues/untraced/redrives/${id}`)).toMatchObject({ status: 'done', moved: 6 });
+    expect(await runJob(t, `/queues/untraced/redrives/${id}`)).toMatchObject({ status: 'done', moved: 6 });
     for (let i = 0; i < 6; i++) {
       const { events } = (await t.api(`/queues/untraced/messages/untraced-${i}`)).body;
       const redriven = events.filter((e: { event: string }) => e.event === 'redriven');
@@ -176,7 +167,7 @@ describe('a replay', () => {
     );
     await t.runtime.sweep.fire();
     t.faults.clear();
-    expect(await runJob(`/queues/replayed/replays/${id}`)).toMatchObject({ status: 'done', replayed: 8 });
+    expect(await runJob(t, `/queues/replayed/replays/${id}`)).toMatchObject({ status: 'done', replayed: 8 });
     const copies = await drain('replayed');
     expect(copies.map((m) => m.message_id).sort()).toEqual(
       Array.from({ length: 8 }, (_, i) => `replayed-${i}`).sort(),
@@ -194,7 +185,7 @@ describe('a replay', () => {
       { errorName: 'InternalServerError', answerLost: true },
       1,
     );
-    expect(await runJob(`/queues/retold/replays/${id}`)).toMatchObject({ status: 'done', replayed: 8 });
+    expect(await runJob(t, `/queues/retold/replays/${id}`)).toMatchObject({ status: 'done', replayed: 8 });
     expect(t.faults.injected).toBeGreaterThan(0);
     expect(await drain('retold')).toHaveLength(8);
   }, 60_000);
