@@ -30,7 +30,6 @@ import { BufferedAdds } from './store/buffered-adds.js';
 import { CommitMarks } from './store/commit-marks.js';
 import { Counters } from './store/counters.js';
 import { DedupStore } from './store/dedup.js';
-import { FollowedRetentions } from './store/followed-retentions.js';
 import { jobStores } from './store/jobs.js';
 import { KeyBlocks } from './store/key-blocks.js';
 import { KeyHolds } from './store/key-holds.js';
@@ -190,7 +189,6 @@ export function buildServices(config: RuntimeConfig, clients: AwsClients) {
       messages,
       audit,
       storage,
-      followed: new FollowedRetentions(clients.doc, table),
     }),
   };
 }

@@ -1,6 +1,5 @@
 import type { QueueConfig } from '../core/config.js';
 import { deadLetterExpiry } from '../core/retention.js';
-import type { FollowedRetentions } from '../store/followed-retentions.js';
 import type { RetentionJob } from '../store/jobs.js';
 import { gsi } from '../store/keys.js';
 import type { MessageStore, StateItem } from '../store/messages.js';
@@ -19,7 +18,6 @@ import { type JobOpening, type JobPass, JobRunner, type JobRunnerDeps } from './
 export interface RetentionDeps extends JobRunnerDeps<RetentionJob> {
   messages: Pick<MessageStore, 'partition' | 'partitionAll' | 'extendDead' | 'putEvent'>;
   storage: Pick<StorageMeter, 'leftDlq' | 'deadLettered'>;
-  followed: FollowedRetentions;
 }
 
 export interface RetentionRequest {
@@ -142,19 +140,22 @@ export class DlqRetentions extends JobRunner<RetentionJob, RetentionRequest, Ret
   }
 
   /**
-   * The sweep, about once a minute: a tenant file whose `dlq_retention_hours` rose since the last
-   * look starts an extension of the dead letters already there. The first look only remembers.
+   * The sweep, about once a minute: when the oldest dead letter was stamped with a shorter DLQ
+   * retention than the tenant file's (a deploy raised it), an extension of them all starts, unless
+   * one runs. It reads one index item and writes nothing otherwise. To stop an extension for good,
+   * put the retention back in the file: cancelled, it would start again at the next look.
    */
   async follow(queue: string, config: QueueConfig): Promise<void> {
-    const followed = await this.deps.followed.get(queue);
-    if (followed === config.dlq_retention_hours) return;
-    if (followed !== undefined && config.dlq_retention_hours > followed)
-      await this.start(
-        queue,
-        config,
-        { dlq_retention_hours: config.dlq_retention_hours, reason: FOLLOW.reason, rate_per_sec: FOLLOW.rate },
-        FOLLOW.actor,
-      );
-    await this.deps.followed.set(queue, config.dlq_retention_hours);
+    const [oldest] = await this.deps.messages.partition(gsi.dead(queue), { limit: 1 });
+    if (!oldest || oldest.ttl === undefined) return;
+    const due = (oldest.dead_at ?? 0) + config.dlq_retention_hours * HOUR_MS;
+    // TTLs are whole seconds, rounded up from the death: a minute's margin tells a shorter retention.
+    if (oldest.ttl * 1000 + 60_000 >= due || (await this.anyRunning(queue))) return;
+    await this.start(
+      queue,
+      config,
+      { dlq_retention_hours: config.dlq_retention_hours, reason: FOLLOW.reason, rate_per_sec: FOLLOW.rate },
+      FOLLOW.actor,
+    );
   }
 }

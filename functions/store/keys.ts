@@ -122,11 +122,6 @@ export function retentionKey(queue: string, retentionId: string): ItemKey {
   return { pk: `Q#${queue}#RT#${retentionId}`, sk: 'J' };
 }
 
-/** The DLQ retention (hours) the sweep last followed from the tenant file (operations/dlq-retention.ts). */
-export function followedRetentionKey(queue: string): ItemKey {
-  return { pk: `Q#${queue}#RT`, sk: 'F' };
-}
-
 /** Run-time API keys: the listing partition (sort key: name) and the item looked up by hash. */
 export const API_KEYS_PK = 'TENANT#APIKEYS';
 

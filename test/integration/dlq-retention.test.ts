@@ -143,19 +143,23 @@ describe("the tenant file's raised DLQ retention", () => {
     const { retentions } = buildServices(t.runtime.config, t.runtime.clients);
     const config = t.runtime.config.tenant.queues.followed;
     if (!config) throw new Error('no queue followed');
-    // The first look remembers the file's retention; a look at the same retention does nothing.
-    await retentions.follow('followed', config);
+    // Dead letters stamped with the file's retention: a look does nothing.
     await retentions.follow('followed', config);
     expect(await retentions.anyRunning('followed')).toBe(false);
-    // The file says 96 h now (a deploy): the next look starts an extension, as the tenant file.
+    // The file says 96 h now (a deploy): the next look starts an extension, as the tenant file;
+    // a look while it runs starts no other.
     const raised = { ...config, dlq_retention_hours: 96 };
     await retentions.follow('followed', raised);
     await retentions.follow('followed', raised);
+    expect(await retentions.anyRunning('followed')).toBe(true);
     for (let i = 0; i < 20 && (await retentions.anyRunning('followed')); i++) await t.runtime.sweep.fire();
     for (const id of ids) {
       const { deadAt, ttls } = await ttlsOf('followed', id);
       expect(ttls.S).toBe(Math.ceil((deadAt + 96 * HOUR) / 1000));
     }
+    // Extended, the oldest is stamped as the file says: later looks start nothing.
+    await retentions.follow('followed', raised);
+    expect(await retentions.anyRunning('followed')).toBe(false);
     const audit = (await t.api('/queues/followed/audit')).body.entries;
     expect(audit.filter((e: { action: string }) => e.action === 'retention')).toEqual([
       expect.objectContaining({
