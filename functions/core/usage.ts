@@ -1,0 +1,127 @@
+import { InvalidRangeError } from './errors.js';
+import { HOURS_PER_MONTH, PRICES_AS_OF, USAGE_PRICES } from './prices.js';
+import { REQUEST_KINDS, requestCounter } from './request-kinds.js';
+import {
+  type RollupSample,
+  USAGE_COUNTERS,
+  USAGE_RETENTION_DAYS,
+  type UsageCounter,
+} from './usage-sample.js';
+
+/**
+ * Usage over a range (GET /usage): the difference of a queue's running totals between the samples
+ * nearest each end of the range (core/usage-sample.ts), and the cost that implies at list prices.
+ */
+
+/** The longest range one answer covers: a quarter's bill. */
+export const MAX_USAGE_DAYS = 93;
+
+const DAY_MS = 86_400_000;
+const HOUR_MS = 3_600_000;
+/** AWS bills storage in GB of 2^30 bytes. */
+const GB = 1024 ** 3;
+
+/** A range's ends as epoch ms, refused when reversed, too long, or older than the rollups kept. */
+export function usageRange(from: string, to: string, now: number): { from: number; to: number } {
+  const start = Date.parse(from);
+  const end = Date.parse(to);
+  if (!(start < end)) throw new InvalidRangeError(`from (${from}) must be before to (${to})`);
+  if (end - start > MAX_USAGE_DAYS * DAY_MS)
+    throw new InvalidRangeError(`a usage range is at most ${MAX_USAGE_DAYS} days`, {
+      max_days: MAX_USAGE_DAYS,
+    });
+  const oldest = now - USAGE_RETENTION_DAYS * DAY_MS;
+  if (start < oldest)
+    throw new InvalidRangeError(`usage is kept ${USAGE_RETENTION_DAYS} days: from may not be before then`, {
+      oldest_from: new Date(oldest).toISOString(),
+    });
+  if (start >= now) throw new InvalidRangeError(`from (${from}) is in the future`);
+  return { from: start, to: end };
+}
+
+/**
+ * The running totals at `t`: those of the sample nearest it among `samples` (those around `t`).
+ * Before a queue's first sample they are all zero; with no sample at all (a queue never used),
+ * zero too. Answers the totals and the time they were sampled at.
+ */
+export function totalsAt(
+  t: number,
+  samples: readonly RollupSample[],
+): { at: number; totals: Record<UsageCounter, number> } {
+  const sorted = [...samples].sort((a, b) => a.at - b.at);
+  const before = sorted.filter((s) => s.at <= t).at(-1);
+  const after = sorted.find((s) => s.at > t);
+  const zero = { at: t, totals: zeroTotals() };
+  if (!before && (!after || after.origin)) return zero;
+  const nearest =
+    before && after ? (t - before.at <= after.at - t ? before : after) : ((before ?? after) as RollupSample);
+  return { at: nearest.at, totals: nearest };
+}
+
+function zeroTotals(): Record<UsageCounter, number> {
+  return Object.fromEntries(USAGE_COUNTERS.map((name) => [name, 0])) as Record<UsageCounter, number>;
+}
+
+export interface UsageFigures {
+  produced: { messages: number; bytes: number };
+  consumed: { messages: number; bytes: number };
+  stored_gb_hours: { log: number; dlq: number };
+  requests: Record<(typeof REQUEST_KINDS)[number] | 'total' | 'throttled', number>;
+  cost_usd: { requests: number; storage: number; total: number };
+}
+
+/** What happened between two samples' totals, and its cost. */
+export function usageBetween(
+  start: Record<UsageCounter, number>,
+  end: Record<UsageCounter, number>,
+): UsageFigures {
+  const d = (name: UsageCounter) => Math.max(0, end[name] - start[name]);
+  const requests = Object.fromEntries(REQUEST_KINDS.map((kind) => [kind, d(requestCounter(kind))]));
+  const total = Object.values(requests).reduce((a, n) => a + n, 0);
+  const gbHours = (name: UsageCounter) => d(name) / GB / HOUR_MS;
+  return priced({
+    produced: { messages: d('produced'), bytes: d('produced_bytes') },
+    consumed: { messages: d('acked'), bytes: d('acked_bytes') },
+    stored_gb_hours: { log: gbHours('log_byte_ms'), dlq: gbHours('dlq_byte_ms') },
+    requests: { ...requests, total, throttled: d('throttled') } as UsageFigures['requests'],
+  });
+}
+
+/**
+ * The cost at list prices: each request an API Gateway HTTP request and a Lambda invocation (their
+ * duration, DynamoDB's request units and Kinesis's shard-hours are not in it), each GB-hour held
+ * at DynamoDB's storage price.
+ */
+function priced(f: Omit<UsageFigures, 'cost_usd'>): UsageFigures {
+  const perRequest = USAGE_PRICES.apiGatewayHttpRequest.usd + USAGE_PRICES.lambdaRequest.usd;
+  const requests = f.requests.total * perRequest;
+  const storage =
+    ((f.stored_gb_hours.log + f.stored_gb_hours.dlq) / HOURS_PER_MONTH) *
+    USAGE_PRICES.dynamodbStorageGbMonth.usd;
+  return { ...f, cost_usd: { requests, storage, total: requests + storage } };
+}
+
+/** The tenant's total: every queue's figures added up. */
+export function sumUsage(all: readonly UsageFigures[]): UsageFigures {
+  const add = <T extends Record<string, number>>(pick: (f: UsageFigures) => T): T => {
+    const out: Record<string, number> = {};
+    for (const f of all) for (const [k, v] of Object.entries(pick(f))) out[k] = (out[k] ?? 0) + v;
+    return out as T;
+  };
+  const zero = usageBetween(zeroTotals(), zeroTotals());
+  if (!all.length) return zero;
+  return {
+    produced: add((f) => f.produced),
+    consumed: add((f) => f.consumed),
+    stored_gb_hours: add((f) => f.stored_gb_hours),
+    requests: add((f) => f.requests),
+    cost_usd: add((f) => f.cost_usd),
+  };
+}
+
+/** What the answer says of its own figures. */
+export const USAGE_ACCURACY = {
+  exact: ['produced', 'consumed', 'requests'],
+  estimated: ['stored_gb_hours', 'cost_usd'],
+  prices_as_of: PRICES_AS_OF,
+};
