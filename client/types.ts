@@ -14,6 +14,7 @@ import type {
   ReceiveRequestInput,
   RedriveRequestInput,
   ReplayRequestInput,
+  UsageQuery,
 } from '../functions/wire/requests.js';
 import type * as wire from '../functions/wire/responses.js';
 
@@ -39,12 +40,14 @@ export type {
   QueueInfo,
   QueuePause,
   QueueStats,
+  QueueUsage,
   Redrive,
   Replay,
   SkipResult,
   SqsCredentials,
   TraceEvent,
   TraceState,
+  UsageResponse,
 } from '../functions/wire/responses.js';
 
 /** `M` with its payload typed `T`, every other field as the wire has it. */
@@ -78,3 +81,6 @@ export type RedriveFilter = NonNullable<RedriveRequest['filter']>;
 export type ReplayRequest = ReplayRequestInput;
 
 export type CreateKeyRequest = CreateKeyRequestInput;
+
+/** A usage range (ISO 8601 times or Dates, at most 93 days), and one queue or all the key may see. */
+export type UsageRequest = Omit<UsageQuery, 'from' | 'to'> & { from: string | Date; to: string | Date };

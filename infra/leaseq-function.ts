@@ -55,7 +55,9 @@ const LAMBDA_CREDENTIALS = fileURLToPath(
  * used only by claim-checked payloads and segments over 8 KB), the KMS client (aws/kms.ts: only
  * the api's SQS credentials), Ajv (core/payload-check.ts: only for queues with a payload schema),
  * the OpenAPI generator (api/app.ts: only `GET /openapi.json`), the DLQ's grouping by error
- * (operations/dead-letter-errors.ts: only `GET /queues/{queue}/dlq-errors`) and the console's assets
+ * (operations/dead-letter-errors.ts: only `GET /queues/{queue}/dlq-errors`), the usage's reading and
+ * arithmetic (operations/usage.ts: only `GET /usage`), a message's trace (operations/traces.ts: only
+ * `GET /queues/{queue}/messages/{id}`) and the console's assets
  * (console/assets.ts: only the console's pages).
  */
 const LAZY_MODULES = [
@@ -64,6 +66,8 @@ const LAZY_MODULES = [
   'core/payload-validator',
   'api/openapi',
   'operations/dead-letter-grouping',
+  'operations/usage-report',
+  'operations/trace',
   'console/bundled-assets',
 ].map((path) => ({
   import: `./${path.split('/')[1]}.js`,

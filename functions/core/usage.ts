@@ -1,43 +1,15 @@
-import { InvalidRangeError } from './errors.js';
 import { HOURS_PER_MONTH, PRICES_AS_OF, USAGE_PRICES } from './prices.js';
 import { REQUEST_KINDS, requestCounter } from './request-kinds.js';
-import {
-  type RollupSample,
-  USAGE_COUNTERS,
-  USAGE_RETENTION_DAYS,
-  type UsageCounter,
-} from './usage-sample.js';
+import { type RollupSample, USAGE_COUNTERS, type UsageCounter } from './usage-sample.js';
 
 /**
  * Usage over a range (GET /usage): the difference of a queue's running totals between the samples
  * nearest each end of the range (core/usage-sample.ts), and the cost that implies at list prices.
  */
 
-/** The longest range one answer covers: a quarter's bill. */
-export const MAX_USAGE_DAYS = 93;
-
-const DAY_MS = 86_400_000;
 const HOUR_MS = 3_600_000;
 /** AWS bills storage in GB of 2^30 bytes. */
 const GB = 1024 ** 3;
-
-/** A range's ends as epoch ms, refused when reversed, too long, or older than the rollups kept. */
-export function usageRange(from: string, to: string, now: number): { from: number; to: number } {
-  const start = Date.parse(from);
-  const end = Date.parse(to);
-  if (!(start < end)) throw new InvalidRangeError(`from (${from}) must be before to (${to})`);
-  if (end - start > MAX_USAGE_DAYS * DAY_MS)
-    throw new InvalidRangeError(`a usage range is at most ${MAX_USAGE_DAYS} days`, {
-      max_days: MAX_USAGE_DAYS,
-    });
-  const oldest = now - USAGE_RETENTION_DAYS * DAY_MS;
-  if (start < oldest)
-    throw new InvalidRangeError(`usage is kept ${USAGE_RETENTION_DAYS} days: from may not be before then`, {
-      oldest_from: new Date(oldest).toISOString(),
-    });
-  if (start >= now) throw new InvalidRangeError(`from (${from}) is in the future`);
-  return { from: start, to: end };
-}
 
 /**
  * The running totals at `t`: those of the sample nearest it among `samples` (those around `t`).
@@ -52,7 +24,9 @@ export function totalsAt(
   const before = sorted.filter((s) => s.at <= t).at(-1);
   const after = sorted.find((s) => s.at > t);
   const zero = { at: t, totals: zeroTotals() };
-  if (!before && (!after || after.origin)) return zero;
+  // A queue's first sample may also be its latest: either copy marks it.
+  const origin = after !== undefined && sorted.some((s) => s.at === after.at && s.origin);
+  if (!before && (!after || origin)) return zero;
   const nearest =
     before && after ? (t - before.at <= after.at - t ? before : after) : ((before ?? after) as RollupSample);
   return { at: nearest.at, totals: nearest };

@@ -6,7 +6,7 @@ import { isTransientAwsError } from '../aws/transient.js';
 import type { Principal } from '../core/auth.js';
 import { LeaseqError } from '../core/errors.js';
 import { MAX_BODY_BYTES } from '../wire/requests.js';
-import { ACTIONS } from './actions.js';
+import { ACTIONS, USAGE_KINDS } from './actions.js';
 import { SqsError } from './errors.js';
 
 /**
@@ -82,6 +82,7 @@ async function sqsEndpoint(event: APIGatewayProxyEventV2, services: ApiServices)
       origin: originOf(event),
       bodyBytes: bytes.byteLength,
       input: parseJson(body),
+      kind: (name && USAGE_KINDS[name]) || 'other',
     });
     return answer(200, result, requestId);
   } catch (err) {
