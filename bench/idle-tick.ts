@@ -3,6 +3,7 @@ import type { MeterSnapshot } from '../functions/aws/meter.js';
 import { metricsOptions, SERVICE } from '../functions/observability/metrics.js';
 import { buildServices } from '../functions/services.js';
 import { ExpiryMarks } from '../functions/store/expiry-marks.js';
+import { UsageRollups } from '../functions/store/usage-rollups.js';
 import { ExpiryWatch } from '../functions/sweep/expiry-watch.js';
 import { Gauges } from '../functions/sweep/gauges.js';
 import type { Runtime } from '../infra/local/runtime.js';
@@ -32,6 +33,7 @@ export async function measureIdleTick(runtime: Runtime): Promise<IdleTick> {
       marks: new ExpiryMarks(runtime.clients.doc, runtime.config.tableName),
     }),
     metrics: new Metrics(metricsOptions(SERVICE.sweep, runtime.config.tenant.tenant)),
+    rollups: new UsageRollups(runtime.clients.doc, runtime.config.tableName),
   });
   meter.reset();
   const start = performance.now();

@@ -1,27 +1,16 @@
+import { HOURS_PER_MONTH, type Price, USAGE_PRICES } from '../functions/core/prices.js';
+
+export { PRICES_AS_OF, type Price, type PriceCheck, REGION } from '../functions/core/prices.js';
+
 /**
- * us-east-1 list prices, on demand, without free tiers or volume discounts: the only place the
- * bench keeps a price. Taken on 2026-11-29. This machine cannot browse the pricing pages, so each
- * figure says how it was checked: `search` = confirmed that day against a stored copy of a page
- * quoting it (named in `checkedAgainst`); `memory` = a well-known list price, with the date it
- * last changed as far as we know. Check the `source` page before quoting a figure outside the bench.
+ * us-east-1 list prices, on demand, without free tiers or volume discounts: the bench's prices,
+ * with those the API quotes (functions/core/prices.ts, GET /usage) taken from there. Taken on
+ * 2026-11-29 (PRICES_AS_OF). This machine cannot browse the pricing pages, so each figure says how
+ * it was checked (Price `check`). Check the `source` page before quoting a figure outside the bench.
  */
 
-export type PriceCheck = 'search' | 'memory';
-
-export interface Price {
-  usd: number;
-  per: string;
-  source: string;
-  check: PriceCheck;
-  checkedAgainst?: string;
-  /** The price's last known change. */
-  since: string;
-}
-
-export const PRICES_AS_OF = '2026-11-29';
-export const REGION = 'us-east-1';
-
 export const PRICES = {
+  ...USAGE_PRICES,
   dynamodbWriteRequestUnit: {
     usd: 0.625 / 1e6,
     per: 'write request unit (on demand; ≤ 1 KB, index writes billed alike)',
@@ -104,28 +93,12 @@ export const PRICES = {
     check: 'memory',
     since: '2016-12',
   },
-  apiGatewayHttpRequest: {
-    usd: 1.0 / 1e6,
-    per: 'HTTP API request (first 300 M a month; metered in 512 KB increments)',
-    source: 'https://aws.amazon.com/api-gateway/pricing/',
-    check: 'search',
-    checkedAgainst: 'awsforengineers.com/blog/aws-api-gateway-pricing-explained (2025-05)',
-    since: '2020-03 (HTTP APIs generally available)',
-  },
   apiGatewayHttpRequestOver300M: {
     usd: 0.9 / 1e6,
     per: 'HTTP API request past the first 300 M a month (metered in 512 KB increments)',
     source: 'https://aws.amazon.com/api-gateway/pricing/',
     check: 'memory',
     since: '2020-03',
-  },
-  lambdaRequest: {
-    usd: 0.2 / 1e6,
-    per: 'Lambda invocation',
-    source: 'https://aws.amazon.com/lambda/pricing/',
-    check: 'search',
-    checkedAgainst: 'cloudchipr.com/blog/aws-lambda-pricing; kodekloud Lambda pricing notes',
-    since: '2014-11',
   },
   lambdaArmGbSecond: {
     usd: 0.0000133334,
@@ -161,7 +134,7 @@ export const DEPLOYMENT = {
   /** Every leaseq function: api, dispatch and sweep. */
   lambdaMemoryGb: 0.5,
   /** A month as AWS bills hours. */
-  hoursPerMonth: 730,
+  hoursPerMonth: HOURS_PER_MONTH,
   /** Dispatch's event source mapping batch size. */
   dispatchBatchSize: 100,
   sqsBatchSize: 10,

@@ -7,6 +7,7 @@ import { registerPause } from './commands/pause.js';
 import { registerSize } from './commands/size.js';
 import { registerStart } from './commands/start.js';
 import { registerStats } from './commands/stats.js';
+import { registerUsage } from './commands/usage.js';
 import { DEFAULT_URL, reportFailure, UsageError } from './context.js';
 
 /**
@@ -47,6 +48,7 @@ export function buildProgram(): Command {
   registerPause(program);
   registerKeys(program);
   registerSize(program);
+  registerUsage(program);
   return program;
 }
 

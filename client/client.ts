@@ -10,6 +10,7 @@ import type {
   QueuesResponse,
   RedriveMatching,
   ResumeResponse,
+  UsageResponse,
 } from '../functions/wire/responses.js';
 import { isRetryable } from './errors.js';
 import { backoffMs, type RetryPolicy, sleep, withRetries } from './retry.js';
@@ -46,6 +47,7 @@ import type {
   Retention,
   RetentionRequest,
   SkipResult,
+  UsageRequest,
 } from './types.js';
 
 /**
@@ -365,6 +367,18 @@ export class LeaseqClient {
   async resume(queue: string, options: CallOptions & { reason?: string } = {}): Promise<QueuePause> {
     const body = options.reason !== undefined ? { reason: options.reason } : {};
     return (await this.post<ResumeResponse>(queue, 'resume', body, options)).resumed;
+  }
+
+  /**
+   * What each queue used over a range, and the total: produced, consumed, stored GB-hours,
+   * requests and their cost at list prices (`accuracy` says which figures are estimates). Scope
+   * `admin:*`, or `admin:<queue>` with `queue`. A reversed or over-93-day range is InvalidRangeError.
+   */
+  usage(request: UsageRequest, options: CallOptions = {}): Promise<UsageResponse> {
+    const time = (t: string | Date) => (t instanceof Date ? t.toISOString() : t);
+    const query = new URLSearchParams({ from: time(request.from), to: time(request.to) });
+    if (request.queue !== undefined) query.set('queue', request.queue);
+    return this.get(`/usage?${query}`, options);
   }
 
   health(options: CallOptions = {}): Promise<Health> {

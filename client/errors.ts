@@ -22,6 +22,7 @@ export const API_ERROR_CODES = [
   'PAYLOAD_TOO_LARGE',
   'UNSUPPORTED_MEDIA_TYPE',
   'OUTSIDE_RETENTION',
+  'INVALID_RANGE',
   'QUOTA_EXCEEDED',
   'UNAVAILABLE',
   'INTERNAL',
@@ -88,6 +89,9 @@ export class OutsideRetentionError extends LeaseqApiError {
   }
 }
 
+/** A usage range that is reversed, too long, or older than what is kept; `details` says the limits. */
+export class InvalidRangeError extends LeaseqApiError {}
+
 const CLASSES: Record<string, new (init: ApiErrorInit) => LeaseqApiError> = {
   INVALID_REQUEST: InvalidRequestError,
   UNAUTHENTICATED: UnauthenticatedError,
@@ -102,6 +106,7 @@ const CLASSES: Record<string, new (init: ApiErrorInit) => LeaseqApiError> = {
   QUOTA_EXCEEDED: QuotaExceededError,
   UNAVAILABLE: UnavailableError,
   OUTSIDE_RETENTION: OutsideRetentionError,
+  INVALID_RANGE: InvalidRangeError,
 };
 
 /** Codes for answers without leaseq's error body (API Gateway's own 413, 429, 502, 503...). */

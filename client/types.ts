@@ -15,6 +15,7 @@ import type {
   RedriveRequestInput,
   ReplayRequestInput,
   RetentionRequestInput,
+  UsageQuery,
 } from '../functions/wire/requests.js';
 import type * as wire from '../functions/wire/responses.js';
 
@@ -40,6 +41,7 @@ export type {
   QueueInfo,
   QueuePause,
   QueueStats,
+  QueueUsage,
   Redrive,
   Replay,
   Retention,
@@ -47,6 +49,7 @@ export type {
   SqsCredentials,
   TraceEvent,
   TraceState,
+  UsageResponse,
 } from '../functions/wire/responses.js';
 
 /** `M` with its payload typed `T`, every other field as the wire has it. */
@@ -82,3 +85,6 @@ export type ReplayRequest = ReplayRequestInput;
 export type RetentionRequest = RetentionRequestInput;
 
 export type CreateKeyRequest = CreateKeyRequestInput;
+
+/** A usage range (ISO 8601 times or Dates, at most 93 days), and one queue or all the key may see. */
+export type UsageRequest = Omit<UsageQuery, 'from' | 'to'> & { from: string | Date; to: string | Date };

@@ -13,7 +13,6 @@ import { KeyOrder } from './delivery/key-order.js';
 import { OrderedLook } from './delivery/ordered-look.js';
 import { RangeFailures } from './delivery/range-failures.js';
 import { Requeue } from './delivery/requeue.js';
-import { LogLookup } from './log/lookup.js';
 import { ShardReader } from './log/shard-reader.js';
 import { ShardDirectory, StreamLog } from './log/stream.js';
 import { DeadLetters } from './operations/dead-letters.js';
@@ -23,7 +22,7 @@ import { QueueAdmin } from './operations/queue-admin.js';
 import { QueueStats } from './operations/queue-stats.js';
 import { Redrives } from './operations/redrive.js';
 import { Replays } from './operations/replay.js';
-import { MessageTrace } from './operations/trace.js';
+import { Traces } from './operations/traces.js';
 import { ApiKeyStore } from './store/api-keys.js';
 import { AuditTrail } from './store/audit.js';
 import { BufferedAdds } from './store/buffered-adds.js';
@@ -139,10 +138,10 @@ export function buildServices(config: RuntimeConfig, clients: AwsClients) {
     storage,
     /** Armed after work that may leave state for the sweep (core/sweep-rest.ts). */
     sweepArm: new SweepArm(clients.doc, table, config.onSweepArmed),
-    trace: new MessageTrace({
+    trace: new Traces({
       tenant,
       shards,
-      lookup: new LogLookup(reader),
+      reader,
       messages,
       dedup,
       ranges,

@@ -56,7 +56,9 @@ const LAMBDA_CREDENTIALS = fileURLToPath(
  * the api's SQS credentials), Ajv (core/payload-check.ts: only for queues with a payload schema),
  * the OpenAPI generator (api/app.ts: only `GET /openapi.json`), the DLQ's grouping by error
  * (operations/dead-letter-errors.ts: only `GET /queues/{queue}/dlq-errors`), the SQS-compatible
- * endpoint (sqs/route.ts: only `POST /`) and the console's assets (console/assets.ts: only the
+ * endpoint (sqs/route.ts: only `POST /`), the usage's reading and arithmetic (operations/usage.ts:
+ * only `GET /usage`), a message's trace (operations/traces.ts: only
+ * `GET /queues/{queue}/messages/{id}`) and the console's assets (console/assets.ts: only the
  * console's pages).
  */
 const LAZY_MODULES = [
@@ -66,6 +68,8 @@ const LAZY_MODULES = [
   'api/openapi',
   'operations/dead-letter-grouping',
   'sqs/endpoint',
+  'operations/usage-report',
+  'operations/trace',
   'console/bundled-assets',
 ].map((path) => ({
   import: `./${path.split('/')[1]}.js`,

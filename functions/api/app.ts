@@ -16,6 +16,7 @@ import { PullDelivery } from '../delivery/pull-delivery.js';
 import { RangeReceiver } from '../delivery/range-receiver.js';
 import { countFor, flushMetrics, metricsOptions, SERVICE } from '../observability/metrics.js';
 import { DeadLetterErrors } from '../operations/dead-letter-errors.js';
+import { Usage } from '../operations/usage.js';
 import { Producer } from '../produce/producer.js';
 import { buildServices, buildSqsAccess } from '../services.js';
 import { sqsRoute } from '../sqs/route.js';
@@ -51,6 +52,7 @@ import {
 } from './routes/operations.js';
 import { produceRoute } from './routes/produce.js';
 import { listQueuesRoute } from './routes/queues.js';
+import { usageRoute } from './routes/usage.js';
 
 /**
  * The contract of these routes (api/openapi.ts), made once per instance when first asked. Its
@@ -102,6 +104,7 @@ export const routes: Route[] = [
   listKeysRoute,
   revokeKeyRoute,
   createSqsCredentialsRoute,
+  usageRoute,
 ];
 
 export type ApiHandler = (event: APIGatewayProxyEventV2, context: Context) => Promise<HttpResponse>;
@@ -151,6 +154,7 @@ export function createApiHandler(
     replays: built.replays,
     retentions: built.retentions,
     trace: built.trace,
+    usage: new Usage({ doc: clients.doc, table: config.tableName, samples: built.samples }),
     counters: built.counters,
   };
   // The SQS endpoint (POST /) and the console's files beside this API's routes; they answer in

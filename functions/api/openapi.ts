@@ -15,7 +15,7 @@ import type { Route } from './route.js';
 interface RouteDoc {
   summary: string;
   /** The scope a key needs (`admin:*` for tenant routes, `any` for any key; none for public ones). */
-  scope?: 'produce' | 'consume' | 'admin' | 'admin:*' | 'any';
+  scope?: 'produce' | 'consume' | 'admin' | 'admin:*' | 'admin:* or queue' | 'any';
   body?: z.ZodMiniType;
   /** A body that may be left out. */
   optionalBody?: boolean;
@@ -247,6 +247,14 @@ export const ROUTE_DOCS: Record<string, RouteDoc> = {
     ok: [200, 'The keys (never the keys themselves)'],
     answer: r.keysResponseSchema,
   },
+  'GET /usage': {
+    summary:
+      'Usage over a range (at most 93 days) per queue and in all: produced, consumed, stored GB-hours, requests, cost at list prices',
+    scope: 'admin:* or queue',
+    query: s.usageQuerySchema,
+    ok: [200, 'Each queue’s usage and the total; `accuracy` says which figures are exact'],
+    answer: r.usageResponseSchema,
+  },
   'DELETE /keys/{name}': {
     summary: 'Revoke an API key and its SQS credentials',
     scope: 'admin:*',
@@ -274,6 +282,7 @@ function errorSchema(): Record<string, unknown> {
 function scopeText(scope: NonNullable<RouteDoc['scope']>): string {
   if (scope === 'any') return 'any key';
   if (scope === 'admin:*') return 'admin:*';
+  if (scope === 'admin:* or queue') return 'admin:* (or admin:<queue> with ?queue=<queue>)';
   return `${scope}:<queue> (or ${scope}:*)`;
 }
 
@@ -301,12 +310,11 @@ export function openApiDocument(routes: readonly Route[]): Record<string, unknow
       required: true,
       schema: { type: 'string' },
     }));
-    const queryProps = doc.query
-      ? (schemaOf(doc.query).properties as Record<string, unknown> | undefined)
-      : undefined;
-    const query = Object.entries(queryProps ?? {})
+    const querySchema = doc.query ? schemaOf(doc.query) : {};
+    const required = (querySchema.required as string[] | undefined) ?? [];
+    const query = Object.entries((querySchema.properties as Record<string, unknown> | undefined) ?? {})
       .filter(([name]) => name !== 'consumer')
-      .map(([name, schema]) => ({ name, in: 'query', required: false, schema }));
+      .map(([name, schema]) => ({ name, in: 'query', required: required.includes(name), schema }));
     const consumer = doc.consumer
       ? [
           {

@@ -8,6 +8,7 @@ import type { Demand, RateQuotas } from '../access/quotas.js';
 import { type Action, type Principal, requireScope } from '../core/auth.js';
 import { consumerNamespace, type QueueConfig } from '../core/config.js';
 import { ConsumerNotFoundError, QueueNotFoundError, QuotaExceededError } from '../core/errors.js';
+import type { RequestKind } from '../core/request-kinds.js';
 import type { RuntimeConfig } from '../core/runtime-config.js';
 import type { PullDelivery } from '../delivery/pull-delivery.js';
 import { countThrottled } from '../observability/metrics.js';
@@ -19,7 +20,8 @@ import type { QueueAdmin } from '../operations/queue-admin.js';
 import type { QueueStats } from '../operations/queue-stats.js';
 import type { Redrives } from '../operations/redrive.js';
 import type { Replays } from '../operations/replay.js';
-import type { MessageTrace } from '../operations/trace.js';
+import type { Traces } from '../operations/traces.js';
+import type { Usage } from '../operations/usage.js';
 import type { Producer } from '../produce/producer.js';
 import type { SqsRequestAuth } from '../sqs/endpoint.js';
 import type { Counters } from '../store/counters.js';
@@ -42,7 +44,8 @@ export interface ApiServices {
   redrives: Redrives;
   replays: Replays;
   retentions: DlqRetentions;
-  trace: MessageTrace;
+  trace: Traces;
+  usage: Usage;
   /** The queue totals a request adds to outside the services above (its 429s). */
   counters: Counters;
   /** Who signed a request to the SQS endpoint (its SQS credentials). */
@@ -68,13 +71,14 @@ export interface Route {
 
 /**
  * A route on `/queues/{queue}/...`: authenticates (401), finds the queue (404), checks the
- * scope for `action` on it (403), then runs `handler`.
+ * scope for `action` on it (403), then runs `handler`; counted as a request of `kind`.
  */
 export function queueRoute(
   method: Route['method'],
   path: string,
   action: Action,
   handler: (req: QueueRequest) => Promise<HttpResponse>,
+  kind: RequestKind = 'other',
 ): Route {
   return authenticated(method, path, (event, services, principal) =>
     onQueue(
@@ -83,6 +87,7 @@ export function queueRoute(
       action,
       Buffer.byteLength(event.body ?? ''),
       handler,
+      kind,
     ),
   );
 }
@@ -90,7 +95,8 @@ export function queueRoute(
 /**
  * A request of `principal` on queue `name`, whichever protocol it came in (this API's routes,
  * or the SQS endpoint): the queue (404), the scope for `action` (403), the rate quotas its
- * `bodyBytes` draw on (429, counted per queue and key), then `run`.
+ * `bodyBytes` draw on (429, counted per queue and key), then `run`. It counts in the queue's
+ * usage as a request of `kind`, refused over a quota or not (buffered: no write of its own).
  */
 export async function onQueue<T>(
   from: { event: APIGatewayProxyEventV2; services: ApiServices; principal: Principal },
@@ -98,6 +104,7 @@ export async function onQueue<T>(
   action: Action,
   bodyBytes: number,
   run: (req: QueueRequest) => Promise<T>,
+  kind: RequestKind = 'other',
 ): Promise<T> {
   const { services, principal } = from;
   const config = Object.hasOwn(services.config.tenant.queues, name)
@@ -105,6 +112,7 @@ export async function onQueue<T>(
     : undefined;
   if (!config) throw new QueueNotFoundError(name);
   requireScope(principal, action, name);
+  await services.counters.addRequest(name, kind);
   const demands = action === 'admin' ? [] : demandsFor(principal, name, config, action, bodyBytes);
   try {
     await services.quotas.admit(demands);

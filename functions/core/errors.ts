@@ -19,6 +19,7 @@ export const ERROR_CODES = [
   'PAYLOAD_TOO_LARGE',
   'UNSUPPORTED_MEDIA_TYPE',
   'OUTSIDE_RETENTION',
+  'INVALID_RANGE',
   'QUOTA_EXCEEDED',
   'UNAVAILABLE',
   'INTERNAL',
@@ -96,6 +97,13 @@ export class ConsumerNotFoundError extends LeaseqError {
 export class OutsideRetentionError extends LeaseqError {
   constructor(message: string, oldest: string) {
     super('OUTSIDE_RETENTION', 400, message, { oldest_replayable: oldest });
+  }
+}
+
+/** A time range the answer cannot cover (GET /usage): reversed, too long, or older than what is kept. */
+export class InvalidRangeError extends LeaseqError {
+  constructor(message: string, details: Record<string, unknown> = {}) {
+    super('INVALID_RANGE', 400, message, details);
   }
 }
 

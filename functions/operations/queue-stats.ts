@@ -50,6 +50,18 @@ export class QueueStats {
    * is for the next look's `commit_stalled_seconds`.
    */
   async queue(queue: string, config: QueueConfig, options: { keepMarks?: boolean } = {}) {
+    return (await this.look(queue, config, options.keepMarks ?? false)).stats;
+  }
+
+  /**
+   * The sweep's look (it keeps the commit marks): the stats, with every running total and the
+   * latest sample's item, which the next sample of the usage follows (sweep/gauges.ts).
+   */
+  sweepLook(queue: string, config: QueueConfig) {
+    return this.look(queue, config, true);
+  }
+
+  private async look(queue: string, config: QueueConfig, keepMarks: boolean) {
     const now = this.now();
     const shards = await this.shardsOf(queue);
     const perShard = await Promise.all(shards.map((shard) => this.rangeShardStats(queue, shard, now)));
@@ -60,12 +72,12 @@ export class QueueStats {
       config.ordered ? this.deps.keyOrder.heldInHoldAreas(queue, shards) : 0,
       this.deps.controls.get(queue),
       this.deps.samples.get(queue),
-      this.commitStall(queue, perShard, now, options.keepMarks ?? false),
+      this.commitStall(queue, perShard, now, keepMarks),
     ]);
     const storedBytes = await this.deps.storage.byReader(queue, config);
     const sum = (f: (s: (typeof perShard)[number]) => number) => perShard.reduce((a, s) => a + f(s), 0);
     const unacked = sum((s) => s.ready + s.inFlight + s.delayed) + held;
-    return {
+    const stats = {
       depth: sum((s) => s.ready),
       in_flight: sum((s) => s.inFlight),
       delayed: sum((s) => s.delayed),
@@ -96,6 +108,7 @@ export class QueueStats {
       /** Whether the unacked backlog shrinks, and when it will be gone at the last minute's rates. */
       drain: drainView(unacked, now, samples.latest, samples.previous),
     };
+    return { stats, totals: totals.all, sampled: samples.item };
   }
 
   /**

@@ -4,7 +4,8 @@ import { deliveryContext, type Envelope } from '../core/envelope.js';
 import { MessageNotFoundError } from '../core/errors.js';
 import { type EntryStatus, entryStatus, type Range, readPassOnMark } from '../core/ranges.js';
 import { copyAdmissionId } from '../core/replay-policy.js';
-import type { LogLookup } from '../log/lookup.js';
+import { LogLookup } from '../log/lookup.js';
+import type { ShardReader } from '../log/shard-reader.js';
 import type { ShardDirectory } from '../log/stream.js';
 import type { DedupRecord, DedupStore } from '../store/dedup.js';
 import type { KeyHolds } from '../store/key-holds.js';
@@ -60,7 +61,7 @@ const MAX_HOPS = 100;
 export interface MessageTraceDeps {
   tenant: string;
   shards: ShardDirectory;
-  lookup: LogLookup;
+  reader: ShardReader;
   messages: MessageStore;
   dedup: DedupStore;
   ranges: RangeStore;
@@ -76,14 +77,18 @@ interface RangedEntry {
 }
 
 export class MessageTrace {
-  constructor(private readonly deps: MessageTraceDeps) {}
+  private readonly lookup: LogLookup;
+
+  constructor(private readonly deps: MessageTraceDeps) {
+    this.lookup = new LogLookup(deps.reader);
+  }
 
   /** A server-assigned id (a ULID) has no dedup record: its time says where in the log to look. */
   private async findInLog(queue: string, messageId: string) {
     if (!isValid(messageId)) return undefined;
     const stream = streamName(this.deps.tenant, namespaceParts(queue).queue);
     const shards = await this.deps.shards.shards(stream);
-    return this.deps.lookup.findAround(stream, shards, messageId, decodeTime(messageId));
+    return this.lookup.findAround(stream, shards, messageId, decodeTime(messageId));
   }
 
   /** The entry at a position of the lease layer, if it was admitted there. */
@@ -109,7 +114,7 @@ export class MessageTrace {
   ) {
     const { appendedAt, names } = readPassOnMark(mark);
     const stream = streamName(this.deps.tenant, namespaceParts(queue).queue);
-    return this.deps.lookup.findAround(stream, [at.shard], messageId, appendedAt, names);
+    return this.lookup.findAround(stream, [at.shard], messageId, appendedAt, names);
   }
 
   /** `queue` may be a Lambda consumer's namespace: the producer's acceptance is its queue's. */

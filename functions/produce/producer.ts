@@ -189,7 +189,7 @@ export class Producer {
     landed: readonly { p: Prepared }[],
   ): Promise<void> {
     const bytes = payloadTotal(landed.map((l) => l.p));
-    await this.deps.storage.add(queue, config, bytes).catch(() => undefined);
+    await this.deps.storage.produced(queue, config, bytes).catch(() => undefined);
   }
 
   /** Totals are best effort: a counter write that fails must not turn accepted into an error. */

@@ -11,6 +11,7 @@ import { type ApiServices, onQueue, type QueueRequest } from '../api/route.js';
 import { mapLimit } from '../core/async.js';
 import { type Action, hasScope, type Principal } from '../core/auth.js';
 import { isLeaseqError } from '../core/errors.js';
+import type { RequestKind } from '../core/request-kinds.js';
 import type { ProduceMessage } from '../wire/requests.js';
 import { isSqsError, SqsError } from './errors.js';
 import {
@@ -53,7 +54,20 @@ export interface SqsCall {
   origin: string;
   bodyBytes: number;
   input: unknown;
+  /** What the call counts as in the queue's usage (USAGE_KINDS). */
+  kind: RequestKind;
 }
+
+/** The usage's kind of each action on a queue's messages; any other counts as `other`. */
+export const USAGE_KINDS: Partial<Record<string, RequestKind>> = {
+  SendMessage: 'produce',
+  SendMessageBatch: 'produce',
+  ReceiveMessage: 'receive',
+  DeleteMessage: 'ack',
+  DeleteMessageBatch: 'ack',
+  ChangeMessageVisibility: 'extend',
+  ChangeMessageVisibilityBatch: 'extend',
+};
 
 type Handler = (call: SqsCall) => Promise<Record<string, unknown>>;
 
@@ -256,7 +270,8 @@ function onQueueOf<T>(
   action: Action,
   run: (req: QueueRequest) => Promise<T>,
 ): Promise<T> {
-  return onQueue(call, queueOfUrl(url, call.services.config.tenant.tenant), action, call.bodyBytes, run);
+  const queue = queueOfUrl(url, call.services.config.tenant.tenant);
+  return onQueue(call, queue, action, call.bodyBytes, run, call.kind);
 }
 
 function anyScope(principal: Principal, queue: string): boolean {

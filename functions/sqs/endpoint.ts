@@ -6,7 +6,7 @@ import { isTransientAwsError } from '../aws/transient.js';
 import type { Principal } from '../core/auth.js';
 import { isLeaseqError } from '../core/errors.js';
 import { MAX_BODY_BYTES } from '../wire/requests.js';
-import { ACTIONS } from './actions.js';
+import { ACTIONS, USAGE_KINDS } from './actions.js';
 import { isSqsError, SqsError } from './errors.js';
 
 /**
@@ -79,6 +79,7 @@ export async function sqsEndpoint(
       origin: originOf(event),
       bodyBytes: bytes.byteLength,
       input: parseJson(body),
+      kind: (name && USAGE_KINDS[name]) || 'other',
     });
     return answer(200, result, requestId);
   } catch (err) {

@@ -198,6 +198,15 @@ export function totalsSampleKey(queue: string): ItemKey {
   return { pk: `Q#${queue}#RATE`, sk: 'R' };
 }
 
+/** A queue's hourly usage rollups (store/usage-rollups.ts): its running totals at each hour's first sample. */
+export function usageRollupPk(queue: string): string {
+  return `Q#${queue}#USE`;
+}
+
+export function usageRollupKey(queue: string, hour: number): ItemKey {
+  return { pk: usageRollupPk(queue), sk: String(hour).padStart(10, '0') };
+}
+
 /** A queue's controls: its pause, its purge mark (store/queue-controls.ts). */
 export function queueControlsKey(queue: string): ItemKey {
   return { pk: `Q#${queue}#CTL`, sk: 'C' };

@@ -10,8 +10,9 @@ import { isConditionFailed } from './util.js';
  * letters): ADD counters in one item per queue, read by the storage quota, written through
  * BufferedAdds (about once a second per instance). A pull queue has one (`bytes`); a push queue
  * one per Lambda consumer (`bytes@<consumer>`), since each consumer is done with a message on its
- * own: the queue holds what its slowest consumer has not finished. Acks of a pull queue also add
- * to the item's `acked`, a stats total.
+ * own: the queue holds what its slowest consumer has not finished. The item also keeps running
+ * totals its writes carry at no extra cost: the bytes produced, a pull queue's acks and their bytes
+ * (stats and usage totals), and the queue's requests by kind (store/counters.ts).
  * A dead letter holds its bytes until it is purged, or redriven and acked, or its DLQ retention
  * ends. DynamoDB's TTL deletes it without telling anyone, so its bytes (and a count of it) are also
  * added to a bucket of the hour it expires in (`Q#<ns>#SX`); the sweep frees a bucket once its hour
@@ -60,6 +61,14 @@ export class StorageMeter {
     );
   }
 
+  /** Bytes the producer accepted: held as `add` holds them, and counted in the produced total. */
+  produced(queue: string, config: QueueConfig, bytes: number): Promise<void> {
+    return this.buffer.add(storageKey(queue), {
+      ...Object.fromEntries(readers(queue, config).map(({ attribute }) => [attribute, bytes])),
+      produced_bytes: bytes,
+    });
+  }
+
   /**
    * A reader is done with messages (`namespace`: the queue, or a consumer's): their bytes are
    * freed. `acked` of them were acked (a pull queue's total; a purge or an expiry frees none acked).
@@ -68,7 +77,9 @@ export class StorageMeter {
     const { queue, consumer } = namespaceParts(namespace);
     return this.buffer.add(
       storageKey(queue),
-      consumer === undefined ? { bytes: -bytes, acked } : { [consumerAttribute(consumer)]: -bytes },
+      consumer === undefined
+        ? { bytes: -bytes, acked, ...(acked ? { acked_bytes: bytes } : {}) }
+        : { [consumerAttribute(consumer)]: -bytes },
     );
   }
 
@@ -86,22 +97,29 @@ export class StorageMeter {
    * The sweep: frees the bytes of dead letters whose retention ended (each bucket whose hour has
    * passed, deleted as it is freed). A bucket changed meanwhile is left for the next pass; a crash
    * between the delete and the release leaves those bytes counted (the quota errs on the safe side).
-   * Answers the bytes freed and how many dead letters expired with them (`dlq_expired`).
+   * Answers the bytes freed, how many dead letters expired with them (`dlq_expired`), and the bytes
+   * of dead letters still held (the later buckets: the usage's DLQ bytes, read in the same query).
    */
-  async expireDeadLetters(namespace: string, now: number): Promise<{ bytes: number; letters: number }> {
+  async expireDeadLetters(
+    namespace: string,
+    now: number,
+  ): Promise<{ bytes: number; letters: number; held: number }> {
     const out = await this.doc.send(
       new QueryCommand({
         TableName: this.table,
-        ...buildKeyCondition('#pk = :pk AND #sk < :sk', {
-          ':pk': deadBytesPk(namespace),
-          ':sk': deadBytesKey(namespace, hourOf(now)).sk,
-        }),
+        ...buildKeyCondition('#pk = :pk', { ':pk': deadBytesPk(namespace) }),
       }),
     );
+    const current = deadBytesKey(namespace, hourOf(now)).sk;
     let freed = 0;
     let letters = 0;
+    let held = 0;
     for (const item of out.Items ?? []) {
       const bytes = Number(item.bytes ?? 0);
+      if (String(item.sk) >= current) {
+        held += bytes;
+        continue;
+      }
       try {
         await this.doc.send(
           new DeleteCommand({
@@ -117,14 +135,17 @@ export class StorageMeter {
           }),
         );
       } catch (err) {
-        if (isConditionFailed(err)) continue;
+        if (isConditionFailed(err)) {
+          held += bytes;
+          continue;
+        }
         throw err;
       }
       freed += bytes;
       letters += Number(item.letters ?? 0);
     }
     if (freed) await this.release(namespace, freed, 0);
-    return { bytes: freed, letters };
+    return { bytes: freed, letters, held: Math.max(0, held) };
   }
 }
 

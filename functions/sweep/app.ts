@@ -8,6 +8,7 @@ import { armSettled } from '../core/sweep-rest.js';
 import { metricsOptions, SERVICE } from '../observability/metrics.js';
 import { buildServices } from '../services.js';
 import { ExpiryMarks } from '../store/expiry-marks.js';
+import { UsageRollups } from '../store/usage-rollups.js';
 import { BlockedKeys } from './blocked-keys.js';
 import { ExpiryWatch } from './expiry-watch.js';
 import { Gauges } from './gauges.js';
@@ -60,7 +61,14 @@ export function createSweepHandler(
   });
   const gaugeInterval = options.gaugeIntervalMs ?? 60_000;
   let gaugesAt = 0;
-  const tenantGauges = new Gauges({ tenant: config.tenant, services, expiryWatch, metrics });
+  const tenantGauges = new Gauges({
+    tenant: config.tenant,
+    services,
+    expiryWatch,
+    metrics,
+    // Only the sweep keeps the usage's hourly rollups (GET /usage reads them in a file of its own).
+    rollups: new UsageRollups(clients.doc, config.tableName),
+  });
   const publishAllGauges = async () => {
     if (Date.now() - gaugesAt < gaugeInterval) return;
     gaugesAt = Date.now();

@@ -1,12 +1,15 @@
 import type { Metrics } from '@aws-lambda-powertools/metrics';
 import { consumerNamespace, type TenantConfig } from '../core/config.js';
+import { hourOf, nextUsageSample, type UsageReading, usageSampleOf } from '../core/usage-sample.js';
 import { publishGauges } from '../observability/metrics.js';
 import type { Services } from '../services.js';
+import type { UsageRollups } from '../store/usage-rollups.js';
 import type { ExpiryWatch } from './expiry-watch.js';
 
 export interface GaugesDeps {
   tenant: TenantConfig;
   services: Pick<Services, 'storage' | 'stats' | 'samples' | 'retentions'>;
+  rollups: Pick<UsageRollups, 'put'>;
   expiryWatch: Pick<ExpiryWatch, 'check'>;
   metrics: Metrics;
 }
@@ -15,7 +18,7 @@ export interface GaugesDeps {
  * The gauges the alarms read (infra/alarms.ts), for every queue and Lambda consumer: what its
  * stats count, and the records that left the log unadmitted. The sweep publishes them about once a
  * minute; on the way it frees the bytes of dead letters whose retention ended (counting them) and samples the
- * totals the stats' drain rates come from.
+ * totals the stats' drain rates and the usage come from (core/usage-sample.ts).
  */
 export class Gauges {
   constructor(private readonly deps: GaugesDeps) {}
@@ -26,23 +29,27 @@ export class Gauges {
       // A DLQ retention raised in the tenant file reaches the dead letters already there; dead
       // letters whose retention ended free their bytes (DynamoDB's TTL deletes them unseen).
       const dlqExpired = new Map<string, number>();
+      let dlqBytes = 0;
       for (const namespace of [
         queue,
         ...queueConfig.consumers.map((c) => consumerNamespace(queue, c.name)),
       ]) {
         await services.retentions.follow(namespace, queueConfig);
-        dlqExpired.set(namespace, (await services.storage.expireDeadLetters(namespace, Date.now())).letters);
+        const dead = await services.storage.expireDeadLetters(namespace, Date.now());
+        dlqExpired.set(namespace, dead.letters);
+        dlqBytes += dead.held;
       }
       // Counted into the totals first, published as this interval's new ones (the alarm clears after).
       const expired = await this.deps.expiryWatch.check(queue, queueConfig);
       const expiredTotal = [...expired.values()].reduce((a, n) => a + n, 0);
-      const s = await services.stats.queue(queue, queueConfig, { keepMarks: true });
-      // The stats' drain rates come from these, a gauge interval apart (none for an unused queue).
+      const { stats: s, totals, sampled } = await services.stats.sweepLook(queue, queueConfig);
+      // The stats' drain rates and the usage come from these, a gauge interval apart (none for an unused queue).
       if (s.produced_total || s.acked_total)
-        await services.samples.record(queue, {
+        await this.sample(queue, sampled, {
           at: Date.now(),
-          produced: s.produced_total,
-          acked: s.acked_total,
+          totals,
+          storedBytes: s.stored_bytes,
+          dlqBytes,
         });
       publishGauges(metrics, queue, {
         depth: s.depth,
@@ -71,5 +78,21 @@ export class Gauges {
         });
       }
     }
+  }
+
+  /**
+   * The queue's next sample after the latest (`sampled`, its stored item), and its hour's rollup
+   * when it is the first of its hour: kept first, so a sample is never recorded without it.
+   */
+  private async sample(
+    queue: string,
+    sampled: Record<string, unknown> | undefined,
+    reading: UsageReading,
+  ): Promise<void> {
+    const { samples } = this.deps.services;
+    const latest = sampled ? usageSampleOf(sampled) : undefined;
+    const next = nextUsageSample(latest, reading);
+    if (!latest || hourOf(latest.at) !== hourOf(next.at)) await this.deps.rollups.put(queue, next, !latest);
+    await samples.record(queue, next, latest?.at);
   }
 }

@@ -216,6 +216,15 @@ export const createKeySchema = z.lazy(() =>
 /** POST /keys/{name}/sqs-credentials takes no options yet; a body, when sent, is an empty object. */
 export const createSqsCredentialsSchema = z.lazy(() => z.strictObject({}));
 
+/** GET /usage: a range of ISO 8601 times, and a queue (all the tenant's when left out). */
+export const usageQuerySchema = z.lazy(() =>
+  z.strictObject({
+    from: z.iso.datetime({ offset: true }),
+    to: z.iso.datetime({ offset: true }),
+    queue: z.optional(z.string().check(z.minLength(1), z.maxLength(64))),
+  }),
+);
+
 export type ConsumerQuery = z.infer<typeof consumerQuerySchema>;
 export type DlqListQuery = z.infer<typeof dlqListQuerySchema>;
 export type RedriveRequestInput = z.input<typeof redriveRequestSchema>;
@@ -223,3 +232,4 @@ export type ReplayRequestInput = z.input<typeof replayRequestSchema>;
 export type RetentionRequestInput = z.input<typeof retentionRequestSchema>;
 export type AuditQuery = z.infer<typeof auditQuerySchema>;
 export type CreateKeyRequestInput = z.input<typeof createKeySchema>;
+export type UsageQuery = z.infer<typeof usageQuerySchema>;

@@ -348,6 +348,57 @@ export const sqsCredentialsCreatedSchema = z.lazy(() =>
 
 export const healthSchema = z.lazy(() => z.object({ status: z.string() }));
 
+/** What a queue (or the tenant) used over a range (GET /usage); docs/usage.md says how each is counted. */
+const usageFiguresShape = () => {
+  const pair = () => z.object({ messages: count(), bytes: count() });
+  const amount = () => z.number().check(z.minimum(0));
+  return {
+    produced: pair(),
+    /** Acked messages of pull queues (a push queue's consumers finish theirs uncounted). */
+    consumed: pair(),
+    /** Bytes held, integrated over time: unconsumed on the log side, and as dead letters. */
+    stored_gb_hours: z.object({ log: amount(), dlq: amount() }),
+    /** Requests on the queue by kind; `throttled`: those of them refused over a quota. */
+    requests: z.object({
+      produce: count(),
+      receive: count(),
+      ack: count(),
+      nack: count(),
+      extend: count(),
+      other: count(),
+      total: count(),
+      throttled: count(),
+    }),
+    /** At list prices: API Gateway and Lambda per request, DynamoDB storage per GB-hour. */
+    cost_usd: z.object({ requests: amount(), storage: amount(), total: amount() }),
+  };
+};
+
+export const queueUsageSchema = z.lazy(() =>
+  z.object({
+    queue: z.string(),
+    /** The samples the figures run between: those nearest `from` and `to`. */
+    sampled_from: time(),
+    sampled_to: time(),
+    ...usageFiguresShape(),
+  }),
+);
+
+export const usageResponseSchema = z.lazy(() =>
+  z.object({
+    from: time(),
+    to: time(),
+    queues: z.array(queueUsageSchema),
+    total: z.object(usageFiguresShape()),
+    /** Which figures are exact counts between the samples, and which are estimates. */
+    accuracy: z.object({
+      exact: z.array(z.string()),
+      estimated: z.array(z.string()),
+      prices_as_of: z.string(),
+    }),
+  }),
+);
+
 export type ProduceResult = z.infer<typeof produceResultSchema>;
 export type ProduceStatus = ProduceResult['status'];
 export type ProduceResponse = z.infer<typeof produceResponseSchema>;
@@ -391,3 +442,5 @@ export type SqsCredentials = z.infer<typeof sqsCredentialsSchema>;
 export type CreatedKey = z.infer<typeof createdKeySchema>;
 export type SqsCredentialsCreated = z.infer<typeof sqsCredentialsCreatedSchema>;
 export type Health = z.infer<typeof healthSchema>;
+export type QueueUsage = z.infer<typeof queueUsageSchema>;
+export type UsageResponse = z.infer<typeof usageResponseSchema>;

@@ -2,8 +2,13 @@ import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { Logger } from '@aws-lambda-powertools/logger';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BENCH_FIGURES } from '../../cli/sizing.js';
+import { metricsOptions, SERVICE } from '../../functions/observability/metrics.js';
+import { createSweepHandler } from '../../functions/sweep/app.js';
+import { lambdaContext } from '../../infra/local/lambda-context.js';
+import { CapturedMetrics } from '../helpers/captured-metrics.js';
 import { queueApi } from '../helpers/queue-api.js';
 import { startTestRuntime, type TestRuntime } from '../helpers/runtime.js';
 
@@ -276,6 +281,48 @@ describe('leaseq against a local runtime', { timeout: 90_000 }, () => {
     expect(lines(low.stderr)).toEqual([
       'leaseq: --peak 20 is below --rate 50: the peak is the busiest rate, at least the sustained one',
     ]);
+  });
+
+  it('leaseq usage: a table of each queue and the total by default, the API’s answer with --json', async () => {
+    await t.api('/queues/jobs/messages', { body: { messages: [{ message_id: 'u-1', payload: 'usage' }] } });
+    await t.api('/queues/jobs/stats'); // writes the api's pending counts
+    const sweep = createSweepHandler(
+      t.runtime.config,
+      t.runtime.clients,
+      { gaugeIntervalMs: 0, passIntervalMs: 0, reserveMs: 0 },
+      new Logger({ logLevel: 'SILENT' }),
+      new CapturedMetrics(metricsOptions(SERVICE.sweep, 'cli')),
+    );
+    await sweep({}, lambdaContext('sweep', 1));
+    const range = [
+      '--from',
+      new Date(Date.now() - 3_600_000).toISOString(),
+      '--to',
+      new Date().toISOString(),
+    ];
+
+    const json = await leaseq(['usage', ...range, '--json']);
+    expect(json.stderr).toBe('');
+    expect(json.code).toBe(0);
+    const usage = JSON.parse(json.stdout);
+    const [, from, , to] = range;
+    expect(usage).toEqual((await t.api(`/usage?from=${from}&to=${to}`)).body);
+    const jobs = usage.queues.find((q: { queue: string }) => q.queue === 'jobs');
+    expect(jobs.produced.messages).toBeGreaterThanOrEqual(1);
+
+    const shown = await leaseq(['usage', ...range, '--queue', 'jobs']);
+    expect(shown.code).toBe(0);
+    const rows = lines(shown.stdout);
+    expect(rows.find((l) => l.includes('produced') && l.includes('GB-h'))).toBeDefined();
+    const jobsRow = rows.find((l) => /│ jobs /.test(l) && l.includes('$'));
+    expect(jobsRow?.split('│').map((c) => c.trim())[2]).toBe(String(jobs.produced.messages));
+    expect(rows.some((l) => /│ total /.test(l))).toBe(true);
+    expect(rows.at(-1)).toContain('estimated: stored_gb_hours, cost_usd');
+
+    const reversed = await leaseq(['usage', '--from', to as string, '--to', from as string]);
+    expect(reversed.code).toBe(1);
+    expect(lines(reversed.stderr)).toHaveLength(1);
+    expect(reversed.stderr).toContain('INVALID_RANGE');
   });
 
   it('usage mistakes exit 2 with one line and no stack trace', async () => {

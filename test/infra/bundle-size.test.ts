@@ -76,10 +76,10 @@ describe.each(BUNDLES.map((spec) => spec.name))('the %s bundle', (name) => {
     expect(locales.map((l) => l.path)).toEqual([]);
   });
 
-  it('leaves the S3 client, the KMS client, Ajv, the OpenAPI generator and the console to the files beside it, loaded on first use', () => {
+  it('leaves the S3 client, the KMS client, Ajv, the OpenAPI generator, the usage, the trace and the console to the files beside it, loaded on first use', () => {
     const lazy = inputsMatching(
       bundle().metafile,
-      /node_modules\/(@aws-sdk\/client-s3|@aws-sdk\/client-kms|ajv|ajv-formats)\/|zod\/v4\/core\/(to-json-schema|json-schema-processors)\.js$|functions\/api\/openapi\.ts$|functions\/console\/bundled-assets\.ts$/,
+      /node_modules\/(@aws-sdk\/client-s3|@aws-sdk\/client-kms|ajv|ajv-formats)\/|zod\/v4\/core\/(to-json-schema|json-schema-processors)\.js$|functions\/api\/openapi\.ts$|functions\/console\/bundled-assets\.ts$|functions\/operations\/(usage-report|trace)\.ts$|functions\/core\/usage\.ts$/,
     );
     expect(lazy.map((k) => k.path)).toEqual([]);
   });
@@ -174,6 +174,21 @@ describe('the DLQ grouped by error of the bundled api', () => {
       grouped: 2,
       truncated: false,
     });
+  });
+});
+
+describe('the usage of the bundled api', () => {
+  it('is computed by its own file on the first ask', () => {
+    expect(runBundled('test/fixtures/usage-probe.ts')).toEqual({
+      produced: { messages: 10, bytes: 1000 },
+      requests: 10,
+    });
+  });
+});
+
+describe('the message trace of the bundled api', () => {
+  it('reads from its own file on the first ask, and its 404 is the api’s own error', () => {
+    expect(runBundled('test/fixtures/trace-probe.ts')).toEqual({ code: 'MESSAGE_NOT_FOUND', typed: true });
   });
 });
 

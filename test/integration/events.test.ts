@@ -224,6 +224,17 @@ const expectations: Record<string, Expectation> = {
     status: 200,
     check: async ({ body }) => expect(body).toMatchObject({ dlq_depth: 0, parked_keys: 0 }),
   },
+  // November 2026 for every queue of the sample tenant (admin:*), and their total.
+  'usage.json': {
+    status: 200,
+    check: async ({ body }) => {
+      expect(body.queues.map((q: { queue: string }) => q.queue)).toEqual(['jobs', 'ledger']);
+      expect(body.total.requests.total).toBe(
+        body.queues.reduce((a: number, q: { requests: { total: number } }) => a + q.requests.total, 0),
+      );
+      expect(body.accuracy.estimated).toEqual(['stored_gb_hours', 'cost_usd']);
+    },
+  },
   // The sample tenant's jobs declares no Lambda consumer.
   'stats-consumer.json': {
     status: 404,
