@@ -187,8 +187,12 @@ describe('the usage of the bundled api', () => {
 });
 
 describe('the message trace of the bundled api', () => {
-  it('reads from its own file on the first ask, and its 404 is the api’s own error', () => {
-    expect(runBundled('test/fixtures/trace-probe.ts')).toEqual({ code: 'MESSAGE_NOT_FOUND', typed: true });
+  it('reads from its own file on the first ask, and its 404 is one the api knows', () => {
+    expect(runBundled('test/fixtures/trace-probe.ts')).toEqual({
+      code: 'MESSAGE_NOT_FOUND',
+      known: true,
+      status: 404,
+    });
   });
 });
 
