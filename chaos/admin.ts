@@ -1,5 +1,11 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { LeaseqClient, MessageNotFoundError, type Redrive, type Replay } from '../client/index.js';
+import {
+  LeaseqClient,
+  MessageNotFoundError,
+  NotFoundError,
+  type Redrive,
+  type Replay,
+} from '../client/index.js';
 import { withRetries } from '../client/retry.js';
 import { Transport } from '../client/transport.js';
 import { lifeOf } from './history.js';
@@ -135,7 +141,8 @@ export class AdminApi {
   /**
    * A start is not idempotent: one whose answer was lost is looked for in the queue's audit trail
    * (the run starts one job of a kind per queue) before it is sent again, so a fault or a kill
-   * does not start a second job.
+   * does not start a second job. The entry is written before the job: one whose job is not there
+   * (404) is a start that failed after it, and is sent again.
    */
   private async start<V>(
     queue: string,
@@ -150,7 +157,12 @@ export class AdminApi {
         if (attempt > RETRIES.maxRetries) throw err;
         await sleep(RETRIES.baseMs * attempt);
         const started = (await this.client.audit(queue)).find((e) => e.action === kind);
-        if (started) return get(started.target);
+        if (!started) continue;
+        try {
+          return await get(started.target);
+        } catch (missing) {
+          if (!(missing instanceof NotFoundError)) throw missing;
+        }
       }
     }
   }

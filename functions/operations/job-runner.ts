@@ -104,12 +104,14 @@ export abstract class JobRunner<
       credit: 0,
       last_run_at: now,
     } as J;
-    await this.deps.jobs.create(job);
+    // The audit entry first: a job never runs unrecorded. A start that fails after it leaves an
+    // entry whose job does not exist (its GET answers 404), and the caller, answered 5xx, starts again.
     await this.deps.audit.record(
       queue,
       { action: this.noun, actor, target: id, detail: opening.detail },
       now,
     );
+    await this.deps.jobs.create(job);
     return this.view(job);
   }
 
