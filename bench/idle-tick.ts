@@ -1,9 +1,11 @@
+import { Logger } from '@aws-lambda-powertools/logger';
 import { Metrics } from '@aws-lambda-powertools/metrics';
 import type { MeterSnapshot } from '../functions/aws/meter.js';
 import { metricsOptions, SERVICE } from '../functions/observability/metrics.js';
 import { buildServices } from '../functions/services.js';
 import { ExpiryMarks } from '../functions/store/expiry-marks.js';
 import { UsageRollups } from '../functions/store/usage-rollups.js';
+import { DriftCheck } from '../functions/sweep/drift-check.js';
 import { ExpiryWatch } from '../functions/sweep/expiry-watch.js';
 import { Gauges } from '../functions/sweep/gauges.js';
 import type { Runtime } from '../infra/local/runtime.js';
@@ -31,6 +33,13 @@ export async function measureIdleTick(runtime: Runtime): Promise<IdleTick> {
     expiryWatch: new ExpiryWatch({
       ...services,
       marks: new ExpiryMarks(runtime.clients.doc, runtime.config.tableName),
+    }),
+    drift: new DriftCheck({
+      tenant: runtime.config.tenant,
+      kinesis: runtime.clients.kinesis,
+      doc: runtime.clients.doc,
+      table: runtime.config.tableName,
+      logger: new Logger({ logLevel: 'SILENT' }),
     }),
     metrics: new Metrics(metricsOptions(SERVICE.sweep, runtime.config.tenant.tenant)),
     rollups: new UsageRollups(runtime.clients.doc, runtime.config.tableName),

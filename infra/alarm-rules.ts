@@ -19,6 +19,7 @@ export const ALARM_OWNERS = {
   'ordered-stall': 'consuming_team',
   'parked-keys': 'consuming_team',
   'expired-unprocessed': 'platform',
+  drift: 'platform',
   'iterator-age': 'platform',
   'produce-rate-anomaly': 'platform',
   'quota-throttled': 'producing_team',

@@ -248,6 +248,16 @@ export class TenantAlarms extends Construct {
       // On a critical queue a lost message is an incident.
       pages: tier.expiredPages,
     });
+    this.add(q, 'drift', {
+      alarmDescription:
+        `A durability setting of ${q}'s stream or of the table is below what the stack set (the ` +
+        "sweep's log names it): redeploy, or restore it by hand, before a loss it would not cover.",
+      metric: this.gauge(q, 'drift'),
+      threshold: 0,
+      evaluationPeriods: 1,
+      treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+      pages: queue.config.tier === 'critical',
+    });
     this.add(q, 'iterator-age', {
       alarmDescription:
         `The oldest record of ${q}'s stream not yet read by its consumer is over ${backlogLimit / 3600} h ` +

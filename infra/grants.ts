@@ -28,6 +28,15 @@ export function grantTableItems(table: dynamodb.ITable, grantee: iam.IGrantable)
   });
 }
 
+/** The table's own settings, which the sweep's drift check reads back (functions/sweep/drift-check.ts). */
+export function grantTableDescribe(table: dynamodb.ITable, grantee: iam.IGrantable): iam.Grant {
+  return iam.Grant.addToPrincipal({
+    grantee,
+    actions: ['dynamodb:DescribeTable', 'dynamodb:DescribeContinuousBackups'],
+    resourceArns: [table.tableArn],
+  });
+}
+
 /**
  * Reads of the table's stream, which Lambda makes for a function's trigger: written out instead
  * of `grantStreamRead`, whose ListStreams is on "*".

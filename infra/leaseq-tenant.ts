@@ -33,6 +33,7 @@ import {
   grantClaimReads,
   grantSecretSealing,
   grantSegments,
+  grantTableDescribe,
   grantTableItems,
   grantTableStreamRead,
 } from './grants.js';
@@ -355,6 +356,7 @@ export class LeaseqTenant extends Construct {
       reservedConcurrentExecutions: 1,
     });
     grantTableItems(this.table, fn);
+    grantTableDescribe(this.table, fn);
     grantSegments(this.bucket, fn, 'read');
     for (const queue of this.queues.values()) queue.grantProduce(fn);
     // A tick that cannot start (the previous sweep still running) or that fails is dropped, not

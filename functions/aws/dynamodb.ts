@@ -1,3 +1,4 @@
+import type * as D from '@aws-sdk/client-dynamodb';
 import type { AttributeValue } from '@aws-sdk/client-dynamodb';
 import type * as Doc from '@aws-sdk/lib-dynamodb';
 import { marshall, unmarshall } from '@aws-sdk/util-dynamodb';
@@ -124,3 +125,19 @@ export async function* paginateQuery(
     start = page.LastEvaluatedKey;
   } while (start);
 }
+
+/** Reads of the table's own settings (the sweep's drift check): no items, nothing to convert. */
+const tableCommand = <Input extends object, Output>(operation: string) =>
+  commandClass<Input, Output>(
+    operation,
+    (input) => input,
+    (output) => output,
+  );
+
+export const DescribeTableCommand = tableCommand<D.DescribeTableCommandInput, D.DescribeTableCommandOutput>(
+  'DescribeTable',
+);
+export const DescribeContinuousBackupsCommand = tableCommand<
+  D.DescribeContinuousBackupsCommandInput,
+  D.DescribeContinuousBackupsCommandOutput
+>('DescribeContinuousBackups');

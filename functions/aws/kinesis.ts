@@ -30,6 +30,10 @@ type WireRecord = Record<string, unknown> & { Data: string; ApproximateArrivalTi
 export const PutRecordsCommand = kinesisCommand<K.PutRecordsCommandInput, K.PutRecordsCommandOutput>(
   'PutRecords',
 );
+export const DescribeStreamSummaryCommand = kinesisCommand<
+  K.DescribeStreamSummaryCommandInput,
+  K.DescribeStreamSummaryCommandOutput
+>('DescribeStreamSummary');
 export const ListShardsCommand = kinesisCommand<K.ListShardsCommandInput, K.ListShardsCommandOutput>(
   'ListShards',
 );

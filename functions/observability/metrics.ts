@@ -52,6 +52,8 @@ export type GaugeName =
   | 'expired_unprocessed'
   /** Dead letters whose DLQ retention ended unhandled, counted that minute. */
   | 'dlq_expired'
+  /** Durability settings of the queue's stream or the table found below what the stack set (core/drift.ts). */
+  | 'drift'
   /** The longest a shard's commit point has not moved with something unfinished (core/commit-stall.ts). */
   | 'commit_stalled_seconds';
 

@@ -10,6 +10,7 @@ import { buildServices } from '../services.js';
 import { ExpiryMarks } from '../store/expiry-marks.js';
 import { UsageRollups } from '../store/usage-rollups.js';
 import { BlockedKeys } from './blocked-keys.js';
+import { DriftCheck } from './drift-check.js';
 import { ExpiryWatch } from './expiry-watch.js';
 import { Gauges } from './gauges.js';
 import { HeldSweep } from './held-sweep.js';
@@ -65,6 +66,13 @@ export function createSweepHandler(
     tenant: config.tenant,
     services,
     expiryWatch,
+    drift: new DriftCheck({
+      tenant: config.tenant,
+      kinesis: clients.kinesis,
+      doc: clients.doc,
+      table: config.tableName,
+      logger,
+    }),
     metrics,
     // Only the sweep keeps the usage's hourly rollups (GET /usage reads them in a file of its own).
     rollups: new UsageRollups(clients.doc, config.tableName),

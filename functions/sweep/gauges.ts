@@ -4,6 +4,7 @@ import { hourOf, nextUsageSample, type UsageReading, usageSampleOf } from '../co
 import { publishGauges } from '../observability/metrics.js';
 import type { Services } from '../services.js';
 import type { UsageRollups } from '../store/usage-rollups.js';
+import type { DriftCheck } from './drift-check.js';
 import type { ExpiryWatch } from './expiry-watch.js';
 
 export interface GaugesDeps {
@@ -11,12 +12,13 @@ export interface GaugesDeps {
   services: Pick<Services, 'storage' | 'stats' | 'samples' | 'retentions'>;
   rollups: Pick<UsageRollups, 'put'>;
   expiryWatch: Pick<ExpiryWatch, 'check'>;
+  drift: Pick<DriftCheck, 'check'>;
   metrics: Metrics;
 }
 
 /**
  * The gauges the alarms read (infra/alarms.ts), for every queue and Lambda consumer: what its
- * stats count, and the records that left the log unadmitted. The sweep publishes them about once a
+ * stats count, the records that left the log unadmitted, and the settings found lowered (drift). The sweep publishes them about once a
  * minute; on the way it frees the bytes of dead letters whose retention ended (counting them) and samples the
  * totals the stats' drain rates and the usage come from (core/usage-sample.ts).
  */
@@ -25,6 +27,7 @@ export class Gauges {
 
   async publish(): Promise<void> {
     const { services, metrics } = this.deps;
+    const drift = await this.deps.drift.check();
     for (const [queue, queueConfig] of Object.entries(this.deps.tenant.queues)) {
       // A DLQ retention raised in the tenant file reaches the dead letters already there; dead
       // letters whose retention ended free their bytes (DynamoDB's TTL deletes them unseen).
@@ -62,6 +65,7 @@ export class Gauges {
         commit_stalled_seconds: s.commit_stalled_seconds,
         expired_unprocessed: expiredTotal,
         dlq_expired: dlqExpired.get(queue) ?? 0,
+        drift: drift.get(queue)?.length ?? 0,
       });
       for (const consumer of queueConfig.consumers) {
         const namespace = consumerNamespace(queue, consumer.name);

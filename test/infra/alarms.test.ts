@@ -70,7 +70,7 @@ function alarm(name: string) {
 }
 
 describe('alarms per queue', () => {
-  it('makes eleven for a pulled queue, eight for a pushed one, five per consumer and two more when ordered, named by tenant and queue', () => {
+  it('makes twelve for a pulled queue, nine for a pushed one, five per consumer and two more when ordered, named by tenant and queue', () => {
     const names = Object.values(template.findResources('AWS::CloudWatch::Alarm')).map(
       (a) => a.Properties.AlarmName as string,
     );
@@ -82,6 +82,7 @@ describe('alarms per queue', () => {
         'leaseq-acme/events/produce-rate-anomaly',
         'leaseq-acme/events/quota-throttled',
         'leaseq-acme/events/expired-unprocessed',
+        'leaseq-acme/events/drift',
         'leaseq-acme/events/iterator-age',
         'leaseq-acme/events/oldest-unacked-age',
         'leaseq-acme/events~billing/dlq-oldest-age',
@@ -95,6 +96,7 @@ describe('alarms per queue', () => {
         'leaseq-acme/orders/produce-rate-anomaly',
         'leaseq-acme/orders/quota-throttled',
         'leaseq-acme/orders/expired-unprocessed',
+        'leaseq-acme/orders/drift',
         'leaseq-acme/orders/iterator-age',
         'leaseq-acme/orders/oldest-unacked-age',
         'leaseq-acme/orders/redelivery-rate',
@@ -106,6 +108,7 @@ describe('alarms per queue', () => {
         'leaseq-acme/ledger/produce-rate-anomaly',
         'leaseq-acme/ledger/quota-throttled',
         'leaseq-acme/ledger/expired-unprocessed',
+        'leaseq-acme/ledger/drift',
         'leaseq-acme/ledger/iterator-age',
         'leaseq-acme/ledger/oldest-unacked-age',
         'leaseq-acme/ledger/redelivery-rate',
@@ -119,6 +122,7 @@ describe('alarms per queue', () => {
         'leaseq-acme/feed/produce-rate-anomaly',
         'leaseq-acme/feed/quota-throttled',
         'leaseq-acme/feed/expired-unprocessed',
+        'leaseq-acme/feed/drift',
         'leaseq-acme/feed/iterator-age',
         'leaseq-acme/feed/oldest-unacked-age',
         'leaseq-acme/feed~search/dlq-oldest-age',
@@ -373,6 +377,7 @@ describe('the owner', () => {
       FilterPolicy: {
         AlarmName: [
           { suffix: '/expired-unprocessed' },
+          { suffix: '/drift' },
           { suffix: '/iterator-age' },
           { suffix: '/produce-rate-anomaly' },
         ],
@@ -431,7 +436,7 @@ describe('the owner', () => {
     const quietTemplate = Template.fromStack(quiet);
     quietTemplate.resourceCountIs('AWS::SNS::Topic', 1);
     quietTemplate.resourceCountIs('AWS::SNS::Subscription', 0);
-    quietTemplate.resourceCountIs('AWS::CloudWatch::Alarm', 8);
+    quietTemplate.resourceCountIs('AWS::CloudWatch::Alarm', 9);
     expect(Object.keys(quietTemplate.findResources('AWS::CloudWatch::Alarm')).join()).not.toMatch(/dlq/i);
   });
 
@@ -514,6 +519,7 @@ describe('what the functions emit', () => {
       parked_keys: 0,
       expired_unprocessed: 0,
       dlq_expired: 0,
+      drift: 0,
     });
     /** Metric name → its namespace and dimensions as CloudWatch names them. */
     const emitted = new Map<string, { Namespace: string; Dimensions: { Name: string; Value: unknown }[] }>();
@@ -544,6 +550,7 @@ describe('what the functions emit', () => {
         // dlq-oldest-age and dlq-expiring.
         'dlq_oldest_age',
         'dlq_oldest_age',
+        'drift',
         'expired_unprocessed',
         'handler_seconds',
         'nacked',
@@ -614,6 +621,7 @@ describe("the queues' tiers", () => {
       'leaseq-tiers/crit/dlq-expired',
       'leaseq-tiers/crit/dlq-expiring',
       'leaseq-tiers/crit/dlq-oldest-age',
+      'leaseq-tiers/crit/drift',
       'leaseq-tiers/crit/exception-expired',
       'leaseq-tiers/crit/expired-unprocessed',
       'leaseq-tiers/std/dlq-expired',

@@ -540,7 +540,14 @@ describe('TenantStack (tenants/local.json)', () => {
 
     const dynamo = serviceStatements(statements, 'dynamodb:');
     const streamRead = dynamo.filter((s) => JSON.stringify(s.Resource).includes('StreamArn'));
-    expect(actionsOf(dynamo.filter((s) => !streamRead.includes(s)))).toEqual(TABLE_ITEM_ACTIONS);
+    // Its drift check reads the table's own settings back, and nothing else of the table's control plane.
+    const describe = dynamo.filter((s) => actionsOf([s]).has('dynamodb:DescribeTable'));
+    expect(actionsOf(describe)).toEqual(
+      new Set(['dynamodb:DescribeTable', 'dynamodb:DescribeContinuousBackups']),
+    );
+    expect(actionsOf(dynamo.filter((s) => !streamRead.includes(s) && !describe.includes(s)))).toEqual(
+      TABLE_ITEM_ACTIONS,
+    );
     // Its wake-up's stream, which Lambda reads for it.
     expect(actionsOf(streamRead)).toEqual(
       new Set([
