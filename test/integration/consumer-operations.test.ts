@@ -1,11 +1,9 @@
-import { Logger } from '@aws-lambda-powertools/logger';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sleep } from '../../functions/core/async.js';
-import { metricsOptions, SERVICE } from '../../functions/observability/metrics.js';
-import { createSweepHandler } from '../../functions/sweep/app.js';
+import { SERVICE } from '../../functions/observability/metrics.js';
 import { lambdaContext } from '../../infra/local/lambda-context.js';
 import { calls, repaired } from '../fixtures/consumer-operations.js';
-import { CapturedMetrics } from '../helpers/captured-metrics.js';
+import { gaugedSweep } from '../helpers/gauged-sweep.js';
 import { queueApi } from '../helpers/queue-api.js';
 import type { ApiAnswer } from '../helpers/runtime.js';
 import { startTestRuntime, type TestRuntime } from '../helpers/runtime.js';
@@ -264,14 +262,7 @@ describe("a Lambda consumer's stats", () => {
 
 describe("a Lambda consumer's gauges", () => {
   it("are published by the sweep under the consumer's namespace, as its stats count them", async () => {
-    const metrics = new CapturedMetrics(metricsOptions(SERVICE.sweep, 'push-ops'));
-    const sweep = createSweepHandler(
-      t.runtime.config,
-      t.runtime.clients,
-      { gaugeIntervalMs: 0, passIntervalMs: 0, reserveMs: 0 },
-      new Logger({ logLevel: 'SILENT' }),
-      metrics,
-    );
+    const { metrics, sweep } = gaugedSweep(t);
     const stats = ok(await ofConsumer('billing', 'stats'));
     expect(stats.dlq_depth).toBeGreaterThan(0);
     await sweep({}, lambdaContext('sweep', 1));

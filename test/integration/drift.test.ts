@@ -2,17 +2,15 @@ import { Logger } from '@aws-lambda-powertools/logger';
 import { DecreaseStreamRetentionPeriodCommand } from '@aws-sdk/client-kinesis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { streamName } from '../../functions/core/config.js';
-import { metricsOptions, SERVICE } from '../../functions/observability/metrics.js';
-import { createSweepHandler } from '../../functions/sweep/app.js';
 import { DriftCheck } from '../../functions/sweep/drift-check.js';
 import { createAdminClients } from '../../infra/local/admin-clients.js';
 import { lambdaContext } from '../../infra/local/lambda-context.js';
-import { CapturedMetrics } from '../helpers/captured-metrics.js';
+import { gaugedSweep } from '../helpers/gauged-sweep.js';
 import { startTestRuntime, type TestRuntime } from '../helpers/runtime.js';
 
 /**
- * The drift check against the emulators: kinesalite keeps a stream's retention as DynamoDB's
- * emulators do not keep backups or deletion protection, so a lowered stream retention is what is
+ * The drift check against the emulators: kinesalite keeps a stream's retention, while DynamoDB's
+ * emulators keep neither backups nor deletion protection, so a lowered stream retention is what is
  * tested here; the table's rules are the unit test's (test/unit/drift.test.ts).
  */
 
@@ -58,14 +56,7 @@ describe('the drift check', () => {
       },
     ]);
     // The sweep publishes it as the queue's `drift` gauge, which its alarm reads.
-    const metrics = new CapturedMetrics(metricsOptions(SERVICE.sweep, 'drift'));
-    const sweep = createSweepHandler(
-      t.runtime.config,
-      t.runtime.clients,
-      { gaugeIntervalMs: 0, passIntervalMs: 0, reserveMs: 0 },
-      new Logger({ logLevel: 'SILENT' }),
-      metrics,
-    );
+    const { metrics, sweep } = gaugedSweep(t);
     await sweep({}, lambdaContext('sweep', 1));
     await sweep.published();
     const gauge = (queue: string) =>
