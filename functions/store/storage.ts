@@ -52,21 +52,23 @@ export class StorageMeter {
    * Accepted messages' bytes, held by every reader of the queue until each is done with them; by
    * one Lambda consumer only when `namespace` is its (a replay for that consumer).
    */
-  add(namespace: string, config: QueueConfig, bytes: number): Promise<void> {
+  add(
+    namespace: string,
+    config: QueueConfig,
+    bytes: number,
+    totals: Record<string, number> = {},
+  ): Promise<void> {
     const { queue, consumer } = namespaceParts(namespace);
     const holders = readers(queue, config).filter((r) => consumer === undefined || r.name === consumer);
-    return this.buffer.add(
-      storageKey(queue),
-      Object.fromEntries(holders.map(({ attribute }) => [attribute, bytes])),
-    );
+    return this.buffer.add(storageKey(queue), {
+      ...Object.fromEntries(holders.map(({ attribute }) => [attribute, bytes])),
+      ...totals,
+    });
   }
 
   /** Bytes the producer accepted: held as `add` holds them, and counted in the produced total. */
   produced(queue: string, config: QueueConfig, bytes: number): Promise<void> {
-    return this.buffer.add(storageKey(queue), {
-      ...Object.fromEntries(readers(queue, config).map(({ attribute }) => [attribute, bytes])),
-      produced_bytes: bytes,
-    });
+    return this.add(queue, config, bytes, { produced_bytes: bytes });
   }
 
   /**

@@ -14,24 +14,39 @@ export interface DriftCheckDeps {
   doc: DocumentClient;
   table: string;
   logger: Logger;
+  now?: () => number;
 }
+
+/** Settings are read back this often; the gauges publish the last reading every minute between. */
+const CHECK_EVERY_MS = 3_600_000;
 
 /**
  * What the stack promises, read back where it runs (core/drift.ts), with the gauges: each
  * queue's stream, and the table every queue's state is in (its findings count for each queue).
- * Control-plane reads, free of charge; a call that fails or that the service lacks (dynalite
- * has neither backups nor deletion protection) reads as unknown, never as drift.
+ * Control-plane reads, free of charge, once an hour per instance: a lowered setting is not a
+ * minute's emergency, and the sweep's idle minute should not pay for 2 + one a queue of them. A call
+ * that fails or that the service lacks (dynalite has neither backups nor deletion protection)
+ * reads as unknown, never as drift.
  */
 export class DriftCheck {
+  private last: { at: number; found: Map<string, DriftFinding[]> } | undefined;
+
   constructor(private readonly deps: DriftCheckDeps) {}
 
   async check(): Promise<Map<string, DriftFinding[]>> {
+    const now = this.deps.now?.() ?? Date.now();
+    if (this.last && now - this.last.at < CHECK_EVERY_MS) return this.last.found;
+    this.last = { at: now, found: await this.read() };
+    return this.last.found;
+  }
+
+  private async read(): Promise<Map<string, DriftFinding[]>> {
     const { tenant, table } = this.deps;
     const tableFindings = tableDrift(table, tenant, await this.observeTable());
     const out = new Map<string, DriftFinding[]>();
     for (const [queue, config] of Object.entries(tenant.queues)) {
       const stream = streamName(tenant.tenant, queue);
-      const summary = await this.read(() =>
+      const summary = await this.readOrUnknown(() =>
         this.deps.kinesis.send(new DescribeStreamSummaryCommand({ StreamName: stream })),
       );
       const findings = [
@@ -50,8 +65,8 @@ export class DriftCheck {
   private async observeTable(): Promise<ObservedTable> {
     const TableName = this.deps.table;
     const [described, backups] = await Promise.all([
-      this.read(() => this.deps.doc.send(new DescribeTableCommand({ TableName }))),
-      this.read(() => this.deps.doc.send(new DescribeContinuousBackupsCommand({ TableName }))),
+      this.readOrUnknown(() => this.deps.doc.send(new DescribeTableCommand({ TableName }))),
+      this.readOrUnknown(() => this.deps.doc.send(new DescribeContinuousBackupsCommand({ TableName }))),
     ]);
     const pitr =
       backups?.ContinuousBackupsDescription?.PointInTimeRecoveryDescription?.PointInTimeRecoveryStatus;
@@ -63,7 +78,7 @@ export class DriftCheck {
     };
   }
 
-  private async read<T>(call: () => Promise<T>): Promise<T | undefined> {
+  private async readOrUnknown<T>(call: () => Promise<T>): Promise<T | undefined> {
     try {
       return await call();
     } catch (err) {

@@ -18,9 +18,10 @@ export interface GaugesDeps {
 
 /**
  * The gauges the alarms read (infra/alarms.ts), for every queue and Lambda consumer: what its
- * stats count, the records that left the log unadmitted, and the settings found lowered (drift). The sweep publishes them about once a
- * minute; on the way it frees the bytes of dead letters whose retention ended (counting them) and samples the
- * totals the stats' drain rates and the usage come from (core/usage-sample.ts).
+ * stats count, the records that left the log unadmitted, and the settings found lowered (drift).
+ * The sweep publishes them about once a minute; on the way it frees the bytes of dead letters
+ * whose retention ended (counting them) and samples the totals the stats' drain rates and the
+ * usage come from (core/usage-sample.ts).
  */
 export class Gauges {
   constructor(private readonly deps: GaugesDeps) {}
@@ -46,7 +47,8 @@ export class Gauges {
       const expired = await this.deps.expiryWatch.check(queue, queueConfig);
       const expiredTotal = [...expired.values()].reduce((a, n) => a + n, 0);
       const { stats: s, totals, sampled } = await services.stats.sweepLook(queue, queueConfig);
-      // The stats' drain rates and the usage come from these, a gauge interval apart (none for an unused queue).
+      // The stats' drain rates and the usage come from these, a gauge interval apart (none for an
+      // unused queue).
       if (s.produced_total || s.acked_total)
         await this.sample(queue, sampled, {
           at: Date.now(),

@@ -26,18 +26,24 @@ afterAll(async () => {
   await t?.close();
 });
 
-const check = () =>
+const driftCheck = (now?: () => number) =>
   new DriftCheck({
     tenant: t.runtime.config.tenant,
     kinesis: t.runtime.clients.kinesis,
     doc: t.runtime.clients.doc,
     table: t.runtime.config.tableName,
     logger: new Logger({ logLevel: 'SILENT' }),
-  }).check();
+    ...(now ? { now } : {}),
+  });
+const check = () => driftCheck().check();
 
 describe('the drift check', () => {
   it("finds nothing where the stack's settings hold, then a stream whose retention was lowered by hand, in its gauge", async () => {
     expect([...(await check()).values()].flat()).toEqual([]);
+    // One instance reads the settings back once an hour, and answers its last reading between.
+    let clock = Date.now();
+    const hourly = driftCheck(() => clock);
+    expect([...(await hourly.check()).values()].flat()).toEqual([]);
     const admin = createAdminClients(t.runtime.endpoints);
     await admin.kinesis.send(
       new DecreaseStreamRetentionPeriodCommand({
@@ -45,6 +51,9 @@ describe('the drift check', () => {
         RetentionPeriodHours: 24,
       }),
     );
+    expect([...(await hourly.check()).values()].flat()).toEqual([]);
+    clock += 3_600_000;
+    expect((await hourly.check()).get('lowered')).toHaveLength(1);
     const found = await check();
     expect(found.get('kept')).toEqual([]);
     expect(found.get('lowered')).toEqual([
