@@ -49,6 +49,7 @@ import type {
   SkipResult,
   UsageRequest,
 } from './types.js';
+import { WakeChannel } from './wake-channel.js';
 
 /**
  * The client of leaseq's HTTP API (docs/contract.md, docs/http-api.md). Every call retries throttling (429), an
@@ -68,6 +69,12 @@ export interface LeaseqClientOptions {
   retryBaseMs?: number;
   /** A request without an answer by then is a network failure (a receive adds its wait); default 30 s. */
   timeoutMs?: number;
+  /**
+   * The wake channel's WebSocket URL (the stack's `ChannelUrl` output; `npm start` prints it): a
+   * Worker then waits for its queues' admissions there instead of in long polls
+   * (docs/wake-channel.md).
+   */
+  channelUrl?: string;
 }
 
 export interface CallOptions {
@@ -84,7 +91,7 @@ export class LeaseqClient {
   private readonly assignedIds = new WeakMap<object, string>();
   private readonly nextId = monotonicFactory();
 
-  constructor(options: LeaseqClientOptions) {
+  constructor(private readonly options: LeaseqClientOptions) {
     this.transport = new Transport({
       baseUrl: options.baseUrl,
       apiKey: options.apiKey,
@@ -93,6 +100,12 @@ export class LeaseqClient {
       timeoutMs: options.timeoutMs ?? 30_000,
     });
     this.policy = { maxRetries: options.maxRetries ?? 5, baseMs: options.retryBaseMs ?? 100 };
+  }
+
+  /** A wake channel of its own for the caller to close, if the client has a `channelUrl`. */
+  openWakeChannel(): WakeChannel | undefined {
+    const { channelUrl, apiKey } = this.options;
+    return channelUrl === undefined ? undefined : new WakeChannel({ url: channelUrl, apiKey });
   }
 
   /**

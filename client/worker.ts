@@ -6,6 +6,7 @@ import { AdaptiveLimit, isOverload, type LimitOptions, type LimitStats } from '.
 import { backoffMs, sleep } from './retry.js';
 import { type QueueSlots, type SlotOptions, SlotShare } from './slots.js';
 import type { AckStatus, ExtendResult, ReceivedMessage } from './types.js';
+import type { WakeChannel } from './wake-channel.js';
 
 /**
  * A pull consumer loop (docs/contract.md, "Guarantees"): long-polls for at most as many messages as
@@ -154,6 +155,9 @@ const MAX_ERROR_TEXT = 4096;
 /** A nack's `retry_after_seconds` is at most 12 hours. */
 const MAX_RETRY_AFTER_SECONDS = 12 * 3600;
 
+/** How long a receive waits for its wake channel to connect before it long-polls instead. */
+const CHANNEL_READY_MS = 3000;
+
 /** How long a message that met an overloaded dependency waits, unless a RetryAfterError says. */
 const OVERLOAD_RETRY_SECONDS = 1;
 
@@ -186,6 +190,8 @@ export class Worker<T = unknown> {
   /** The stop's deadline passed: the receive still waiting is abandoned. */
   private readonly polling = new AbortController();
   private started = false;
+  /** Where its receives wait for admissions, if its client has a `channelUrl` (wake-channel.ts). */
+  private channel: WakeChannel | undefined;
   private stopping: Promise<void> | undefined;
   /** Loops waiting for room: each wakes when a handler ends or a limit changes. */
   private readonly waiting = new Set<() => void>();
@@ -229,6 +235,8 @@ export class Worker<T = unknown> {
           this.wakeAll();
         }),
       );
+    this.channel = this.options.client.openWakeChannel();
+    this.channel?.connection();
     for (const lane of this.lanes) lane.loop = this.poll(lane);
   }
 
@@ -343,26 +351,53 @@ export class Worker<T = unknown> {
   }
 
   private async receive(lane: Lane<T>, free: number): Promise<ReceivedMessage<T>[]> {
+    // A channel still connecting is waited for a moment: a long poll now would hold the lane for its wait.
+    const connection = await this.channel?.ready(CHANNEL_READY_MS, this.halting.signal);
+    if (this.channel && connection !== undefined)
+      return this.receiveOrWait(lane, free, this.channel, connection);
     lane.pollStartedAt = Date.now();
     const poll = { id: `poll-${crypto.randomUUID()}`, abort: new AbortController() };
     lane.currentPoll = poll;
-    const { leaseSeconds, consumerId } = lane.options;
     try {
       return await this.options.client.receive<T>(
         lane.queue,
-        {
-          max_messages: Math.min(free, lane.batchSize === 1 ? 100 : lane.batchSize),
-          wait_seconds: this.waitSeconds,
-          poll_id: poll.id,
-          ...(leaseSeconds !== undefined ? { lease_seconds: leaseSeconds } : {}),
-          ...(consumerId !== undefined ? { consumer_id: consumerId } : {}),
-        },
+        { ...this.receiveRequest(lane, free), wait_seconds: this.waitSeconds, poll_id: poll.id },
         { signal: AbortSignal.any([this.polling.signal, poll.abort.signal]) },
       );
     } finally {
       lane.pollStartedAt = undefined;
       lane.currentPoll = undefined;
     }
+  }
+
+  /**
+   * With a wake channel: a receive that does not wait and, if it answers nothing, registers the
+   * connection; then the wait is on the channel, for the queue's next admission or `waitSeconds`.
+   * Nothing is leased while it waits, so a stop ends it at once.
+   */
+  private async receiveOrWait(
+    lane: Lane<T>,
+    free: number,
+    channel: WakeChannel,
+    connection: string,
+  ): Promise<ReceivedMessage<T>[]> {
+    const since = channel.seen(lane.queue);
+    const messages = await this.options.client.receive<T>(
+      lane.queue,
+      { ...this.receiveRequest(lane, free), wait_seconds: 0, wake_connection: connection },
+      { signal: this.polling.signal },
+    );
+    if (!messages.length) await channel.wait(lane.queue, since, this.waitSeconds * 1000, this.halting.signal);
+    return messages;
+  }
+
+  private receiveRequest(lane: Lane<T>, free: number) {
+    const { leaseSeconds, consumerId } = lane.options;
+    return {
+      max_messages: Math.min(free, lane.batchSize === 1 ? 100 : lane.batchSize),
+      ...(leaseSeconds !== undefined ? { lease_seconds: leaseSeconds } : {}),
+      ...(consumerId !== undefined ? { consumer_id: consumerId } : {}),
+    };
   }
 
   /**
@@ -552,6 +587,7 @@ export class Worker<T = unknown> {
     }
     await Promise.all([...settling, ...this.releases]);
     for (const unsubscribe of this.unsubscribe.splice(0)) unsubscribe();
+    this.channel?.close();
     this.hook('stopped');
   }
 

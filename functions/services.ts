@@ -1,3 +1,4 @@
+import { Logger } from '@aws-lambda-powertools/logger';
 import { secretBoxFor } from './access/secret-box.js';
 import { SqsAuthenticator } from './access/sigv4-verifier.js';
 import { SqsCredentialIssuer } from './access/sqs-credentials.js';
@@ -5,6 +6,7 @@ import { type LeaseTerms, processAdmissions } from './admission/admitted-signal.
 import { FastAdmission } from './admission/fast-admission.js';
 import { type AdmissionWaiters, RangeAdmission } from './admission/range-admission.js';
 import type { AwsClients } from './aws/clients.js';
+import type { ConnectionsClient } from './aws/connections.js';
 import { ClaimStore } from './claims/claims.js';
 import { KeyRing } from './core/auth.js';
 import type { RuntimeConfig } from './core/runtime-config.js';
@@ -13,6 +15,7 @@ import { KeyOrder } from './delivery/key-order.js';
 import { OrderedLook } from './delivery/ordered-look.js';
 import { RangeFailures } from './delivery/range-failures.js';
 import { Requeue } from './delivery/requeue.js';
+import { WakeChannel } from './delivery/wake-channel.js';
 import { ShardReader } from './log/shard-reader.js';
 import { ShardDirectory, StreamLog } from './log/stream.js';
 import { DeadLetters } from './operations/dead-letters.js';
@@ -42,6 +45,7 @@ import { SqsCredentialStore } from './store/sqs-credentials.js';
 import { StorageMeter } from './store/storage.js';
 import { SweepArm } from './store/sweep-arm.js';
 import { TotalsSamples } from './store/totals-samples.js';
+import { WakeRegistrations } from './store/wake-registrations.js';
 
 /**
  * The adapters and services of one function instance, built once from its config and
@@ -81,6 +85,8 @@ export function buildServices(config: RuntimeConfig, clients: AwsClients) {
     reserve: (queue, offers, now) => processAdmissions.reserve(`${table}/${queue}`, offers, now),
     notify: (queue, entries, ranges) => processAdmissions.notify(`${table}/${queue}`, entries, ranges),
   };
+  const wakes =
+    clients.connections && wakeChannel(clients.connections, new WakeRegistrations(clients.doc, table));
   const admission = new RangeAdmission({
     ranges,
     segments,
@@ -88,6 +94,7 @@ export function buildServices(config: RuntimeConfig, clients: AwsClients) {
     dedup,
     windows,
     ...(inProcess ? { waiters } : {}),
+    ...(wakes ? { wakes } : {}),
   });
   return {
     tenant,
@@ -134,6 +141,7 @@ export function buildServices(config: RuntimeConfig, clients: AwsClients) {
           },
         }
       : {}),
+    ...(wakes ? { wakes } : {}),
     dedup,
     storage,
     /** Armed after work that may leave state for the sweep (core/sweep-rest.ts). */
@@ -193,6 +201,15 @@ export function buildServices(config: RuntimeConfig, clients: AwsClients) {
 }
 
 export type Services = ReturnType<typeof buildServices>;
+
+function wakeChannel(connections: ConnectionsClient, registrations: WakeRegistrations): WakeChannel {
+  const logger = new Logger({ serviceName: 'leaseq-wake-channel' });
+  return new WakeChannel({
+    registrations,
+    post: (connection, data) => connections.post(connection, data),
+    onError: (err) => logger.warn('a wake was not sent', { error: String(err) }),
+  });
+}
 
 /**
  * SQS credentials: the issuer (POST /keys) and the verifier of signed requests (the SQS endpoint),

@@ -41,6 +41,7 @@ import { type LeaseqFunctionProps, leaseqFunction } from './leaseq-function.js';
 import { acknowledgeNag } from './nag.js';
 import { QueueConstruct } from './queue.js';
 import { loadTenantFile, parseTenantFile, refuseTierFindings } from './tenant-file.js';
+import { WakeChannelApi } from './wake-channel.js';
 
 /** A tenant file's content, as `tenants/<name>.json` holds it (defaults not yet applied). */
 export type LeaseqTenantConfig = z.input<typeof tenantConfigSchema> & {
@@ -120,6 +121,8 @@ export class LeaseqTenant extends Construct {
   /** The tenant file's Lambda consumers, by `<queue>~<consumer>`. */
   readonly consumerFunctions: ReadonlyMap<string, nodejs.NodejsFunction>;
   readonly httpApi: apigw.HttpApi;
+  /** The wake channel: a WebSocket API on which Workers wait for their queues' admissions. */
+  readonly channel: WakeChannelApi;
   /** Every queue's alarms and the topic that tells the tenant's owner. */
   readonly alarms: TenantAlarms;
   /** Seals the secrets of SQS credentials in the table; only the api function may use it. */
@@ -222,9 +225,11 @@ export class LeaseqTenant extends Construct {
 
     // The tenant file travels in the bundles, not the environment (runtime-config.ts).
     this.tenantConfig = JSON.stringify(withoutStackOnlyFields(raw));
+    this.channel = new WakeChannelApi(this, 'WakeChannel', { tenant: config.tenant });
     this.runtimeEnvironment = {
       [ENV.table]: this.table.tableName,
       [ENV.bucket]: this.bucket.bucketName,
+      [ENV.channelEndpoint]: this.channel.endpoint,
     };
 
     // Sealed secrets are credentials, made again with POST /keys/{name}/sqs-credentials: the key
@@ -252,8 +257,12 @@ export class LeaseqTenant extends Construct {
     for (const queue of this.queues.values()) queue.grantProduce(this.apiFunction);
 
     this.httpApi = this.createHttpApi();
+    this.channel.route(this.apiFunction);
     this.dispatchFunction = this.createDispatch();
     this.sweepFunction = this.createSweep();
+    // Whoever admits wakes the receivers waiting on the channel: produce's fast path, dispatch, the sweep's retries.
+    for (const fn of [this.apiFunction, this.dispatchFunction, this.sweepFunction])
+      this.channel.grantWake(fn);
     this.consumerFunctions = this.createConsumers();
     this.alarms = new TenantAlarms(this, 'Alarms', {
       tenant: config.tenant,

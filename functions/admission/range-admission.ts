@@ -17,6 +17,7 @@ import {
 import { admissionId, producerMarksBy } from '../core/replay-policy.js';
 import { retentionTtls } from '../core/retention.js';
 import type { OrderedLook } from '../delivery/ordered-look.js';
+import type { WakeChannel } from '../delivery/wake-channel.js';
 import type { DedupStore } from '../store/dedup.js';
 import type { MessageStore } from '../store/messages.js';
 import { type NewEntries, type NewRange, type RangeStore, rangeAsCreated } from '../store/ranges.js';
@@ -48,6 +49,8 @@ export interface RangeAdmissionDeps {
   dedup: DedupStore;
   /** Long polls of this process waiting for new ranges: leased entries as they are created, or woken. */
   waiters?: AdmissionWaiters;
+  /** Receivers waiting on the wake channel, in any instance (delivery/wake-channel.ts). */
+  wakes?: Pick<WakeChannel, 'admitted'>;
   /** Ordered pull queues: a shard's window and blocked keys, read to lease free keys' runs at creation. */
   windows?: Pick<OrderedLook, 'window'>;
   /** How long a batch waits for a full window to free room before it gives up. */
@@ -420,7 +423,9 @@ export class RangeAdmission {
     } finally {
       reservation?.settle(ours, (slot, index) => layout.ranges[slot]?.slice[index] as SegmentEntry);
     }
-    if (written) this.deps.waiters?.notify(queue, written - (reservation?.count ?? 0), share ? fresh : []);
+    const free = written - (reservation?.count ?? 0);
+    if (written) this.deps.waiters?.notify(queue, free, share ? fresh : []);
+    if (free > 0) await this.deps.wakes?.admitted(queue);
     return !stopOnLoss || written === layout.entries.length;
   }
 

@@ -22,6 +22,7 @@ import { buildServices, buildSqsAccess } from '../services.js';
 import { sqsRoute } from '../sqs/route.js';
 import { RateWindows } from '../store/rate-windows.js';
 import { loadReceiptSecret } from '../store/secret.js';
+import { type ChannelEvent, type ChannelResult, createChannelHandler } from './channel.js';
 import { errorResponse, type HttpResponse, json } from './http.js';
 import type { ApiServices, Route } from './route.js';
 import { ackRoute, cancelReceiveRoute, extendRoute, nackRoute, receiveRoute } from './routes/consume.js';
@@ -107,7 +108,10 @@ export const routes: Route[] = [
   usageRoute,
 ];
 
-export type ApiHandler = (event: APIGatewayProxyEventV2, context: Context) => Promise<HttpResponse>;
+export type ApiHandler = ((event: APIGatewayProxyEventV2, context: Context) => Promise<HttpResponse>) & {
+  /** The wake channel's WebSocket routes (api/channel.ts), served by the same function. */
+  channel: (event: ChannelEvent) => Promise<ChannelResult>;
+};
 
 /**
  * Wires the api function: the same on AWS (handler.ts) and in the local runtime, which builds the
@@ -166,7 +170,7 @@ export function createApiHandler(
       handler: (event: APIGatewayProxyEventV2) => r.handler(event, services),
     })),
   );
-  return middy<APIGatewayProxyEventV2, HttpResponse>()
+  const http = middy<APIGatewayProxyEventV2, HttpResponse>()
     .use(flushMetrics(metrics))
     .use({
       // A change may leave state for the sweep (a lease, a retry, a job): it arms the sweep
@@ -191,4 +195,5 @@ export function createApiHandler(
       },
     })
     .handler(router as unknown as (event: APIGatewayProxyEventV2, context: Context) => Promise<HttpResponse>);
+  return Object.assign(http, { channel: createChannelHandler(services.auth) });
 }

@@ -100,7 +100,7 @@ interface StackEntry {
  * its retries, `finalizeRequest` each attempt. Within a step, high priority runs outermost, and
  * among equals the first added.
  */
-class MiddlewareStack {
+export class MiddlewareStack {
   private entries: StackEntry[] = [];
 
   add(

@@ -1,4 +1,5 @@
 import { NodeHttpHandler } from '@smithy/node-http-handler';
+import { ConnectionsClient } from './connections.js';
 import { createDocumentClient, type DocumentClient } from './dynamodb.js';
 import type { FaultInjector } from './faults.js';
 import { createKinesisClient, type KinesisClient } from './kinesis.js';
@@ -13,6 +14,8 @@ export interface ClientOptions {
   /** SDK attempts per call (standard retry strategy with backoff and jitter). */
   maxAttempts?: number;
   faults?: FaultInjector;
+  /** The wake channel's management endpoint (RuntimeConfig.channelEndpoint); none, no channel. */
+  channelEndpoint?: string;
 }
 
 export interface AwsClients {
@@ -22,6 +25,8 @@ export interface AwsClients {
   /** Loaded on first use (aws/s3-objects.ts). */
   s3: S3Objects;
   meter: RequestMeter;
+  /** The wake channel's connections (API Gateway's management API), where the stack has one. */
+  connections?: ConnectionsClient;
   destroy(): void;
 }
 
@@ -72,12 +77,16 @@ export function createClients(options: ClientOptions): AwsClients {
     },
     hook,
   );
-  for (const client of [doc, kinesis]) hook(client);
+  const connections = options.channelEndpoint
+    ? new ConnectionsClient({ ...common, requestHandler, endpoint: options.channelEndpoint })
+    : undefined;
+  for (const client of [doc, kinesis, ...(connections ? [connections] : [])]) hook(client);
   return {
     doc,
     kinesis,
     s3,
     meter,
+    ...(connections ? { connections } : {}),
     destroy() {
       // One HTTP handler serves all three clients.
       requestHandler.destroy();

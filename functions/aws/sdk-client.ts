@@ -1,5 +1,6 @@
 import type { S3Client } from '@aws-sdk/client-s3';
 import type { AwsJsonClient } from './aws-json.js';
+import type { ConnectionsClient } from './connections.js';
 
 /**
  * The part of an SDK v3 client that meters and fault injection hook into: its smithy
@@ -27,8 +28,8 @@ export interface MiddlewareStackLike {
   ): void;
 }
 
-/** The lean JSON clients (DynamoDB, Kinesis) and the SDK's S3 client share this hook. */
-export type SdkClient = AwsJsonClient | S3Client;
+/** The lean JSON clients (DynamoDB, Kinesis), the wake channel's and the SDK's S3 client share this hook. */
+export type SdkClient = AwsJsonClient | S3Client | ConnectionsClient;
 
 /** The clients' overloaded `add` signatures do not unify across clients; one cast here serves all. */
 export function stackOf(client: SdkClient): MiddlewareStackLike {

@@ -39,6 +39,11 @@ export interface RuntimeConfig {
    * resting sweep, as the table's stream does on AWS.
    */
   onSweepArmed?: () => void;
+  /**
+   * The wake channel's management endpoint (API Gateway's WebSocket stage, or the local
+   * runtime's): admissions post wakes there (docs/wake-channel.md). Absent, no channel.
+   */
+  channelEndpoint?: string;
 }
 
 export type SecretsConfig =
@@ -59,6 +64,8 @@ export const ENV = {
   consumerName: 'LEASEQ_CONSUMER_NAME',
   /** The KMS key that seals SQS credentials' secrets (the stack sets it on the api function only). */
   secretsKeyId: 'LEASEQ_SECRETS_KEY_ID',
+  /** The wake channel's management endpoint (`https://{api}.execute-api.{region}.amazonaws.com/{stage}`). */
+  channelEndpoint: 'LEASEQ_CHANNEL_ENDPOINT',
 } as const;
 
 /**
@@ -95,6 +102,7 @@ const envSchema = z.object({
   [ENV.region]: z.string().check(z.minLength(1)),
   [ENV.localEndpoints]: z.optional(z.pipe(jsonText, endpointsSchema)),
   [ENV.secretsKeyId]: z.optional(z.string().check(z.minLength(1), z.maxLength(2048))),
+  [ENV.channelEndpoint]: z.optional(z.url()),
 });
 
 export function runtimeConfigFromEnv(
@@ -116,5 +124,6 @@ export function runtimeConfigFromEnv(
     region: parsed[ENV.region],
     ...(parsed[ENV.localEndpoints] ? { endpoints: parsed[ENV.localEndpoints] } : {}),
     ...(secretsKeyId ? { secrets: { kind: 'kms', keyId: secretsKeyId } } : {}),
+    ...(parsed[ENV.channelEndpoint] ? { channelEndpoint: parsed[ENV.channelEndpoint] } : {}),
   };
 }

@@ -15,6 +15,7 @@ import { PAUSE_CHECK_MS, type QueueControls } from '../store/queue-controls.js';
 import type { ExtendRequest, NackRequest, ReceiveRequest } from '../wire/requests.js';
 import type { AckStatus, DeliveredMessage } from '../wire/responses.js';
 import { type RangeReceiver, RECEIVE_MAX_BYTES } from './range-receiver.js';
+import type { WakeChannel } from './wake-channel.js';
 
 /**
  * Pull consumption (docs/contract.md, "Consume (pull)"): receive with leases, ack, nack, extend. The edge's
@@ -37,6 +38,8 @@ export interface PullDeliveryDeps {
   pollCancels: Pick<PollCancels, 'isCancelled' | 'cancel'>;
   /** Admissions in this process that wake a long poll (admission/admitted-signal.ts). */
   admissions?: AdmissionWaits;
+  /** Registers a receive's wake channel connection for the queue's next admission. */
+  wakes?: Pick<WakeChannel, 'register'>;
   now?: () => number;
 }
 
@@ -73,6 +76,7 @@ export class PullDelivery {
     const first = this.deps.admissions?.announcesAll ? ANNOUNCED_FIRST_MS : POLL_FIRST_MS;
     /** What the admission that woke this poll handed it: entries leased to it, or its share to lease. */
     let handed: Handoff = NOTHING_HANDED;
+    let registered = false;
     const terms: LeaseTerms = {
       wants: req.max_messages,
       maxBytes: RECEIVE_MAX_BYTES,
@@ -93,7 +97,14 @@ export class PullDelivery {
           : await this.dropPurged(queue, config, delivered, purgedBefore);
       if (kept.length) return this.unlessCalledOff(queue, config, req.poll_id, kept);
       const left = deadline - this.now();
-      if (left <= 0) return [];
+      if (left <= 0) {
+        if (req.wake_connection === undefined || registered || !this.deps.wakes) return [];
+        // Registered before a last look: what is admitted after that look wakes the connection.
+        await this.deps.wakes.register(queue, req.wake_connection);
+        registered = true;
+        handed = NOTHING_HANDED;
+        continue;
+      }
       // Jittered, so receivers waiting together do not all look (and race) at the same moment;
       // woken sooner by an admission in this process.
       const wait = Math.min((paused ? PAUSE_CHECK_MS : pause) * (0.5 + Math.random() / 2), left);

@@ -49,6 +49,11 @@ export function pollCancelKey(queue: string, pollId: string): ItemKey {
   return { pk: `Q#${queue}#POLL#${pollId}`, sk: 'X' };
 }
 
+/** Connections of the wake channel waiting for the queue's next admission (store/wake-registrations.ts). */
+export function wakePk(queue: string): string {
+  return `Q#${queue}#WAKE`;
+}
+
 /** Where each shard's commit point was at the sweep's last look, and since when. */
 export function commitMarksKey(namespace: string): ItemKey {
   return { pk: `Q#${namespace}#CM`, sk: 'M' };

@@ -1,5 +1,6 @@
 import * as z from 'zod/mini';
 import { intIn } from '../core/zod-mini.js';
+import { CONNECTION_ID } from './channel.js';
 import {
   attributesSchema,
   consumerNameSchema,
@@ -72,6 +73,13 @@ export const receiveRequestSchema = z.lazy(() =>
      * worker that stops does not wait out its poll, and what the poll leases after is given back.
      */
     poll_id: z.optional(pollIdSchema),
+    /**
+     * A wake channel connection (docs/wake-channel.md): a receive that answers nothing registers
+     * it, so the queue's next admission wakes its caller on that connection.
+     */
+    wake_connection: z.optional(
+      z.string().check(z.regex(CONNECTION_ID, 'wake_connection is a wake channel connection id')),
+    ),
   }),
 );
 

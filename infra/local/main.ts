@@ -5,7 +5,7 @@ import { ConfigError } from '../../functions/core/config.js';
 import { findingLine, tierFindings } from '../../functions/core/tiers.js';
 import { readTenant, refuseTierFindings } from '../tenant-file.js';
 import { DYNAMODB_EMULATOR_ENV, dynamodbEmulatorSchema } from './emulators.js';
-import { startRuntime } from './runtime.js';
+import { channelPort, startRuntime } from './runtime.js';
 import { checkPortFree, nearestOption, StartupError } from './startup-checks.js';
 
 /** `npm start`: the whole system on 127.0.0.1 (docs/contract.md, "The local runtime"). */
@@ -67,6 +67,7 @@ async function main(): Promise<void> {
   for (const finding of tierFindings(tenant, file.exceptions, Date.now()))
     process.stderr.write(`leaseq: warning: ${findingLine(finding)}\n`);
   await checkPortFree(options.port);
+  await checkPortFree(channelPort(options.port));
   const runtime = await startRuntime({
     tenant,
     dataDir: resolve(options.dataDir),
@@ -85,6 +86,7 @@ async function main(): Promise<void> {
       `data folder: ${resolve(options.dataDir)}`,
       `admin key:   ${runtime.adminKey}`,
       `console:     ${runtime.url}/console (paste the admin key)`,
+      `wake channel: ${runtime.channelUrl} (a Worker's channelUrl)`,
       'SQS credentials of the admin key (SigV4, any region):',
       `  AWS_ACCESS_KEY_ID=${runtime.sqsCredentials.access_key_id}`,
       `  AWS_SECRET_ACCESS_KEY=${runtime.sqsCredentials.secret_access_key}`,

@@ -12,7 +12,7 @@ import {
   SqsCredentialIssuer,
   type SqsCredentials,
 } from '../../functions/access/sqs-credentials.js';
-import { createApiHandler } from '../../functions/api/app.js';
+import { type ApiHandler, createApiHandler } from '../../functions/api/app.js';
 import { type AwsClients, createClients } from '../../functions/aws/clients.js';
 import type { FaultInjector } from '../../functions/aws/faults.js';
 import { hashApiKey } from '../../functions/core/auth.js';
@@ -26,6 +26,7 @@ import { SqsCredentialStore } from '../../functions/store/sqs-credentials.js';
 import { createSweepHandler } from '../../functions/sweep/app.js';
 import { localConsoleAssets } from '../console-assets.js';
 import { createAdminClients } from './admin-clients.js';
+import { startChannelGateway } from './channel-gateway.js';
 import { consumerMappings } from './consumers.js';
 import { type DynamoDbEmulator, startEmulators } from './emulators.js';
 import { type EventSource, startEventSource } from './event-source.js';
@@ -78,6 +79,8 @@ export interface RuntimeOptions {
 
 export interface Runtime {
   url: string;
+  /** The wake channel's WebSocket URL (docs/wake-channel.md). */
+  channelUrl: string;
   adminKey: string;
   /** SQS credentials of the admin key (kept in the data folder), to sign SQS requests with. */
   sqsCredentials: SqsCredentials;
@@ -115,6 +118,15 @@ async function startOn(options: RuntimeOptions, unlock: () => void): Promise<Run
     shardLimit: Math.max(10, totalShards * 2),
     dynamodb: options.dynamodb ?? 'dynalite',
   });
+  // Before the config, which names its endpoint; it reaches the api function once that is built.
+  let api: ApiHandler | undefined;
+  const channel = await startChannelGateway(() => {
+    if (!api) throw new Error('the api function is not built yet');
+    return api.channel;
+  }, channelPort(options.port)).catch(async (err) => {
+    await emulators.close();
+    throw err;
+  });
   const config: RuntimeConfig = {
     tenant: options.tenant,
     tableName: tableName(options.tenant.tenant),
@@ -129,12 +141,14 @@ async function startOn(options: RuntimeOptions, unlock: () => void): Promise<Run
     requestsIsolated: options.requestsIsolated === true,
     // The table's stream wakes the sweep on AWS; here the arm's writer does.
     onSweepArmed: () => sweep?.wake(),
+    channelEndpoint: channel.endpoint,
   };
   let sweep: Schedule | undefined;
   const clients = createClients({
     region: config.region,
     endpoints: emulators.endpoints,
     faults: options.faults,
+    channelEndpoint: channel.endpoint,
   });
   try {
     const admin = createAdminClients(emulators.endpoints, config.region);
@@ -196,11 +210,12 @@ async function startOn(options: RuntimeOptions, unlock: () => void): Promise<Run
     );
     sweep = schedule;
     // The console's files come from a build here, where AWS's api bundle carries them.
-    const api = createApiHandler(config, clients, logger(SERVICE.api), undefined, localConsoleAssets);
+    const http = createApiHandler(config, clients, logger(SERVICE.api), undefined, localConsoleAssets);
+    api = http;
     // Wake the shard pollers after a produce, so local delivery does not wait for the next poll.
     const gateway = await startGateway(
       async (event, context) => {
-        const result = await api(event, context);
+        const result = await http(event, context);
         if (wake && event.requestContext.http.method === 'POST' && event.rawPath.endsWith('/messages'))
           eventSource.nudge();
         return result;
@@ -210,6 +225,7 @@ async function startOn(options: RuntimeOptions, unlock: () => void): Promise<Run
     );
     return {
       url: gateway.url,
+      channelUrl: channel.url,
       adminKey,
       sqsCredentials,
       config,
@@ -230,6 +246,7 @@ async function startOn(options: RuntimeOptions, unlock: () => void): Promise<Run
       },
       async close() {
         await gateway.close();
+        await channel.close();
         await schedule.stop();
         await sweepHandler.published();
         await eventSource.stop();
@@ -240,9 +257,15 @@ async function startOn(options: RuntimeOptions, unlock: () => void): Promise<Run
     };
   } catch (err) {
     clients.destroy();
+    await channel.close();
     await emulators.close();
     throw err;
   }
+}
+
+/** The wake channel listens beside the API: the next port, or any free one when the API's is. */
+export function channelPort(apiPort: number): number {
+  return apiPort === 0 ? 0 : apiPort + 1;
 }
 
 function loadOrCreateAdminKey(dataDir: string): string {

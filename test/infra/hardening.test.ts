@@ -138,6 +138,9 @@ describe('cdk-nag AwsSolutions', () => {
       'Leaseq-acme/Default/HttpApi/POST--/Resource',
       'Leaseq-acme/Default/HttpApi/POST--queues--events--messages/Resource',
       'Leaseq-acme/Default/HttpApi/POST--queues--orders--messages/Resource',
+      'Leaseq-acme/Default/WakeChannel/Api/$connect-Route/Resource',
+      'Leaseq-acme/Default/WakeChannel/Api/$default-Route/Resource',
+      'Leaseq-acme/Default/WakeChannel/Api/$disconnect-Route/Resource',
     ]);
     const bucket = logicalId(acme.tenant.bucket);
     expect(byRule(`AwsSolutions-IAM5[Resource::<${bucket}.Arn>/claims/*]`)).toEqual([
@@ -152,8 +155,19 @@ describe('cdk-nag AwsSolutions', () => {
       'Leaseq-acme/Default/DispatchServiceRole/DefaultPolicy',
       'Leaseq-acme/Default/SweepServiceRole/DefaultPolicy',
     ]);
-    // Nothing else: no IAM4 (no managed policies), no IAM5 but the claim and segment prefixes.
-    expect(acks).toHaveLength(4 + 7 + 2 + 4);
+    const channel = logicalId(acme.tenant.channel.api);
+    expect(
+      byRule(
+        `AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:execute-api:<AWS::Region>:<AWS::AccountId>:<${channel}>/live/POST/@connections/*]`,
+      ).sort(),
+    ).toEqual([
+      'Leaseq-acme/Default/ApiServiceRole/DefaultPolicy',
+      'Leaseq-acme/Default/DispatchServiceRole/DefaultPolicy',
+      'Leaseq-acme/Default/SweepServiceRole/DefaultPolicy',
+    ]);
+    // Nothing else: no IAM4 (no managed policies), no IAM5 but the claim and segment prefixes and
+    // the wake channel's connections.
+    expect(acks).toHaveLength(4 + 10 + 2 + 4 + 3);
   });
 
   it.each([
@@ -181,8 +195,8 @@ describe('cdk-nag AwsSolutions', () => {
         ),
     );
     expect(suppressed.filter((s) => s.includes('AwsSolutions-L1'))).toHaveLength(4);
-    expect(suppressed.filter((s) => s.includes('AwsSolutions-APIG4'))).toHaveLength(7);
-    expect(suppressed.filter((s) => s.includes('AwsSolutions-IAM5'))).toHaveLength(6);
+    expect(suppressed.filter((s) => s.includes('AwsSolutions-APIG4'))).toHaveLength(10);
+    expect(suppressed.filter((s) => s.includes('AwsSolutions-IAM5'))).toHaveLength(9);
   });
 });
 
@@ -211,6 +225,7 @@ const SERVICE_RESOURCE: Record<string, string> = {
   s3: 'AWS::S3::Bucket',
   logs: 'AWS::Logs::LogGroup',
   kms: 'AWS::KMS::Key',
+  'execute-api': 'AWS::ApiGatewayV2::Api',
 };
 
 /**
@@ -258,6 +273,20 @@ describe('tenant isolation (acme and globex in one app)', () => {
 
         for (const r of asList(s.Resource)) {
           expect(r).not.toBe('*');
+          if (service === 'execute-api') {
+            // The wake channel's connections on its own stage: arn:…:execute-api:<region>:<account>:<api>/live/POST/@connections/*.
+            const parts = (r as Json)['Fn::Join'][1] as unknown[];
+            const api = parts.find(
+              (p) => typeof p === 'object' && (p as Json).Ref?.startsWith('WakeChannel'),
+            );
+            expect(resources[(api as Json).Ref]?.Properties).toMatchObject({
+              Name: `leaseq-${tenant}-channel`,
+              ProtocolType: 'WEBSOCKET',
+            });
+            expect(parts.at(-1)).toBe('/live/POST/@connections/*');
+            expect(parts).toContainEqual({ Ref: 'AWS::AccountId' });
+            continue;
+          }
           const own = ownResource(template, r);
           expect(own.type).toBe(SERVICE_RESOURCE[service]);
           const props = resources[own.id]?.Properties ?? {};
@@ -385,9 +414,10 @@ describe('per-tenant names', () => {
           expect(value, `${id}.${key}`).toMatch(new RegExp(`^leaseq-${tenant}(-|$)`));
         }
       }
-      // The table, one stream per queue and the HTTP API are named; nothing else is.
+      // The table, one stream per queue, the HTTP API and the wake channel are named; nothing else is.
       expect(named.sort()).toEqual(
         [
+          'AWS::ApiGatewayV2::Api.Name',
           'AWS::ApiGatewayV2::Api.Name',
           'AWS::DynamoDB::Table.TableName',
           ...QUEUES.map(() => 'AWS::Kinesis::Stream.Name'),
@@ -474,8 +504,9 @@ describe('on delete', () => {
       expect(count('AWS::DynamoDB::Table')).toBe(1);
       expect(count('AWS::S3::Bucket')).toBe(2); // claims and their access logs
       expect(count('AWS::Kinesis::Stream')).toBe(QUEUES.length);
-      expect(count('AWS::Logs::LogGroup')).toBe(4 + 1); // each function's, and the API's access log
-      expect(retained).toHaveLength(1 + 2 + QUEUES.length + 5);
+      // each function's, and the access logs of the API and of the wake channel
+      expect(count('AWS::Logs::LogGroup')).toBe(4 + 2);
+      expect(retained).toHaveLength(1 + 2 + QUEUES.length + 6);
     },
   );
 });

@@ -106,6 +106,17 @@ function expectOwnLogs(t: Template, functionLogicalId: string, statements: State
   return logs;
 }
 
+/** PostToConnection on the stack's own wake channel stage, and nothing else of API Gateway. */
+function expectWakeGrant(t: Template, statements: Statement[]): Statement[] {
+  const wake = serviceStatements(statements, 'execute-api:');
+  const channelId = Object.keys(
+    t.findResources('AWS::ApiGatewayV2::Api', { Properties: { ProtocolType: 'WEBSOCKET' } }),
+  )[0];
+  expect(actionsOf(wake)).toEqual(new Set(['execute-api:ManageConnections']));
+  expect(JSON.stringify(resourcesOf(wake))).toContain(`{"Ref":"${channelId}"},"/live/POST/@connections/*"`);
+  return wake;
+}
+
 function onlyId(t: Template, type: string): string {
   const ids = Object.keys(t.findResources(type));
   expect(ids).toHaveLength(1);
@@ -319,9 +330,12 @@ describe('TenantStack (tenants/local.json)', () => {
       IntegrationUri: { 'Fn::GetAtt': [fnId, 'Arn'] },
       PayloadFormatVersion: '2.0',
     });
-    const routes = Object.values(template.findResources('AWS::ApiGatewayV2::Route')).map(
-      (r) => r.Properties.RouteKey,
-    );
+    const httpApi = Object.keys(
+      template.findResources('AWS::ApiGatewayV2::Api', { Properties: { ProtocolType: 'HTTP' } }),
+    )[0];
+    const routes = Object.values(template.findResources('AWS::ApiGatewayV2::Route'))
+      .filter((r) => r.Properties.ApiId.Ref === httpApi)
+      .map((r) => r.Properties.RouteKey);
     expect(routes.sort()).toEqual([
       'ANY /queues/jobs/{proxy+}',
       'ANY /queues/ledger/{proxy+}',
@@ -351,7 +365,10 @@ describe('TenantStack (tenants/local.json)', () => {
       { functionCode },
     );
     const t = Template.fromStack(stack);
-    const [stageId, stage] = Object.entries(t.findResources('AWS::ApiGatewayV2::Stage'))[0] ?? [];
+    const [stageId, stage] =
+      Object.entries(
+        t.findResources('AWS::ApiGatewayV2::Stage', { Properties: { StageName: '$default' } }),
+      )[0] ?? [];
     expect(stage?.Properties.RouteSettings).toEqual({
       'POST /queues/noisy/messages': { ThrottlingRateLimit: 40, ThrottlingBurstLimit: 40 },
       'ANY /queues/noisy/{proxy+}': { ThrottlingRateLimit: 10, ThrottlingBurstLimit: 10 },
@@ -410,8 +427,12 @@ describe('TenantStack (tenants/local.json)', () => {
     expect(resourcesOf(kms)).toEqual([arnOf(logicalId(local.tenant.secretsKey))]);
 
     // Nothing else: every statement is one of the four services above, or its own logs.
+    // Wakes the receivers waiting on the channel when its fast path admits.
+    const wake = expectWakeGrant(template, statements);
     const logs = expectOwnLogs(template, apiId, statements);
-    expect(dynamo.length + s3.length + kinesis.length + kms.length + logs.length).toBe(statements.length);
+    expect(dynamo.length + s3.length + kinesis.length + kms.length + wake.length + logs.length).toBe(
+      statements.length,
+    );
   });
 
   it('has a rotated KMS key for SQS credentials, named to the api function only, usable by it only', () => {
@@ -494,8 +515,9 @@ describe('TenantStack (tenants/local.json)', () => {
       { 'Fn::Join': ['', [arnOf(logicalId(local.tenant.bucket)), '/segments/*']] },
     ]);
 
+    const wake = expectWakeGrant(template, statements);
     const logs = expectOwnLogs(template, dispatchId, statements);
-    expect(dynamo.length + kinesis.length + s3.length + logs.length).toBe(statements.length);
+    expect(dynamo.length + kinesis.length + s3.length + wake.length + logs.length).toBe(statements.length);
   });
 
   it('wakes sweep on the writes of its arm, filtered out of the table stream', () => {
@@ -569,8 +591,9 @@ describe('TenantStack (tenants/local.json)', () => {
     expect(resourcesOf(s3)).toEqual([
       { 'Fn::Join': ['', [arnOf(logicalId(local.tenant.bucket)), '/segments/*']] },
     ]);
+    const wake = expectWakeGrant(template, statements);
     const logs = expectOwnLogs(template, sweepId, statements);
-    expect(dynamo.length + kinesis.length + s3.length + logs.length).toBe(statements.length);
+    expect(dynamo.length + kinesis.length + s3.length + wake.length + logs.length).toBe(statements.length);
   });
 
   it('scopes every data action of every policy to a resource, never "*"', () => {
@@ -585,6 +608,39 @@ describe('TenantStack (tenants/local.json)', () => {
         }
       }
     }
+  });
+
+  it('has a wake channel: a WebSocket API routed to the api function, its endpoint in every admitting function', () => {
+    const channel = Object.keys(
+      template.findResources('AWS::ApiGatewayV2::Api', { Properties: { ProtocolType: 'WEBSOCKET' } }),
+    );
+    expect(channel).toHaveLength(1);
+    const channelId = channel[0] as string;
+    const apiFn = functionId(template, 'leaseq-api');
+    const integrations = template.findResources('AWS::ApiGatewayV2::Integration', {
+      Properties: { ApiId: { Ref: channelId } },
+    });
+    const routes = Object.values(template.findResources('AWS::ApiGatewayV2::Route'))
+      .filter((r) => r.Properties.ApiId.Ref === channelId)
+      .map((r) => {
+        const integration = integrations[r.Properties.Target['Fn::Join'][1][1].Ref];
+        expect(JSON.stringify(integration?.Properties.IntegrationUri)).toContain(apiFn);
+        return `${r.Properties.RouteKey} ${r.Properties.RouteResponseSelectionExpression ?? '-'}`;
+      });
+    // $default answers on the connection (hello, pong): a route response.
+    expect(routes.sort()).toEqual(['$connect -', '$default $default', '$disconnect -']);
+    template.hasResourceProperties('AWS::ApiGatewayV2::Stage', {
+      ApiId: { Ref: channelId },
+      StageName: 'live',
+      AutoDeploy: true,
+      DefaultRouteSettings: { ThrottlingBurstLimit: 200, ThrottlingRateLimit: 100 },
+      AccessLogSettings: { DestinationArn: Match.anyValue(), Format: Match.stringLikeRegexp('connectionId') },
+    });
+    for (const service of ['leaseq-api', 'leaseq-dispatch', 'leaseq-sweep']) {
+      const env = template.toJSON().Resources[functionId(template, service)].Properties.Environment.Variables;
+      expect(JSON.stringify(env.LEASEQ_CHANNEL_ENDPOINT)).toContain(channelId);
+    }
+    expect(JSON.stringify(template.toJSON().Outputs.ChannelUrl.Value)).toContain('wss://');
   });
 
   it('outputs the API URL, table, bucket, function names and each stream name', () => {

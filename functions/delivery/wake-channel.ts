@@ -1,0 +1,45 @@
+import { isNamespace } from '../core/config.js';
+import type { WakeRegistrations } from '../store/wake-registrations.js';
+import type { ChannelFrame } from '../wire/channel.js';
+
+/**
+ * The server's side of the wake channel (docs/wake-channel.md). A receive that answers nothing
+ * registers its caller's connection with the queue; the next admission of the queue in any
+ * function instance takes the registrations and posts each connection one `admitted` frame.
+ * A Worker so waits on a WebSocket, which costs API Gateway's connection minutes, instead of in a
+ * long poll, which bills the api function for every second of the wait.
+ */
+
+export interface WakeChannelDeps {
+  registrations: WakeRegistrations;
+  /** Sends a frame to a connection (API Gateway's PostToConnection); false when it is gone. */
+  post: (connection: string, data: string) => Promise<boolean>;
+  /** A wake that failed: its receiver looks again at its own next look, so it is logged, not thrown. */
+  onError?: (err: unknown) => void;
+  now?: () => number;
+}
+
+export class WakeChannel {
+  constructor(private readonly deps: WakeChannelDeps) {}
+
+  /** Called by a receive that found nothing, before its last look: an admission after it wakes. */
+  async register(queue: string, connection: string): Promise<void> {
+    await this.deps.registrations.register(queue, connection, this.deps.now?.() ?? Date.now());
+  }
+
+  /** New entries of `queue` are free: wakes whoever registered for it. Never throws. */
+  async admitted(queue: string): Promise<void> {
+    // A Lambda consumer's namespace is delivered by its mapping, never received.
+    if (isNamespace(queue)) return;
+    try {
+      const connections = await this.deps.registrations.take(queue);
+      if (!connections.length) return;
+      const data = JSON.stringify({ type: 'admitted', queue } satisfies ChannelFrame);
+      await Promise.all(
+        connections.map((c) => this.deps.post(c, data).catch((err) => this.deps.onError?.(err))),
+      );
+    } catch (err) {
+      this.deps.onError?.(err);
+    }
+  }
+}

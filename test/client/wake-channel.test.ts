@@ -1,0 +1,156 @@
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import WebSocket from 'ws';
+import type { LeaseqClient } from '../../client/index.js';
+import { QueryCommand } from '../../functions/aws/dynamodb.js';
+import { wakePk } from '../../functions/store/keys.js';
+import type { ChannelFrame } from '../../functions/wire/channel.js';
+import { startTestRuntime, type TestRuntime } from '../helpers/runtime.js';
+import { clientOf, until, workerPool } from './support.js';
+
+/**
+ * The wake channel (docs/wake-channel.md) against a real local runtime: its WebSocket gateway
+ * plays API Gateway's, and admissions post wakes through its management endpoint over HTTP, as
+ * on AWS. A Worker on the channel receives without waiting, so only a wake brings it back before
+ * its `waitSeconds` (20 s here) ends.
+ */
+
+let t: TestRuntime;
+let client: LeaseqClient;
+const pool = workerPool(() => client);
+
+beforeAll(async () => {
+  t = await startTestRuntime({ tenant: 'wake', queues: { jobs: { shards: 2 }, other: { shards: 1 } } });
+  client = clientOf(t, { channelUrl: t.runtime.channelUrl });
+});
+afterEach(async () => {
+  await pool.stopAll();
+});
+afterAll(async () => {
+  await t?.close();
+});
+
+async function registrations(queue: string): Promise<string[]> {
+  const out = await t.runtime.clients.doc.send(
+    new QueryCommand({
+      TableName: t.runtime.config.tableName,
+      KeyConditionExpression: 'pk = :pk',
+      ExpressionAttributeValues: { ':pk': wakePk(queue) },
+      ConsistentRead: true,
+    }),
+  );
+  return (out.Items ?? []).map((i) => String(i.sk));
+}
+
+/** A raw connection, as a client other than the Worker would use it. */
+async function connect(key: string | null = t.runtime.adminKey) {
+  const ws = new WebSocket(t.runtime.channelUrl, key ? { headers: { authorization: `Bearer ${key}` } } : {});
+  const frames: ChannelFrame[] = [];
+  ws.on('message', (data) => frames.push(JSON.parse(String(data)) as ChannelFrame));
+  await new Promise<void>((resolve, reject) => {
+    ws.once('open', () => resolve());
+    ws.once('error', reject);
+  });
+  ws.send(JSON.stringify({ action: 'hello' }));
+  await until('the hello answer', () => frames.some((f) => f.type === 'hello'));
+  const hello = frames.find((f) => f.type === 'hello') as { connection_id: string };
+  return { ws, frames, id: hello.connection_id };
+}
+
+describe('the wake channel', () => {
+  it('a receive that answers nothing registers its connection; the next admission takes it and wakes it', async () => {
+    const { ws, frames, id } = await connect();
+    try {
+      const empty = await t.api('/queues/other/receive', { body: { wait_seconds: 0, wake_connection: id } });
+      expect(empty.status).toBe(200);
+      expect(empty.body.messages).toEqual([]);
+      expect(await registrations('other')).toEqual([id]);
+
+      await t.api('/queues/other/messages', { body: { messages: [{ payload: 1 }] } });
+      await until('the wake', () => frames.some((f) => f.type === 'admitted'));
+      expect(frames.filter((f) => f.type === 'admitted')).toEqual([{ type: 'admitted', queue: 'other' }]);
+      expect(await registrations('other')).toEqual([]);
+
+      const got = await t.api('/queues/other/receive', { body: { wait_seconds: 0 } });
+      expect(got.body.messages).toHaveLength(1);
+      await t.api('/queues/other/ack', { body: { receipts: [got.body.messages[0].receipt] } });
+    } finally {
+      ws.close();
+    }
+  });
+
+  it('a receive that finds messages registers nothing', async () => {
+    const { ws, id } = await connect();
+    try {
+      await t.api('/queues/other/messages', { body: { messages: [{ payload: 2 }] } });
+      let got: { receipt: string }[] = [];
+      await until('the message', async () => {
+        got = (await t.api('/queues/other/receive', { body: { wait_seconds: 0, wake_connection: id } })).body
+          .messages;
+        return got.length > 0;
+      });
+      // The empty looks before it registered; the one that found the message did not add to them.
+      const before = await registrations('other');
+      await t.api('/queues/other/ack', { body: { receipts: got.map((m) => m.receipt) } });
+      expect(await registrations('other')).toEqual(before);
+    } finally {
+      ws.close();
+    }
+  });
+
+  it('a wake to a connection that closed is dropped, and the message is delivered all the same', async () => {
+    const { ws, id } = await connect();
+    await t.api('/queues/other/receive', { body: { wait_seconds: 0, wake_connection: id } });
+    ws.close();
+    await until('the connection closed', () => ws.readyState === WebSocket.CLOSED);
+    const produced = await t.api('/queues/other/messages', { body: { messages: [{ payload: 3 }] } });
+    expect(produced.status).toBe(200);
+    await until('the registration taken', async () => (await registrations('other')).length === 0);
+    const got = await t.api('/queues/other/receive', { body: { wait_seconds: 5 } });
+    expect(got.body.messages.map((m: { payload: unknown }) => m.payload)).toEqual([3]);
+    await t.api('/queues/other/ack', { body: { receipts: [got.body.messages[0].receipt] } });
+  });
+
+  it('refuses a connection without a valid key, a malformed frame and a malformed connection id', async () => {
+    await expect(connect('not-a-key')).rejects.toThrow(/401/);
+    await expect(connect(null)).rejects.toThrow(/401/);
+
+    const { ws, frames } = await connect();
+    try {
+      ws.send('{"action":"subscribe"}');
+      ws.send(JSON.stringify({ action: 'ping' }));
+      await until('two answers', () => frames.length >= 3);
+      expect(frames[1]).toMatchObject({ type: 'error', code: 'INVALID_REQUEST' });
+      expect(frames[2]).toEqual({ type: 'pong' });
+    } finally {
+      ws.close();
+    }
+    const bad = await t.api('/queues/other/receive', { body: { wake_connection: 'not an id!' } });
+    expect(bad.status).toBe(400);
+    expect(bad.body.error.code).toBe('INVALID_REQUEST');
+  });
+
+  it('an idle Worker waits on the channel and is woken by an admission long before its wait ends', async () => {
+    const handled: unknown[] = [];
+    const { worker, errors } = pool.start({
+      queue: 'jobs',
+      waitSeconds: 20,
+      handler: async (m) => {
+        handled.push(m.payload);
+      },
+    });
+    await until('the worker idle on the channel', async () => (await registrations('jobs')).length > 0);
+    const idleSince = Date.now();
+    await client.produce('jobs', [{ payload: 'woken' }]);
+    await until('the message handled', () => handled.length === 1, 10_000);
+    // Without the wake its next look was 20 s after it went idle.
+    expect(Date.now() - idleSince).toBeLessThan(10_000);
+    expect(handled).toEqual(['woken']);
+    expect(errors).toEqual([]);
+
+    // Waiting on the channel holds no request and no lease: a stop ends it at once.
+    await until('idle again', async () => (await registrations('jobs')).length > 0);
+    const stopping = Date.now();
+    await worker.stop({ timeoutMs: 30_000 });
+    expect(Date.now() - stopping).toBeLessThan(10_000);
+  });
+});
