@@ -237,6 +237,18 @@ export interface FixedMonthly {
 
 /** Long polls of an idle worker, at the API's default and longest wait. */
 const IDLE_WAIT_SECONDS = 20;
+/**
+ * An idle Worker on the wake channel (docs/wake-channel.md): a look every IDLE_WAIT_SECONDS that
+ * answers nothing (a receive without a wait: the registration's write and two looks of one range
+ * read each, in a short invocation), a ping every 5 minutes, a new connection every 2 hours.
+ */
+const CHANNEL = {
+  lookMs: 15,
+  lookWriteUnits: 1,
+  lookReadUnits: 2,
+  pingsPerHour: 12,
+  connectionsPerHour: 0.5,
+};
 
 /**
  * What leaseq costs a month with no messages at all: a queue's provisioned stream, the tenant's
@@ -279,10 +291,24 @@ export function fixedMonthly(shards: number, retentionHours: number, tick: IdleT
       note: `${tick.ms.toFixed(0)} ms here${tick.rested ? '' : ' (it did not rest!)'}; ${DEPLOYMENT.lambdaMemoryGb} GB arm64`,
     },
     {
-      item: `receive long polls of ${IDLE_WAIT_SECONDS} s, all empty`,
+      item: `a Worker on the wake channel, a look every ${IDLE_WAIT_SECONDS} s`,
       scope: 'idle worker',
-      usdPerMonth: idlePolls * (P.apiGatewayHttpRequest.usd + P.lambdaRequest.usd) + monthSeconds * gbSecond,
-      note: `Lambda bills the wait; SQS: $${(idlePolls * P.sqsStandardRequest.usd).toFixed(2)}`,
+      usdPerMonth:
+        (monthSeconds / 60) * P.apiGatewayWebSocketConnectionMinute.usd +
+        idlePolls *
+          (P.apiGatewayHttpRequest.usd +
+            P.lambdaRequest.usd +
+            (CHANNEL.lookMs / 1000) * gbSecond +
+            CHANNEL.lookWriteUnits * P.dynamodbWriteRequestUnit.usd +
+            CHANNEL.lookReadUnits * P.dynamodbReadRequestUnit.usd) +
+        // A ping and a hello are a message in and its answer out, each an invocation of the api function.
+        hours *
+          (CHANNEL.pingsPerHour + CHANNEL.connectionsPerHour) *
+          (2 * P.apiGatewayWebSocketMessage.usd + P.lambdaRequest.usd),
+      note:
+        `connection minutes, pings, looks; long polls of ${IDLE_WAIT_SECONDS} s instead: ` +
+        `$${(idlePolls * (P.apiGatewayHttpRequest.usd + P.lambdaRequest.usd) + monthSeconds * gbSecond).toFixed(2)} ` +
+        `(Lambda bills the wait); SQS: $${(idlePolls * P.sqsStandardRequest.usd).toFixed(2)}`,
     },
   ];
 }

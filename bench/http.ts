@@ -7,6 +7,8 @@ export interface Endpoint {
   key: string;
   /** Counts every request made through this endpoint (API Gateway requests and api Lambda invocations). */
   tally?: ApiTally;
+  /** The wake channel workers wait on instead of long polls (--as-aws, as the Worker does when given one). */
+  channelUrl?: string;
 }
 
 /** HTTP requests the workload made, by route, and how long each took at the client. */

@@ -108,6 +108,20 @@ export const PRICES = {
     checkedAgainst: 'cloudchipr.com/blog/aws-lambda-pricing',
     since: '2021-09 (Graviton2 functions)',
   },
+  apiGatewayWebSocketMessage: {
+    usd: 1.0 / 1e6,
+    per: 'WebSocket API message, either way (first billion a month; metered in 32 KB increments)',
+    source: 'https://aws.amazon.com/api-gateway/pricing/',
+    check: 'memory',
+    since: '2018-12 (WebSocket APIs launched)',
+  },
+  apiGatewayWebSocketConnectionMinute: {
+    usd: 0.25 / 1e6,
+    per: 'WebSocket API connection minute',
+    source: 'https://aws.amazon.com/api-gateway/pricing/',
+    check: 'memory',
+    since: '2018-12',
+  },
   sqsStandardRequest: {
     usd: 0.4 / 1e6,
     per: 'SQS standard request (first 100 billion a month; each 64 KB chunk of a payload is one request)',

@@ -167,7 +167,8 @@ const SCOPE_NOTE =
 
 const AS_AWS_NOTE =
   'As AWS runs it (--as-aws): no admission handed leases to, or woke, a long poll of its own process; ' +
-  'receivers found their messages by their own re-reads, dispatch polled each shard once a second.';
+  'workers waited on the wake channel (receives without a wait, woken over the WebSocket by the ' +
+  'admission of any instance, as a Worker given the ChannelUrl is), dispatch polled each shard once a second.';
 
 /** What `leaseq size` (cli/sizing.ts) takes a delivered message to cost: rewritten by each run of c4-ids. */
 const FIGURES_FILE = fileURLToPath(new URL('./figures.json', import.meta.url));
@@ -263,10 +264,16 @@ async function measure(
   runtime: Runtime,
   messages: number,
   only: ReadonlySet<string> | undefined,
+  asAws: boolean,
 ): Promise<Measured> {
   const chosen = <T extends { queue: string }>(runs: readonly T[]) =>
     runs.filter((r) => !only || only.has(r.queue));
-  const admin: Endpoint = { url: runtime.url, key: runtime.adminKey };
+  // As AWS runs it, workers wait on the wake channel, as a Worker given the stack's ChannelUrl does.
+  const admin: Endpoint = {
+    url: runtime.url,
+    key: runtime.adminKey,
+    ...(asAws ? { channelUrl: runtime.channelUrl } : {}),
+  };
   const { meter } = runtime.clients;
   const probe = new CostProbe();
   for (const client of [runtime.clients.doc, runtime.clients.kinesis, await runtime.clients.s3.client()])
@@ -537,7 +544,7 @@ async function main(): Promise<void> {
       options.dynamodb,
       { asAws: options.asAws },
     );
-    measured = await measure(runtime, options.messages, options.only);
+    measured = await measure(runtime, options.messages, options.only, options.asAws);
   } finally {
     await runtime?.close();
     rmSync(dataDir, { recursive: true, force: true });

@@ -1,5 +1,6 @@
 import { performance } from 'node:perf_hooks';
 import { seededRandom } from '../chaos/random.js';
+import { WakeChannel } from '../client/wake-channel.js';
 import { type Endpoint, post } from './http.js';
 
 /**
@@ -184,30 +185,55 @@ export async function workerLoop(
     if (refused) throw new Error(`ack on ${queue}: ${refused.status}`);
     hooks.onAcked(batch.map((m) => m.message_id));
   };
-  while (!hooks.stopped()) {
-    const { messages } = await post<ReceiveAnswer>(api, `/queues/${queue}/receive`, {
-      max_messages: WORKLOAD.receiveMax,
-      wait_seconds: held.length > 0 ? 0 : WORKLOAD.receiveWaitSeconds,
-      consumer_id: `bench-worker-${worker.id}`,
-    });
-    if (messages.length === 0 && api.tally) api.tally.emptyReceives++;
-    const receivedAt = performance.now();
-    for (const m of messages) {
-      hooks.onDelivered?.(m, receivedAt);
-      if (!nacked(m, worker.nackFirstAttempt)) {
-        held.push(m);
-        continue;
-      }
-      const { status } = await post<NackAnswer>(api, `/queues/${queue}/nack`, {
-        receipt: m.receipt,
-        retry_after_seconds: WORKLOAD.nackRetryAfterSeconds,
-      });
-      if (status !== 'retry_scheduled') throw new Error(`nack on ${queue}: ${status}`);
-      hooks.onNacked?.(m, performance.now());
-    }
-    while (held.length >= WORKLOAD.ackBatch) await ack(held.splice(0, WORKLOAD.ackBatch));
-    if (held.length > 0 && (messages.length === 0 || hooks.nothingMoreComing?.())) await ack(held.splice(0));
+  const channel = api.channelUrl ? new WakeChannel({ url: api.channelUrl, apiKey: api.key }) : undefined;
+  try {
+    while (!hooks.stopped()) await workerPass(api, queue, worker, hooks, held, ack, channel);
+  } finally {
+    channel?.close();
   }
+}
+
+/**
+ * One receive and what follows it. With a wake channel, an empty receive registers the connection
+ * and the worker waits on it (the Worker's way), looking at `stopped` each second while it waits.
+ */
+async function workerPass(
+  api: Endpoint,
+  queue: string,
+  worker: { id: number; nackFirstAttempt: boolean },
+  hooks: WorkerHooks,
+  held: Delivered[],
+  ack: (batch: Delivered[]) => Promise<void>,
+  channel: WakeChannel | undefined,
+): Promise<void> {
+  const connection = held.length === 0 ? await channel?.ready(3000) : undefined;
+  const since = channel?.seen(queue) ?? 0;
+  const { messages } = await post<ReceiveAnswer>(api, `/queues/${queue}/receive`, {
+    max_messages: WORKLOAD.receiveMax,
+    wait_seconds: held.length > 0 || connection ? 0 : WORKLOAD.receiveWaitSeconds,
+    consumer_id: `bench-worker-${worker.id}`,
+    ...(connection ? { wake_connection: connection } : {}),
+  });
+  if (messages.length === 0 && api.tally) api.tally.emptyReceives++;
+  const receivedAt = performance.now();
+  for (const m of messages) {
+    hooks.onDelivered?.(m, receivedAt);
+    if (!nacked(m, worker.nackFirstAttempt)) {
+      held.push(m);
+      continue;
+    }
+    const { status } = await post<NackAnswer>(api, `/queues/${queue}/nack`, {
+      receipt: m.receipt,
+      retry_after_seconds: WORKLOAD.nackRetryAfterSeconds,
+    });
+    if (status !== 'retry_scheduled') throw new Error(`nack on ${queue}: ${status}`);
+    hooks.onNacked?.(m, performance.now());
+  }
+  while (held.length >= WORKLOAD.ackBatch) await ack(held.splice(0, WORKLOAD.ackBatch));
+  if (held.length > 0 && (messages.length === 0 || hooks.nothingMoreComing?.())) await ack(held.splice(0));
+  if (messages.length > 0 || !connection || !channel) return;
+  const until = performance.now() + WORKLOAD.receiveWaitSeconds * 1000;
+  while (!hooks.stopped() && performance.now() < until && !(await channel.wait(queue, since, 1000)));
 }
 
 /** Runs loops until one fails or all end; the first error stops the others through `stop`. */

@@ -160,7 +160,7 @@ describe('the packed leaseq', () => {
   it('installs the client and the command line with their own dependencies only: no AWS SDK, zod, Ajv, CDK or emulator', () => {
     const installed = readdirSync(join(project, 'node_modules')).filter((n) => !n.startsWith('.'));
     expect(installed).toEqual(
-      expect.arrayContaining(['leaseq', 'ulid', 'commander', 'cli-table3', 'cli-progress']),
+      expect.arrayContaining(['leaseq', 'ulid', 'ws', 'commander', 'cli-table3', 'cli-progress']),
     );
     expect(
       installed.filter((n) =>
