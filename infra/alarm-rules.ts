@@ -21,6 +21,7 @@ export const ALARM_OWNERS = {
   'expired-unprocessed': 'platform',
   drift: 'platform',
   'iterator-age': 'platform',
+  'write-throttled': 'platform',
   'produce-rate-anomaly': 'platform',
   'quota-throttled': 'producing_team',
 } as const;

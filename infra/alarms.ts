@@ -272,6 +272,20 @@ export class TenantAlarms extends Construct {
       // means its reader is gone or stuck, and the records age towards expiry unseen.
       treatMissingData: cloudwatch.TreatMissingData.BREACHING,
     });
+    this.add(q, 'write-throttled', {
+      alarmDescription:
+        `Produce met the write limit of ${q}'s ${queue.config.shards} shard(s) (1 MiB or 1,000 records ` +
+        'a second each) in two 5-minute periods running: produce retries and slows. `leaseq size` ' +
+        'says how many shards the rate needs.',
+      // A burst that one retry absorbs is not capacity missing: throttling that lasts is.
+      metric: queue.stream.metricWriteProvisionedThroughputExceeded({
+        statistic: cloudwatch.Stats.SUM,
+        period: GAUGE_PERIOD,
+      }),
+      threshold: 0,
+      evaluationPeriods: 2,
+      treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+    });
   }
 
   /**

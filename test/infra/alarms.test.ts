@@ -70,7 +70,7 @@ function alarm(name: string) {
 }
 
 describe('alarms per queue', () => {
-  it('makes twelve for a pulled queue, nine for a pushed one, five per consumer and two more when ordered, named by tenant and queue', () => {
+  it('makes thirteen for a pulled queue, ten for a pushed one, five per consumer and two more when ordered, named by tenant and queue', () => {
     const names = Object.values(template.findResources('AWS::CloudWatch::Alarm')).map(
       (a) => a.Properties.AlarmName as string,
     );
@@ -84,6 +84,7 @@ describe('alarms per queue', () => {
         'leaseq-acme/events/expired-unprocessed',
         'leaseq-acme/events/drift',
         'leaseq-acme/events/iterator-age',
+        'leaseq-acme/events/write-throttled',
         'leaseq-acme/events/oldest-unacked-age',
         'leaseq-acme/events~billing/dlq-oldest-age',
         'leaseq-acme/events~billing/dlq-expiring',
@@ -98,6 +99,7 @@ describe('alarms per queue', () => {
         'leaseq-acme/orders/expired-unprocessed',
         'leaseq-acme/orders/drift',
         'leaseq-acme/orders/iterator-age',
+        'leaseq-acme/orders/write-throttled',
         'leaseq-acme/orders/oldest-unacked-age',
         'leaseq-acme/orders/redelivery-rate',
         'leaseq-acme/orders/stale-receipt-rate',
@@ -110,6 +112,7 @@ describe('alarms per queue', () => {
         'leaseq-acme/ledger/expired-unprocessed',
         'leaseq-acme/ledger/drift',
         'leaseq-acme/ledger/iterator-age',
+        'leaseq-acme/ledger/write-throttled',
         'leaseq-acme/ledger/oldest-unacked-age',
         'leaseq-acme/ledger/redelivery-rate',
         'leaseq-acme/ledger/stale-receipt-rate',
@@ -124,6 +127,7 @@ describe('alarms per queue', () => {
         'leaseq-acme/feed/expired-unprocessed',
         'leaseq-acme/feed/drift',
         'leaseq-acme/feed/iterator-age',
+        'leaseq-acme/feed/write-throttled',
         'leaseq-acme/feed/oldest-unacked-age',
         'leaseq-acme/feed~search/dlq-oldest-age',
         'leaseq-acme/feed~search/dlq-expiring',
@@ -356,6 +360,24 @@ describe('alarms per queue', () => {
   });
 });
 
+describe('write throttling', () => {
+  it("watches the queue's own stream: throttled writes in two 5-minute periods running", () => {
+    for (const queue of ['orders', 'feed']) {
+      const stream = stack.tenant.queues.get(queue)?.stream;
+      expect(alarm(`leaseq-acme/${queue}/write-throttled`)).toMatchObject({
+        Namespace: 'AWS/Kinesis',
+        MetricName: 'WriteProvisionedThroughputExceeded',
+        Dimensions: [{ Name: 'StreamName', Value: { Ref: logicalId(stream) } }],
+        Statistic: 'Sum',
+        Period: 300,
+        EvaluationPeriods: 2,
+        Threshold: 0,
+        TreatMissingData: 'notBreaching',
+      });
+    }
+  });
+});
+
 describe('the owner', () => {
   it("names each alarm's owner in its description and sends an owner's addresses only its alarms", () => {
     const alarms = Object.values(template.findResources('AWS::CloudWatch::Alarm')).map((a) => a.Properties);
@@ -379,6 +401,7 @@ describe('the owner', () => {
           { suffix: '/expired-unprocessed' },
           { suffix: '/drift' },
           { suffix: '/iterator-age' },
+          { suffix: '/write-throttled' },
           { suffix: '/produce-rate-anomaly' },
         ],
       },
@@ -436,7 +459,7 @@ describe('the owner', () => {
     const quietTemplate = Template.fromStack(quiet);
     quietTemplate.resourceCountIs('AWS::SNS::Topic', 1);
     quietTemplate.resourceCountIs('AWS::SNS::Subscription', 0);
-    quietTemplate.resourceCountIs('AWS::CloudWatch::Alarm', 9);
+    quietTemplate.resourceCountIs('AWS::CloudWatch::Alarm', 10);
     expect(Object.keys(quietTemplate.findResources('AWS::CloudWatch::Alarm')).join()).not.toMatch(/dlq/i);
   });
 
