@@ -425,7 +425,7 @@ export class RangeAdmission {
     }
     const free = written - (reservation?.count ?? 0);
     if (written) this.deps.waiters?.notify(queue, free, share ? fresh : []);
-    if (free > 0) await this.deps.wakes?.admitted(queue);
+    if (free > 0) await this.deps.wakes?.admitted(queue, free);
     return !stopOnLoss || written === layout.entries.length;
   }
 

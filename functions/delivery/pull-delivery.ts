@@ -100,7 +100,7 @@ export class PullDelivery {
       if (left <= 0) {
         if (req.wake_connection === undefined || registered || !this.deps.wakes) return [];
         // Registered before a last look: what is admitted after that look wakes the connection.
-        await this.deps.wakes.register(queue, req.wake_connection);
+        await this.deps.wakes.register(queue, req.wake_connection, req.max_messages);
         registered = true;
         handed = NOTHING_HANDED;
         continue;

@@ -22,17 +22,20 @@ export interface WakeChannelDeps {
 export class WakeChannel {
   constructor(private readonly deps: WakeChannelDeps) {}
 
-  /** Called by a receive that found nothing, before its last look: an admission after it wakes. */
-  async register(queue: string, connection: string): Promise<void> {
-    await this.deps.registrations.register(queue, connection, this.deps.now?.() ?? Date.now());
+  /**
+   * Called by a receive of `wants` messages that found nothing, before its last look: an admission
+   * after it wakes the connection.
+   */
+  async register(queue: string, connection: string, wants: number): Promise<void> {
+    await this.deps.registrations.register(queue, connection, wants, this.deps.now?.() ?? Date.now());
   }
 
-  /** New entries of `queue` are free: wakes whoever registered for it. Never throws. */
-  async admitted(queue: string): Promise<void> {
+  /** `entries` new entries of `queue` are free: wakes the oldest receivers that ask for them. Never throws. */
+  async admitted(queue: string, entries: number): Promise<void> {
     // A Lambda consumer's namespace is delivered by its mapping, never received.
     if (isNamespace(queue)) return;
     try {
-      const connections = await this.deps.registrations.take(queue);
+      const connections = await this.deps.registrations.take(queue, entries);
       if (!connections.length) return;
       const data = JSON.stringify({ type: 'admitted', queue } satisfies ChannelFrame);
       await Promise.all(

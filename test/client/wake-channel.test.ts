@@ -5,7 +5,7 @@ import { QueryCommand } from '../../functions/aws/dynamodb.js';
 import { wakePk } from '../../functions/store/keys.js';
 import type { ChannelFrame } from '../../functions/wire/channel.js';
 import { startTestRuntime, type TestRuntime } from '../helpers/runtime.js';
-import { clientOf, until, workerPool } from './support.js';
+import { clientOf, sleep, until, workerPool } from './support.js';
 
 /**
  * The wake channel (docs/wake-channel.md) against a real local runtime: its WebSocket gateway
@@ -75,6 +75,36 @@ describe('the wake channel', () => {
       await t.api('/queues/other/ack', { body: { receipts: [got.body.messages[0].receipt] } });
     } finally {
       ws.close();
+    }
+  });
+
+  it('an admission wakes the oldest registrations that cover its entries, not every one', async () => {
+    const first = await connect();
+    const second = await connect();
+    try {
+      await t.api('/queues/other/receive', { body: { max_messages: 2, wake_connection: first.id } });
+      // Registered a few milliseconds apart, so "oldest" is not a tie.
+      await sleep(10);
+      await t.api('/queues/other/receive', { body: { max_messages: 2, wake_connection: second.id } });
+      expect((await registrations('other')).sort()).toEqual([first.id, second.id].sort());
+
+      // One new message: the older registration covers it, the other waits on.
+      await t.api('/queues/other/messages', { body: { messages: [{ payload: 'one' }] } });
+      await until('the first wake', () => first.frames.some((f) => f.type === 'admitted'));
+      expect(await registrations('other')).toEqual([second.id]);
+      expect(second.frames.filter((f) => f.type === 'admitted')).toEqual([]);
+
+      const got = await t.api('/queues/other/receive', { body: { max_messages: 10 } });
+      expect(got.body.messages).toHaveLength(1);
+      await t.api('/queues/other/ack', { body: { receipts: [got.body.messages[0].receipt] } });
+      // The next admission reaches the one left.
+      await t.api('/queues/other/messages', { body: { messages: [{ payload: 'two' }] } });
+      await until('the second wake', () => second.frames.some((f) => f.type === 'admitted'));
+      const next = await t.api('/queues/other/receive', { body: { max_messages: 10 } });
+      await t.api('/queues/other/ack', { body: { receipts: [next.body.messages[0].receipt] } });
+    } finally {
+      first.ws.close();
+      second.ws.close();
     }
   });
 
