@@ -36,6 +36,10 @@ export class WakeChannel {
   private readonly heard = new Map<string, number>();
   private readonly waiters = new Set<Waiter>();
   private opening: Promise<void> | undefined;
+  /** From a connection attempt's start to its hello or its close. */
+  private connecting = false;
+  /** When the next attempt starts, after a close. */
+  private reconnectAt = 0;
   /** Callers of `ready` waiting for the hello. */
   private readonly greeted = new Set<() => void>();
 
@@ -47,10 +51,15 @@ export class WakeChannel {
     return this.id;
   }
 
-  /** The connection's id once open and greeted, waiting up to `ms` for it; undefined after that. */
+  /**
+   * The connection's id once open and greeted, waiting up to `ms` for a connection being opened
+   * or about to be; undefined at once when the next attempt is further away (the caller
+   * long-polls meanwhile).
+   */
   async ready(ms: number, signal?: AbortSignal): Promise<string | undefined> {
     const id = this.connection();
     if (id !== undefined || this.closed) return id;
+    if (!this.connecting && this.reconnectAt - Date.now() > ms) return undefined;
     await new Promise<void>((resolve) => {
       const done = () => {
         clearTimeout(timer);
@@ -100,6 +109,7 @@ export class WakeChannel {
   }
 
   private async open(): Promise<void> {
+    this.connecting = true;
     const { WebSocket } = await import('ws');
     if (this.closed) return;
     const socket = new WebSocket(this.options.url, {
@@ -112,6 +122,8 @@ export class WakeChannel {
       // 'close' follows: reconnecting is its job.
     });
     socket.on('close', () => {
+      this.connecting = false;
+      for (const done of [...this.greeted]) done();
       clearInterval(this.pinger);
       this.id = undefined;
       this.socket = undefined;
@@ -119,6 +131,7 @@ export class WakeChannel {
       this.release(undefined);
       if (this.closed) return;
       const delay = Math.min(MAX_RECONNECT_MS, (this.options.reconnectMs ?? 500) * 2 ** this.failures++);
+      this.reconnectAt = Date.now() + delay;
       setTimeout(() => {
         this.opening = this.closed ? undefined : this.open();
       }, delay).unref?.();
@@ -134,6 +147,7 @@ export class WakeChannel {
     }
     if (frame.type === 'hello') {
       this.id = frame.connection_id;
+      this.connecting = false;
       this.failures = 0;
       clearInterval(this.pinger);
       this.pinger = setInterval(

@@ -34,13 +34,22 @@ export class WakeChannel {
   async admitted(queue: string, entries: number): Promise<void> {
     // A Lambda consumer's namespace is delivered by its mapping, never received.
     if (isNamespace(queue)) return;
+    const data = JSON.stringify({ type: 'admitted', queue } satisfies ChannelFrame);
     try {
-      const connections = await this.deps.registrations.take(queue, entries);
-      if (!connections.length) return;
-      const data = JSON.stringify({ type: 'admitted', queue } satisfies ChannelFrame);
-      await Promise.all(
-        connections.map((c) => this.deps.post(c, data).catch((err) => this.deps.onError?.(err))),
-      );
+      // A connection that closed covers nothing: what it asked for goes to the next registrations.
+      for (let left = entries; left > 0; ) {
+        const taken = await this.deps.registrations.take(queue, left);
+        if (!taken.length) return;
+        const sent = await Promise.all(
+          taken.map(({ connection }) =>
+            this.deps.post(connection, data).catch((err) => {
+              this.deps.onError?.(err);
+              return true;
+            }),
+          ),
+        );
+        left = taken.reduce((n, { wants }, i) => (sent[i] ? n : n + wants), 0);
+      }
     } catch (err) {
       this.deps.onError?.(err);
     }

@@ -14,6 +14,12 @@ import { isConditionFailed } from './util.js';
 
 const KEEP_SECONDS = 2 * 60 * 60;
 
+/** A connection taken for a wake, and how many messages its receive asked for. */
+export interface Registration {
+  connection: string;
+  wants: number;
+}
+
 export class WakeRegistrations {
   constructor(
     private readonly doc: DocumentClient,
@@ -40,7 +46,7 @@ export class WakeRegistrations {
    * at least), each taken (deleted) by this call alone. Read consistently: a receive registers just
    * before its last look, and an admission right after that look must see it.
    */
-  async take(queue: string, entries: number): Promise<string[]> {
+  async take(queue: string, entries: number): Promise<Registration[]> {
     const out = await this.doc.send(
       new QueryCommand({
         TableName: this.table,
@@ -52,7 +58,7 @@ export class WakeRegistrations {
       }),
     );
     const waiting = (out.Items ?? []).sort((a, b) => Number(a.at) - Number(b.at));
-    const taken: string[] = [];
+    const taken: Registration[] = [];
     // A registration another admission took meanwhile covers nothing of this one's: the next is tried.
     for (let left = entries; left > 0 && waiting.length; ) {
       const picked: Record<string, unknown>[] = [];
@@ -64,7 +70,7 @@ export class WakeRegistrations {
       const won = await Promise.all(picked.map((item) => this.delete(queue, String(item.sk))));
       picked.forEach((item, i) => {
         if (!won[i]) return;
-        taken.push(String(item.sk));
+        taken.push({ connection: String(item.sk), wants: wantsOf(item) });
         left -= wantsOf(item);
       });
     }

@@ -9,7 +9,7 @@ import type { ChannelEvent, ChannelResult } from '../../functions/api/channel.js
  * `$default` (its answer sent back on the connection, as the route's response) and `$disconnect`
  * become the events AWS sends the api function, and `POST /@connections/{id}` is the stage's
  * management API (PostToConnection; 410 for a connection that is gone), reached over HTTP by
- * whichever instance admits, as on AWS.
+ * whichever instance admits, as on AWS; `DELETE` closes a connection (DeleteConnection).
  */
 
 export type ChannelHandler = (event: ChannelEvent) => Promise<ChannelResult>;
@@ -32,12 +32,19 @@ export async function startChannelGateway(handler: () => ChannelHandler, port = 
   const sockets = new Map<string, WebSocket>();
   const server: Server = createServer((req, res) => {
     const match = /^\/@connections\/([^/]+)$/.exec(new URL(req.url ?? '/', 'http://127.0.0.1').pathname);
-    if (req.method !== 'POST' || !match) {
+    if ((req.method !== 'POST' && req.method !== 'DELETE') || !match) {
       req.resume();
       res.writeHead(404).end();
       return;
     }
     const socket = sockets.get(decodeURIComponent(match[1] as string));
+    if (req.method === 'DELETE') {
+      // DeleteConnection: API Gateway closes the connection (as it does after 2 hours).
+      req.resume();
+      socket?.close(1001);
+      res.writeHead(socket ? 204 : 410).end();
+      return;
+    }
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {

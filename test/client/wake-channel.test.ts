@@ -1,6 +1,6 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
-import type { LeaseqClient } from '../../client/index.js';
+import { type LeaseqClient, Worker } from '../../client/index.js';
 import { QueryCommand } from '../../functions/aws/dynamodb.js';
 import { wakePk } from '../../functions/store/keys.js';
 import type { ChannelFrame } from '../../functions/wire/channel.js';
@@ -175,12 +175,55 @@ describe('the wake channel', () => {
     // Without the wake its next look was 20 s after it went idle.
     expect(Date.now() - idleSince).toBeLessThan(10_000);
     expect(handled).toEqual(['woken']);
-    expect(errors).toEqual([]);
+
+    // API Gateway closes a connection after 2 hours (DeleteConnection here): the Worker connects
+    // again, registers the new connection, and is woken on it.
+    await until('idle again', async () => (await registrations('jobs')).length > 0);
+    const [old] = await registrations('jobs');
+    const deleted = await fetch(
+      `${t.runtime.config.channelEndpoint}/@connections/${encodeURIComponent(old as string)}`,
+      {
+        method: 'DELETE',
+      },
+    );
+    expect(deleted.status).toBe(204);
+    // The old registration stays until an admission finds its connection gone (410) and wakes the
+    // next one in its place.
+    await until('registered again on a new connection', async () =>
+      (await registrations('jobs')).some((id) => id !== old),
+    );
+    const reconnectedAt = Date.now();
+    await client.produce('jobs', [{ payload: 'after' }]);
+    await until('the message handled', () => handled.length === 2, 10_000);
+    expect(Date.now() - reconnectedAt).toBeLessThan(10_000);
 
     // Waiting on the channel holds no request and no lease: a stop ends it at once.
     await until('idle again', async () => (await registrations('jobs')).length > 0);
     const stopping = Date.now();
     await worker.stop({ timeoutMs: 30_000 });
     expect(Date.now() - stopping).toBeLessThan(10_000);
+    expect(handled).toEqual(['woken', 'after']);
+    expect(errors).toEqual([]);
+  });
+
+  it('a Worker whose channel cannot connect long-polls as it does without one', async () => {
+    const unreachable = clientOf(t, { channelUrl: 'ws://127.0.0.1:9/' });
+    const handled: unknown[] = [];
+    const worker = new Worker({
+      client: unreachable,
+      queue: 'jobs',
+      waitSeconds: 1,
+      handler: async (m) => {
+        handled.push(m.payload);
+      },
+    });
+    worker.start();
+    try {
+      await client.produce('jobs', [{ payload: 'polled' }]);
+      await until('the message handled', () => handled.length === 1, 10_000);
+      expect(handled).toEqual(['polled']);
+    } finally {
+      await worker.stop({ timeoutMs: 5000 });
+    }
   });
 });
