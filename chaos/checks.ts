@@ -290,3 +290,31 @@ export function groupBy<T>(items: readonly T[], keyOf: (item: T) => string): Map
 export function invariant(name: string, violations: string[]): Invariant {
   return { name, ok: violations.length === 0, violations };
 }
+
+/** Restarts compared: the first ten beside the last ten, once a run has both. */
+const RESTART_SAMPLE = 10;
+/** How much slower the last restarts may start than the first before it counts as growth. */
+const RESTART_GROWTH = 1.2;
+
+/** The median start time (ms, start to serving) of the first ten restarts and of the last ten. */
+export function startTimes(ms: readonly number[]): { first: number; last: number } | undefined {
+  if (ms.length < 2 * RESTART_SAMPLE) return undefined;
+  const median = (xs: readonly number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? 0;
+  return { first: median(ms.slice(0, RESTART_SAMPLE)), last: median(ms.slice(-RESTART_SAMPLE)) };
+}
+
+/**
+ * What kills leave behind and the data grown since must not make each start do more: a restart
+ * after the last kill starts about as fast as one after the first.
+ */
+export function restartsStayFast(ms: readonly number[]): Invariant {
+  const t = startTimes(ms);
+  return invariant(
+    'restarts stay fast (of 20 or more, the median start of the last 10 within 20 % of the first 10)',
+    t && t.last > t.first * RESTART_GROWTH
+      ? [
+          `first ${RESTART_SAMPLE} ${t.first} ms, last ${RESTART_SAMPLE} ${t.last} ms (${(t.last / t.first).toFixed(2)}×)`,
+        ]
+      : [],
+  );
+}

@@ -4,7 +4,7 @@ import { dirname, join, resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { DYNAMODB_EMULATOR_ENV, type DynamoDbEmulator } from '../infra/local/emulators.js';
-import type { Invariant } from './checks.js';
+import { type Invariant, restartsStayFast } from './checks.js';
 import { ChildRuntime, pickPort } from './child-runtime.js';
 import { History } from './history.js';
 import { checkIndex } from './index-check.js';
@@ -142,17 +142,6 @@ export async function runCrash(options: CrashOptions): Promise<CrashReport> {
     });
 
     await runtime.stop();
-    const invariants = [
-      ...scenario.invariants,
-      {
-        name: 'the runtime never exited on its own',
-        ok: runtime.unexpectedExits.length === 0,
-        violations: runtime.unexpectedExits,
-      },
-      await checkIndex(dataDir, CHAOS_TENANT.tenant, dynamodb),
-      await checkLineage(dataDir, CHAOS_TENANT.tenant, [QUEUES.unordered, QUEUES.ordered], dynamodb),
-    ];
-    const ok = invariants.every((i) => i.ok);
     const restarts = kills.map(({ killedAt, readyAt, startMs }, i) => {
       const acked = firstAckBetween(history, readyAt, kills[i + 1]?.killedAt ?? Number.POSITIVE_INFINITY);
       return {
@@ -162,6 +151,18 @@ export async function runCrash(options: CrashOptions): Promise<CrashReport> {
         recoverMs: acked === undefined ? undefined : acked - killedAt,
       };
     });
+    const invariants = [
+      ...scenario.invariants,
+      {
+        name: 'the runtime never exited on its own',
+        ok: runtime.unexpectedExits.length === 0,
+        violations: runtime.unexpectedExits,
+      },
+      await checkIndex(dataDir, CHAOS_TENANT.tenant, dynamodb),
+      await checkLineage(dataDir, CHAOS_TENANT.tenant, [QUEUES.unordered, QUEUES.ordered], dynamodb),
+      restartsStayFast(restarts.map((r) => r.startMs)),
+    ];
+    const ok = invariants.every((i) => i.ok);
     remove = ok && options.keepData !== true;
     if (!remove) writeFileSync(join(dir, 'history.json'), JSON.stringify(history, null, 1));
     return { seed: options.seed, restarts, scenario, invariants, ok, keptAt: remove ? undefined : dir };

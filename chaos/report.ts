@@ -1,4 +1,4 @@
-import type { Invariant } from './checks.js';
+import { type Invariant, startTimes } from './checks.js';
 import type { FaultReport } from './fault-run.js';
 import type { CrashReport } from './harness.js';
 import type { JobsEnd } from './jobs.js';
@@ -19,21 +19,19 @@ export function formatCrash(r: CrashReport): string {
     `crash run, seed ${r.seed}`,
     `  kills ${r.restarts.length}, restarts ${r.restarts.length}`,
     ...restarts,
-    ...startTimes(r.restarts.map((x) => x.startMs)),
+    ...startTimeLines(r.restarts.map((x) => x.startMs)),
     ...figures(r.scenario),
     ...invariants(r.invariants),
     ...(r.keptAt ? [`  run folder: ${r.keptAt}`] : []),
   ].join('\n');
 }
 
-/** Whether restarts slow down as the data folder grows: the first ten starts beside the last ten. */
-function startTimes(ms: readonly number[]): string[] {
-  if (ms.length < 20) return [];
-  const median = (xs: readonly number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? 0;
-  const first = median(ms.slice(0, 10));
-  const last = median(ms.slice(-10));
+/** Whether restarts slow down as kills and data accumulate: the first ten starts beside the last ten. */
+function startTimeLines(ms: readonly number[]): string[] {
+  const t = startTimes(ms);
+  if (!t) return [];
   return [
-    `  start to serving, median of the first ten ${first} ms, of the last ten ${last} ms (${(last / first).toFixed(2)}×)`,
+    `  start to serving, median of the first ten ${t.first} ms, of the last ten ${t.last} ms (${(t.last / t.first).toFixed(2)}×)`,
   ];
 }
 

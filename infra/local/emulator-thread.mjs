@@ -6,6 +6,7 @@ import { mkdirSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { parentPort, workerData } from 'node:worker_threads';
+import { WriteJournal } from './write-journal.mjs';
 
 const require = createRequire(import.meta.url);
 const dynalite = require('dynalite');
@@ -14,6 +15,8 @@ const S3rver = require('s3rver');
 
 /** @type {{ dataDir: string; shardLimit: number; dynalite: boolean }} */
 const options = workerData;
+/** dynalite's unsettled writes (write-journal.mjs), beside its folder. */
+const JOURNAL = 'dynamodb-writes.jsonl';
 
 function dir(name) {
   const path = join(options.dataDir, name);
@@ -38,6 +41,12 @@ async function listening(server) {
 }
 
 async function start() {
+  // Read before dynalite answers anything, so the journal of the last process is what it left.
+  const journal = options.dynalite ? new WriteJournal(join(options.dataDir, JOURNAL)) : undefined;
+  const dynamodbServer = options.dynalite
+    ? dynalite({ path: dir('dynamodb'), createTableMs: 0, deleteTableMs: 0, updateTableMs: 0 })
+    : undefined;
+  if (dynamodbServer) journal?.watch(dynamodbServer);
   const s3 = new S3rver({ address: '127.0.0.1', port: 0, directory: dir('s3'), silent: true });
   const started = await Promise.allSettled([
     listening(
@@ -50,23 +59,29 @@ async function start() {
       }),
     ),
     s3.run().then((address) => ({ url: `http://127.0.0.1:${address.port}`, close: () => s3.close() })),
-    ...(options.dynalite
-      ? [listening(dynalite({ path: dir('dynamodb'), createTableMs: 0, deleteTableMs: 0, updateTableMs: 0 }))]
-      : []),
+    ...(dynamodbServer ? [listening(dynamodbServer)] : []),
   ]);
   const servers = started.flatMap((r) => (r.status === 'fulfilled' ? [r.value] : []));
   const failed = started.find((r) => r.status === 'rejected');
   if (failed) {
     await Promise.allSettled(servers.map((server) => server.close()));
+    journal?.close();
     throw failed.reason;
   }
   const [kinesis, s3Server, dynamodb] = servers;
   parentPort.on('message', async (message) => {
+    if (message?.indexRepaired) journal?.settleCarried(message.indexRepaired);
     if (message !== 'close') return;
     await Promise.all(servers.map((server) => server.close()));
+    journal?.close();
     parentPort.close();
   });
-  parentPort.postMessage({ kinesis: kinesis.url, s3: s3Server.url, dynamodb: dynamodb?.url });
+  parentPort.postMessage({
+    kinesis: kinesis.url,
+    s3: s3Server.url,
+    dynamodb: dynamodb?.url,
+    unsettledWrites: journal?.carried,
+  });
 }
 
 await start();

@@ -2,6 +2,8 @@ import { once } from 'node:events';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
+import type { AttributeValue } from '@aws-sdk/client-dynamodb';
+import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { z } from 'zod';
 import { startDynamoDbLocal } from './dynamodb-local.js';
 import { removeTornS3Puts } from './s3-repair.js';
@@ -31,7 +33,21 @@ export function parseDynamoDbEmulator(value: string | undefined): DynamoDbEmulat
 export interface Emulators {
   endpoints: { dynamodb: string; kinesis: string; s3: string };
   dynamodb: DynamoDbEmulator;
+  /**
+   * dynalite's writes the last process started and never answered (write-journal.mjs): the only
+   * items a crash can have torn from their index entries. Undefined when any item may be (a
+   * folder without a journal, not fully repaired since).
+   */
+  unsettledWrites: UnsettledWrite[] | undefined;
+  /** The unsettled writes on `table` are checked and mended (all of its items, when not known). */
+  indexRepaired(table: string): void;
   close(): Promise<void>;
+}
+
+/** The table and key (as plain values) of a write. */
+export interface UnsettledWrite {
+  table: string;
+  key: Record<string, unknown>;
 }
 
 export interface EmulatorOptions {
@@ -41,7 +57,15 @@ export interface EmulatorOptions {
   dynamodb: DynamoDbEmulator;
 }
 
-const ready = z.object({ kinesis: z.string(), s3: z.string(), dynamodb: z.string().optional() });
+const ready = z.object({
+  kinesis: z.string(),
+  s3: z.string(),
+  dynamodb: z.string().optional(),
+  // DynamoDB JSON, as the requests carried them.
+  unsettledWrites: z
+    .array(z.object({ table: z.string(), key: z.record(z.string(), z.custom<AttributeValue>()) }))
+    .optional(),
+});
 
 /** The JavaScript emulators' thread, once they listen. */
 async function startThread(options: EmulatorOptions) {
@@ -60,7 +84,8 @@ async function startThread(options: EmulatorOptions) {
     ),
   ])) as unknown[];
   return {
-    urls: ready.parse(message),
+    started: ready.parse(message),
+    indexRepaired: (table: string) => worker.postMessage({ indexRepaired: table }),
     async close() {
       const exited = once(worker, 'exit');
       worker.postMessage('close');
@@ -90,11 +115,16 @@ export async function startEmulators(options: EmulatorOptions): Promise<Emulator
     await thread.close();
     throw err;
   }
-  const dynamodb = java?.url ?? thread.urls.dynamodb;
+  const dynamodb = java?.url ?? thread.started.dynamodb;
   if (!dynamodb) throw new Error('no DynamoDB emulator started');
   return {
-    endpoints: { dynamodb, kinesis: thread.urls.kinesis, s3: thread.urls.s3 },
+    endpoints: { dynamodb, kinesis: thread.started.kinesis, s3: thread.started.s3 },
     dynamodb: options.dynamodb,
+    // DynamoDB Local writes an item and its index entries in one transaction: nothing to mend.
+    unsettledWrites: java
+      ? []
+      : thread.started.unsettledWrites?.map(({ table, key }) => ({ table, key: unmarshall(key) })),
+    indexRepaired: thread.indexRepaired,
     async close() {
       await Promise.all([thread.close(), java?.close()]);
     },

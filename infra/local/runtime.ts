@@ -159,7 +159,13 @@ async function startOn(options: RuntimeOptions, unlock: () => void): Promise<Run
       ttl: emulators.dynamodb === 'dynamodb-local',
     }).finally(() => admin.destroy());
     // DynamoDB Local writes an item and its index entries in one SQLite transaction.
-    if (emulators.dynamodb === 'dynalite') await repairIndex(clients, config.tableName);
+    if (emulators.dynamodb === 'dynalite') {
+      const suspects = emulators.unsettledWrites
+        ?.filter((w) => w.table === config.tableName)
+        .map((w) => w.key);
+      await repairIndex(clients, config.tableName, suspects);
+      emulators.indexRepaired(config.tableName);
+    }
     // Sealed again at every start, so a new secrets key (its file deleted) does not strand them.
     await new SqsCredentialIssuer(
       new SqsCredentialStore(clients.doc, config.tableName),

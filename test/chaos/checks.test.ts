@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { checkInvariants, type EndState, emptyAfterDrain } from '../../chaos/checks.js';
+import { checkInvariants, type EndState, emptyAfterDrain, restartsStayFast } from '../../chaos/checks.js';
 import { type Delivery, History, lifeOf, type SettleOutcome } from '../../chaos/history.js';
 import { checkJobs } from '../../chaos/job-checks.js';
 import type { JobsEnd } from '../../chaos/jobs.js';
@@ -199,6 +199,22 @@ describe('the end state check', () => {
       'pushed?consumer=chaos: 0 waiting, 2 in flight, 0 delayed, 0 held',
       'ordered: 0 waiting, 0 in flight, 0 delayed, 1 held',
     ]);
+  });
+});
+
+describe('the restart time check', () => {
+  const flat = Array.from({ length: 30 }, (_, i) => 2000 + (i % 3) * 100);
+  it('passes restarts that start as fast at the end as at the start, and runs of fewer than twenty', () => {
+    expect(restartsStayFast(flat).violations).toEqual([]);
+    // A median: one slow restart among the last ten is not growth.
+    expect(restartsStayFast([...flat, 9000]).violations).toEqual([]);
+    expect(restartsStayFast([...flat.slice(0, 19), 9000]).violations).toEqual([]);
+  });
+
+  it('catches the last ten starting more than 20 % slower than the first ten', () => {
+    const last = (ms: number) => [...flat.slice(0, 20), ...Array.from({ length: 10 }, () => ms)];
+    expect(restartsStayFast(last(2520)).violations).toEqual([]);
+    expect(restartsStayFast(last(2600)).violations).toEqual(['first 10 2100 ms, last 10 2600 ms (1.24×)']);
   });
 });
 
