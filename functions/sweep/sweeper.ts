@@ -171,7 +171,8 @@ export class Sweeper {
         if (await jobs.anyRunning(ns.name)) return true;
       for (const shard of await this.deps.shards.shards(streamName(this.deps.tenant.tenant, ns.queue))) {
         const { messages } = this.deps;
-        const open = await this.openRanges(ns, shard);
+        // The whole window, not a pass's share: a lease a turn has not reached must keep it up.
+        const open = await this.openRanges(ns, shard, true);
         if (open.some((range) => rangeNeedsSweep(range, now))) return true;
         for (const index of [gsi.delayed(ns.name, shard), gsi.leased(ns.name, shard)])
           if ((await messages.partition(index, { limit: 1, below: soon })).length) return true;
@@ -289,7 +290,7 @@ export class Sweeper {
   private async expireRanges(ns: Namespace, shard: string): Promise<{ expired: number; appended: number }> {
     const { name: queue, config } = ns;
     const now = this.now();
-    const open = await this.openRanges(ns, shard);
+    const open = await this.openRanges(ns, shard, false);
     // An ordered queue's Lambda consumer takes over its crashed invocations' leases itself, in its
     // keys' order (lambda-consumer/keyed-delivery.ts): failing one here would let its key's next go first.
     const keyed = ns.consumer !== undefined && config.ordered;
@@ -414,10 +415,11 @@ export class Sweeper {
    * The unfinished ranges a pass attends to: a pull queue's where its leases can be
    * (window-scan.ts), so its backlog costs a pass nothing; an ordered queue's blocked keys and a
    * Lambda consumer's keys read the window from the commit point (a consumer's holds only the
-   * batches it took).
+   * batches it took). `whole`: the window from the commit point, for the rest decision, made only
+   * after a pass that found nothing to do, once no request has armed the sweep for 40 s.
    */
-  private async openRanges(ns: Namespace, shard: string): Promise<Range[]> {
-    if (ns.consumer === undefined && !ns.config.ordered) return this.scan.read(ns.name, shard);
+  private async openRanges(ns: Namespace, shard: string, whole: boolean): Promise<Range[]> {
+    if (!whole && ns.consumer === undefined && !ns.config.ordered) return this.scan.read(ns.name, shard);
     const { ranges } = this.deps;
     return ranges.from(ns.name, shard, await ranges.commitHint(ns.name, shard), RANGES_PER_PASS);
   }

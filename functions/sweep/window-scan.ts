@@ -35,9 +35,9 @@ export class WindowScan {
     }
     const after = this.restAfter.get(at);
     const from = after !== undefined && compareSequence(after, end.start) > 0 ? after : end.start;
-    const rest = (await this.ranges.from(queue, shard, from, REST_PER_PASS + 1)).filter(
-      (r) => compareSequence(r.start, from) > 0,
-    );
+    const rest = (await this.ranges.from(queue, shard, from, REST_PER_PASS + 1))
+      .filter((r) => compareSequence(r.start, from) > 0)
+      .slice(0, REST_PER_PASS);
     const last = rest.at(-1);
     // The turn ends at the head: the next one starts again after the front.
     if (last && rest.length === REST_PER_PASS) this.restAfter.set(at, last.start);
