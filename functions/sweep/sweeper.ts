@@ -83,7 +83,10 @@ export function emptyReport(): SweepReport {
 
 /** Items handled per partition per pass; a pass repeats while partitions stay full. */
 const PAGE = 100;
-/** Ranges an ordered queue's pass reads per shard: a full default window (10,000 entries) is 500 of them. */
+/**
+ * Ranges read per shard where the whole window is read (an ordered queue, a Lambda consumer, the
+ * rest decision): a full default window (10,000 entries) is 500 of them.
+ */
 const RANGES_PER_PASS = 1000;
 /** Queues and consumers a pass sweeps at once. */
 const NAMESPACES_AT_ONCE = 4;
@@ -413,7 +416,7 @@ export class Sweeper {
 
   /**
    * The unfinished ranges a pass attends to: a pull queue's where its leases can be
-   * (window-scan.ts), so its backlog costs a pass nothing; an ordered queue's blocked keys and a
+   * (window-scan.ts), so its backlog adds no reads to a pass; an ordered queue's blocked keys and a
    * Lambda consumer's keys read the window from the commit point (a consumer's holds only the
    * batches it took). `whole`: the window from the commit point, for the rest decision, made only
    * after a pass that found nothing to do, once no request has armed the sweep for 40 s.
