@@ -99,7 +99,11 @@ export interface LogRecord {
   envelope: Envelope;
 }
 
-/** How many closed ranges one look for the commit point reads at a time. */
+/**
+ * How many ranges one look for the commit point reads at a time: first a few (it is usually the
+ * hint's range, and behind a backlog a long page would read ranges nobody touched), then more.
+ */
+const COMMIT_FIRST_PAGE = 4;
 const COMMIT_PAGE = 50;
 /**
  * The longest window an ordered admission reads to lease to waiting receivers: receivers wait
@@ -556,11 +560,11 @@ export class RangeAdmission {
     let start = hint;
     let found: Range | undefined;
     let last: Range | undefined;
-    for (;;) {
-      const page = await this.deps.ranges.from(queue, shard, start, COMMIT_PAGE, true);
+    for (let size = COMMIT_FIRST_PAGE; ; size = COMMIT_PAGE) {
+      const page = await this.deps.ranges.from(queue, shard, start, size, true);
       found = page.find((r) => !isFinished(r));
       last = page.at(-1);
-      if (found || page.length < COMMIT_PAGE || !last) break;
+      if (found || page.length < size || !last) break;
       start = last.start;
     }
     const commit = found?.start ?? last?.start;

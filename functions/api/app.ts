@@ -14,6 +14,7 @@ import { ReceiptSigner } from '../core/receipt.js';
 import type { RuntimeConfig } from '../core/runtime-config.js';
 import { PullDelivery } from '../delivery/pull-delivery.js';
 import { RangeReceiver } from '../delivery/range-receiver.js';
+import { WaitPlaces } from '../delivery/wait-places.js';
 import { countFor, flushMetrics, metricsOptions, SERVICE } from '../observability/metrics.js';
 import { DeadLetterErrors } from '../operations/dead-letter-errors.js';
 import { Usage } from '../operations/usage.js';
@@ -22,6 +23,7 @@ import { buildServices, buildSqsAccess } from '../services.js';
 import { sqsRoute } from '../sqs/route.js';
 import { RateWindows } from '../store/rate-windows.js';
 import { loadReceiptSecret } from '../store/secret.js';
+import { WaitingPolls } from '../store/waiting-polls.js';
 import { type ChannelEvent, type ChannelResult, createChannelHandler } from './channel.js';
 import { errorResponse, type HttpResponse, json } from './http.js';
 import type { ApiServices, Route } from './route.js';
@@ -146,6 +148,7 @@ export function createApiHandler(
     producer: new Producer(built),
     consumer: new PullDelivery({
       ...built,
+      places: new WaitPlaces(new WaitingPolls(clients.doc, config.tableName)),
       signer: loadSigner,
       ranges: new RangeReceiver({ ...built, failures: built.rangeFailures, signer: loadSigner }),
     }),

@@ -81,6 +81,11 @@ const queueFieldsSchema = z
     /** A queue with Lambda consumers is consumed by them (push), not by dispatch (pull). */
     consumers: z._default(z.array(lambdaConsumerSchema), []),
     rate_limits: z._default(rateLimitsSchema, {}),
+    /**
+     * Receives of the queue that may wait at once (core/long-polls.ts): a long poll holds an
+     * invocation of the api function while it waits; past this a receive answers at once.
+     */
+    max_waiting_receives: z._default(intIn(1, 1000), 100),
     /** Bytes the queue may hold unconsumed; the default is derived (see storageQuotaBytes). */
     storage_quota_bytes: z.optional(z.number().check(z.int(), z.positive())),
     /**

@@ -17,6 +17,8 @@ import type { PayloadRef } from './envelope.js';
 
 /** Entries per range: sized so a range with every entry leased stays under 1 KB (one write unit). */
 export const RANGE_ENTRIES = 20;
+/** Ranges a receive's look reads per shard: enough free entries for a receive of 100 behind a few busy ranges. */
+export const RANGES_PER_LOOK = 8;
 
 export interface Lease {
   expiresAt: number;

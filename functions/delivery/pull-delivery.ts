@@ -8,6 +8,7 @@ import { sleep } from '../core/async.js';
 import type { QueueConfig } from '../core/config.js';
 import { InvalidRequestError, StaleReceiptError } from '../core/errors.js';
 import { leaseExpiry, maxLeaseExpiry, receiveLease } from '../core/lease.js';
+import { FREE_WAIT_MS } from '../core/long-polls.js';
 import type { Delivery, ReceiptSigner } from '../core/receipt.js';
 import type { Counters } from '../store/counters.js';
 import type { PollCancels } from '../store/poll-cancels.js';
@@ -15,6 +16,7 @@ import { PAUSE_CHECK_MS, type QueueControls } from '../store/queue-controls.js';
 import type { ExtendRequest, NackRequest, ReceiveRequest } from '../wire/requests.js';
 import type { AckStatus, DeliveredMessage } from '../wire/responses.js';
 import { type RangeReceiver, RECEIVE_MAX_BYTES } from './range-receiver.js';
+import type { GiveBack, WaitPlaces } from './wait-places.js';
 import type { WakeChannel } from './wake-channel.js';
 
 /**
@@ -38,6 +40,8 @@ export interface PullDeliveryDeps {
   pollCancels: Pick<PollCancels, 'isCancelled' | 'cancel'>;
   /** Admissions in this process that wake a long poll (admission/admitted-signal.ts). */
   admissions?: AdmissionWaits;
+  /** The queue's places to wait: a receive that finds none answers then (wait-places.ts). */
+  places: Pick<WaitPlaces, 'take'>;
   /** Registers a receive's wake channel connection for the queue's next admission. */
   wakes?: Pick<WakeChannel, 'register'>;
   now?: () => number;
@@ -73,15 +77,47 @@ export class PullDelivery {
       ]);
     }
     const deadline = this.now() + req.wait_seconds * 1000;
-    const first = this.deps.admissions?.announcesAll ? ANNOUNCED_FIRST_MS : POLL_FIRST_MS;
-    /** What the admission that woke this poll handed it: entries leased to it, or its share to lease. */
-    let handed: Handoff = NOTHING_HANDED;
-    let registered = false;
     const terms: LeaseTerms = {
       wants: req.max_messages,
       maxBytes: RECEIVE_MAX_BYTES,
       lease: (now) => receiveLease(config, now, leaseSeconds, consumerId),
     };
+    const started = this.now();
+    let place: GiveBack | undefined;
+    try {
+      // A place to wait is taken after a second of waiting, and given back at the end.
+      return await this.poll(
+        queue,
+        config,
+        { ...req, leaseSeconds, consumerId },
+        terms,
+        deadline,
+        async () => {
+          const now = this.now();
+          if (now - started < FREE_WAIT_MS) return true;
+          place ??= await this.deps.places.take(queue, config, now);
+          return place !== undefined;
+        },
+      );
+    } finally {
+      place?.();
+    }
+  }
+
+  /** Looks until there is something to answer, waiting between looks while `mayWait` says so. */
+  private async poll(
+    queue: string,
+    config: QueueConfig,
+    req: ReceiveRequest & { leaseSeconds: number; consumerId: string },
+    terms: LeaseTerms,
+    deadline: number,
+    mayWait: () => Promise<boolean>,
+  ): Promise<DeliveredMessage[]> {
+    const { leaseSeconds, consumerId } = req;
+    const first = this.deps.admissions?.announcesAll ? ANNOUNCED_FIRST_MS : POLL_FIRST_MS;
+    /** What the admission that woke this poll handed it: entries leased to it, or its share to lease. */
+    let handed: Handoff = NOTHING_HANDED;
+    let registered = false;
     for (let pause = first; ; pause = Math.min(POLL_MAX_MS, pause * 2)) {
       // Paused: the long poll waits it out, looking again as often as a pause is read. What was
       // leased to it before the pause was seen is delivered: nobody else can.
@@ -97,8 +133,9 @@ export class PullDelivery {
           : await this.dropPurged(queue, config, delivered, purgedBefore);
       if (kept.length) return this.unlessCalledOff(queue, config, req.poll_id, kept);
       const left = deadline - this.now();
-      if (left <= 0) {
-        if (req.wake_connection === undefined || registered || !this.deps.wakes) return [];
+      if (registered) return [];
+      if (left <= 0 || !(await mayWait())) {
+        if (req.wake_connection === undefined || !this.deps.wakes) return [];
         // Registered before a last look: what is admitted after that look wakes the connection.
         await this.deps.wakes.register(queue, req.wake_connection, req.max_messages);
         registered = true;

@@ -11,6 +11,7 @@ import {
   leaseFrontier,
   type Pick,
   pickEntries,
+  RANGES_PER_LOOK,
   type Range,
 } from '../core/ranges.js';
 import type { Delivery, ReceiptSigner } from '../core/receipt.js';
@@ -55,8 +56,6 @@ export interface RangeReceiverDeps {
   now?: () => number;
 }
 
-/** Ranges read per shard per look: enough free entries for a receive of 100 behind a few busy ranges. */
-const RANGES_PER_LOOK = 8;
 /**
  * A receive's answer stays under this many payload bytes (a synchronous Lambda answer is at most
  * 6 MB, and JSON escaping and the envelope add to it); one message is always delivered.

@@ -54,6 +54,11 @@ export function wakePk(queue: string): string {
   return `Q#${queue}#WAKE`;
 }
 
+/** The queue's long polls that took a place to wait in an epoch of the longest wait (core/long-polls.ts). */
+export function waitingPollsKey(queue: string, epoch: number): ItemKey {
+  return { pk: `Q#${queue}#WP`, sk: String(epoch) };
+}
+
 /** Where each shard's commit point was at the sweep's last look, and since when. */
 export function commitMarksKey(namespace: string): ItemKey {
   return { pk: `Q#${namespace}#CM`, sk: 'M' };

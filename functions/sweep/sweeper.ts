@@ -30,6 +30,7 @@ import type { RangeStore } from '../store/ranges.js';
 import type { SegmentStore } from '../store/segments.js';
 import type { BlockedKeys } from './blocked-keys.js';
 import type { HeldSweep } from './held-sweep.js';
+import { WindowScan } from './window-scan.js';
 
 /**
  * sweep: puts due messages from the delay store back into the log (the next entry of each),
@@ -82,8 +83,13 @@ export function emptyReport(): SweepReport {
 
 /** Items handled per partition per pass; a pass repeats while partitions stay full. */
 const PAGE = 100;
-/** Ranges a pass reads per shard: a full default window (10,000 entries) is 500 of them. */
+/**
+ * Ranges read per shard where the whole window is read (an ordered queue, a Lambda consumer, the
+ * rest decision): a full default window (10,000 entries) is 500 of them.
+ */
 const RANGES_PER_PASS = 1000;
+/** Queues and consumers a pass sweeps at once. */
+const NAMESPACES_AT_ONCE = 4;
 /** A key with held messages is woken again after this long if its hold area is still there. */
 const WAKE_EVERY_MS = 5000;
 
@@ -119,7 +125,11 @@ export class Sweeper {
    */
   private readonly appended = new Map<string, Map<string, string>>();
 
-  constructor(private readonly deps: SweeperDeps) {}
+  private readonly scan: WindowScan;
+
+  constructor(private readonly deps: SweeperDeps) {
+    this.scan = new WindowScan(deps.ranges);
+  }
 
   private now(): number {
     return this.deps.now?.() ?? Date.now();
@@ -133,7 +143,8 @@ export class Sweeper {
   async sweepOnce(): Promise<SweepReport> {
     const report = emptyReport();
     const failures: unknown[] = [];
-    for (const ns of namespaces(this.deps.tenant)) {
+    // Side by side, so a queue's pass does not wait for a busier queue's.
+    await mapLimit(namespaces(this.deps.tenant), NAMESPACES_AT_ONCE, async (ns) => {
       try {
         await this.sweepNamespace(ns, report);
       } catch (err) {
@@ -144,7 +155,7 @@ export class Sweeper {
           stack: (err as Error).stack,
         });
       }
-    }
+    });
     if (failures.length) throw failures[0];
     return report;
   }
@@ -162,13 +173,9 @@ export class Sweeper {
       for (const jobs of [this.deps.redrives, this.deps.replays, this.deps.retentions])
         if (await jobs.anyRunning(ns.name)) return true;
       for (const shard of await this.deps.shards.shards(streamName(this.deps.tenant.tenant, ns.queue))) {
-        const { ranges, messages } = this.deps;
-        const open = await ranges.from(
-          ns.name,
-          shard,
-          await ranges.commitHint(ns.name, shard),
-          RANGES_PER_PASS,
-        );
+        const { messages } = this.deps;
+        // The whole window, not a pass's share: a lease a turn has not reached must keep it up.
+        const open = await this.openRanges(ns, shard, true);
         if (open.some((range) => rangeNeedsSweep(range, now))) return true;
         for (const index of [gsi.delayed(ns.name, shard), gsi.leased(ns.name, shard)])
           if ((await messages.partition(index, { limit: 1, below: soon })).length) return true;
@@ -197,9 +204,14 @@ export class Sweeper {
   }
 
   private async sweepNamespace(ns: Namespace, report: SweepReport): Promise<void> {
-    report.redriven += await this.deps.redrives.runPass(ns.name, ns.config);
-    report.replayed += await this.deps.replays.runPass(ns.name, ns.config);
-    report.extended += await this.deps.retentions.runPass(ns.name, ns.config);
+    // Each count is added after its await: `report.x += await …` would read x before the wait,
+    // and lose what other namespaces and shards, swept meanwhile, added to it.
+    const redriven = await this.deps.redrives.runPass(ns.name, ns.config);
+    report.redriven += redriven;
+    const replayed = await this.deps.replays.runPass(ns.name, ns.config);
+    report.replayed += replayed;
+    const extended = await this.deps.retentions.runPass(ns.name, ns.config);
+    report.extended += extended;
     const shards = await this.deps.shards.shards(streamName(this.deps.tenant.tenant, ns.queue));
     await Promise.all(
       shards.map(async (shard) => {
@@ -213,10 +225,13 @@ export class Sweeper {
             ns.config,
             Array.from({ length: requeued }, () => ({ shard })),
           );
-        if (ns.config.ordered)
-          if (ns.consumer === undefined)
-            report.expired += await this.deps.heldSweep.sweep(ns.name, ns.config, shard);
-          else report.released += await this.wakeHeld(ns.name, shard);
+        if (ns.config.ordered && ns.consumer === undefined) {
+          const expired = await this.deps.heldSweep.sweep(ns.name, ns.config, shard);
+          report.expired += expired;
+        } else if (ns.config.ordered) {
+          const released = await this.wakeHeld(ns.name, shard);
+          report.released += released;
+        }
       }),
     );
   }
@@ -269,17 +284,16 @@ export class Sweeper {
   }
 
   /**
-   * The lease layer: expired leases of the shard's unfinished ranges (and of leases the gap cap
+   * The lease layer: expired leases of the ranges a pass attends to (and of leases the gap cap
    * moved out of them) become failed attempts; the gap cap moves live leases far below the head
    * out of their ranges; nacked entries waiting in their ranges get their retry entries appended
    * when due, or move to the delay store when far below the head; the commit point's hint moves
    * up to the lowest unfinished range.
    */
   private async expireRanges(ns: Namespace, shard: string): Promise<{ expired: number; appended: number }> {
-    const { ranges } = this.deps;
     const { name: queue, config } = ns;
     const now = this.now();
-    const open = await ranges.from(queue, shard, await ranges.commitHint(queue, shard), RANGES_PER_PASS);
+    const open = await this.openRanges(ns, shard, false);
     // An ordered queue's Lambda consumer takes over its crashed invocations' leases itself, in its
     // keys' order (lambda-consumer/keyed-delivery.ts): failing one here would let its key's next go first.
     const keyed = ns.consumer !== undefined && config.ordered;
@@ -330,6 +344,13 @@ export class Sweeper {
     const at = `${queue}\u0000${shard}`;
     const before = this.appended.get(at) ?? new Map<string, string>();
     const still = new Map<string, string>();
+    // A range this pass did not read keeps its copies; one below the first read is finished.
+    const read = new Set(open.map((range) => range.start));
+    const first = open[0]?.start;
+    for (const [name, copy] of before) {
+      const start = name.slice(0, name.indexOf('/'));
+      if (!read.has(start) && first !== undefined && compareSequence(start, first) > 0) still.set(name, copy);
+    }
     const head = open.at(-1)?.last;
     const due: { range: Range; index: number; name: string }[] = [];
     const nameOf = (range: Range, index: number) => `${range.start}/${index}`;
@@ -391,6 +412,19 @@ export class Sweeper {
       return outcome !== undefined;
     });
     return moved.filter(Boolean).length;
+  }
+
+  /**
+   * The unfinished ranges a pass attends to: a pull queue's where its leases can be
+   * (window-scan.ts), so its backlog adds no reads to a pass; an ordered queue's blocked keys and a
+   * Lambda consumer's keys read the window from the commit point (a consumer's holds only the
+   * batches it took). `whole`: the window from the commit point, for the rest decision, made only
+   * after a pass that found nothing to do, once no request has armed the sweep for 40 s.
+   */
+  private async openRanges(ns: Namespace, shard: string, whole: boolean): Promise<Range[]> {
+    if (!whole && ns.consumer === undefined && !ns.config.ordered) return this.scan.read(ns.name, shard);
+    const { ranges } = this.deps;
+    return ranges.from(ns.name, shard, await ranges.commitHint(ns.name, shard), RANGES_PER_PASS);
   }
 
   private async entryOf(queue: string, range: Range, index: number): Promise<FailedEntry | undefined> {

@@ -39,6 +39,7 @@ describe('tenant configuration', () => {
       fast_admission: 'quiet',
       consumers: [],
       rate_limits: {},
+      max_waiting_receives: 100,
     });
     expect(config.api_keys).toEqual([]);
     // No owner named: the alarm topic is made anyway, with no subscription (README "Alarms").
