@@ -22,6 +22,7 @@ import {
   type tenantConfigSchema,
 } from '../functions/core/config.js';
 import { gatewayThrottles } from '../functions/core/gateway-throttles.js';
+import { waitingReceivesFindings } from '../functions/core/long-polls.js';
 import { checkPayloadSchemas } from '../functions/core/payload-schema.js';
 import { ENV } from '../functions/core/runtime-config.js';
 import type { exceptionSchema } from '../functions/core/tier-exceptions.js';
@@ -405,6 +406,8 @@ export class LeaseqTenant extends Construct {
     const throttles = gatewayThrottles(this.config);
     for (const finding of throttles.findings)
       Annotations.of(this).addWarningV2('leaseq:gateway-throttle', finding);
+    for (const finding of waitingReceivesFindings(this.config))
+      Annotations.of(this).addWarningV2('leaseq:waiting-receives', finding);
     const queueRoutes = throttles.routes.flatMap((route) => {
       const [method, path] = route.routeKey.split(' ') as [string, string];
       return api.addRoutes({ path, methods: [method as apigw.HttpMethod], integration });

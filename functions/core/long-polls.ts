@@ -1,4 +1,4 @@
-import type { QueueConfig } from './config.js';
+import type { QueueConfig, TenantConfig } from './config.js';
 
 /**
  * How many of a queue's receives wait at once (docs/access-and-quotas.md, "Long polls"). A long
@@ -30,4 +30,22 @@ export function pollEpoch(now: number): number {
 /** Places an epoch has: two epochs' together are the queue's `max_waiting_receives`, rounded up to even. */
 export function placesPerEpoch(config: Pick<QueueConfig, 'max_waiting_receives'>): number {
   return Math.ceil(config.max_waiting_receives / 2);
+}
+
+/** Lambda's concurrent executions per account and region, by default (a quota that can be raised). */
+export const ACCOUNT_CONCURRENCY = 1_000;
+
+/**
+ * A line for synth when the queues' places together pass the account's concurrency: their long
+ * polls alone could then hold every execution the account has, the stack's other calls throttled.
+ */
+export function waitingReceivesFindings(tenant: TenantConfig): string[] {
+  const total = Object.values(tenant.queues).reduce((n, q) => n + q.max_waiting_receives, 0);
+  if (total <= ACCOUNT_CONCURRENCY) return [];
+  return [
+    `the queues' max_waiting_receives let ${total} receives wait at once, past Lambda's ${ACCOUNT_CONCURRENCY} ` +
+      'concurrent executions for the whole account in a region by default: lower max_waiting_receives on ' +
+      'the quiet queues (Workers on the wake channel do not wait in receives), or ask for more ' +
+      '(Service Quotas: AWS Lambda, "Concurrent executions")',
+  ];
 }
