@@ -19,7 +19,10 @@ let client: LeaseqClient;
 const pool = workerPool(() => client);
 
 beforeAll(async () => {
-  t = await startTestRuntime({ tenant: 'wake', queues: { jobs: { shards: 2 }, other: { shards: 1 } } });
+  t = await startTestRuntime({
+    tenant: 'wake',
+    queues: { jobs: { shards: 2 }, other: { shards: 1 }, crowded: { shards: 1, max_waiting_receives: 1 } },
+  });
   client = clientOf(t, { channelUrl: t.runtime.channelUrl });
 });
 afterEach(async () => {
@@ -105,6 +108,42 @@ describe('the wake channel', () => {
     } finally {
       first.ws.close();
       second.ws.close();
+    }
+  });
+
+  it('a long poll refused a place to wait registers its connection as it answers', async () => {
+    const conns = await Promise.all([connect(), connect(), connect()]);
+    try {
+      const answers: (unknown[] | undefined)[] = [undefined, undefined, undefined];
+      const polls = conns.map(({ id }, i) =>
+        t
+          .api('/queues/crowded/receive', {
+            body: { max_messages: 1, wait_seconds: 20, wake_connection: id },
+          })
+          .then((r) => {
+            answers[i] = r.body.messages;
+          }),
+      );
+      // One place (an epoch's half of max_waiting_receives, rounded up): the others answer empty
+      // long before their deadline, and nothing has been produced yet.
+      await until('two answered', () => answers.filter(Boolean).length === 2, 15_000);
+      const refused = conns.filter((_, i) => answers[i] !== undefined).map((c) => c.id);
+      expect(answers.filter((a) => a !== undefined)).toEqual([[], []]);
+      expect((await registrations('crowded')).sort()).toEqual(refused.sort());
+
+      // The waiting poll is handed one (in this process); the other is free, and wakes a refused one.
+      await t.api('/queues/crowded/messages', { body: { messages: [{ payload: 'x' }, { payload: 'y' }] } });
+      await until('the refused connections woken', () =>
+        conns.filter((c) => refused.includes(c.id)).some((c) => c.frames.some((f) => f.type === 'admitted')),
+      );
+      await Promise.all(polls);
+      const got = answers.flatMap((a) => (a ?? []) as { receipt: string }[]);
+      const rest = (await t.api('/queues/crowded/receive', { body: { max_messages: 10, wait_seconds: 5 } }))
+        .body.messages as { receipt: string }[];
+      expect(got.length + rest.length).toBe(2);
+      await t.api('/queues/crowded/ack', { body: { receipts: [...got, ...rest].map((m) => m.receipt) } });
+    } finally {
+      for (const c of conns) c.ws.close();
     }
   });
 
