@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { QueryCommand } from '../../functions/aws/dynamodb.js';
 import { queueApi, type Received } from '../helpers/queue-api.js';
+import { placesHeld } from '../helpers/queue-items.js';
 import { startTestRuntime, type TestRuntime } from '../helpers/runtime.js';
 import { until } from '../helpers/until.js';
 
@@ -26,18 +26,7 @@ afterAll(async () => {
   await t?.close();
 });
 
-/** Places the queue's receives hold now, in every epoch. */
-async function held(queue: string): Promise<number> {
-  const out = await t.runtime.clients.doc.send(
-    new QueryCommand({
-      TableName: t.runtime.config.tableName,
-      KeyConditionExpression: 'pk = :pk',
-      ExpressionAttributeValues: { ':pk': `Q#${queue}#WP` },
-      ConsistentRead: true,
-    }),
-  );
-  return (out.Items ?? []).reduce((n, item) => n + Number(item.waiting ?? 0), 0);
-}
+const held = (queue: string) => placesHeld(t, queue);
 
 describe('places to wait', () => {
   it('lets at most max_waiting_receives of a queue wait on; the rest answer, and other queues wait', async () => {
