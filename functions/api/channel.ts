@@ -3,7 +3,7 @@ import type { Authenticator } from '../access/authenticator.js';
 import { InvalidRequestError } from '../core/errors.js';
 import { issuesOf } from '../core/validation.js';
 import { type ChannelFrame, channelRequestSchema } from '../wire/channel.js';
-import { errorResponse } from './http.js';
+import { errorResponse, header } from './http.js';
 
 /**
  * The wake channel's routes on API Gateway's WebSocket API (docs/wake-channel.md): `$connect`
@@ -35,7 +35,7 @@ export function createChannelHandler(auth: Pick<Authenticator, 'authenticate'>) 
     if (eventType === 'DISCONNECT') return { statusCode: 200 };
     try {
       if (eventType === 'CONNECT') {
-        await auth.authenticate(headerOf(event, 'authorization'));
+        await auth.authenticate(header(event, 'authorization'));
         return { statusCode: 200 };
       }
       const request = parseRequest(event.body);
@@ -43,10 +43,9 @@ export function createChannelHandler(auth: Pick<Authenticator, 'authenticate'>) 
         request.action === 'hello' ? { type: 'hello', connection_id: connectionId } : { type: 'pong' },
       );
     } catch (err) {
-      const { response, code } = errorResponse(err);
+      const { response, code, message } = errorResponse(err);
       if (eventType === 'CONNECT') return { statusCode: response.statusCode ?? 500 };
-      const message = (JSON.parse(response.body ?? '{}') as { error?: { message?: string } }).error?.message;
-      return frame({ type: 'error', code, message: message ?? code }, response.statusCode);
+      return frame({ type: 'error', code, message }, response.statusCode);
     }
   };
 }
@@ -69,9 +68,4 @@ function parseRequest(body: string | undefined) {
 
 function frame(f: ChannelFrame, statusCode = 200): ChannelResult {
   return { statusCode, body: JSON.stringify(f) };
-}
-
-function headerOf(event: ChannelEvent, name: string): string | undefined {
-  for (const [k, v] of Object.entries(event.headers ?? {})) if (k.toLowerCase() === name) return v;
-  return undefined;
 }

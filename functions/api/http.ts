@@ -32,21 +32,31 @@ export function noContent(): HttpResponse {
 }
 
 /** Maps any error to the error format of docs/contract.md, "Authentication and errors". Only a bug reaches the 500 branch. */
-export function errorResponse(err: unknown): { response: HttpResponse; internal: boolean; code: string } {
+export function errorResponse(err: unknown): {
+  response: HttpResponse;
+  internal: boolean;
+  code: string;
+  message: string;
+} {
   const known = asLeaseqError(err);
   if (!known) {
+    const message = 'internal error; this is a bug in leaseq';
     return {
       internal: true,
       code: 'INTERNAL',
-      response: json(500, {
-        error: { code: 'INTERNAL', message: 'internal error; this is a bug in leaseq' },
-      }),
+      message,
+      response: json(500, { error: { code: 'INTERNAL', message } }),
     };
   }
   const error: Record<string, unknown> = { code: known.code, message: known.message };
   if (known.details) error.details = known.details;
   const headers: Record<string, string> = known.retryAfter ? { 'retry-after': String(known.retryAfter) } : {};
-  return { internal: false, code: known.code, response: json(known.status, { error }, headers) };
+  return {
+    internal: false,
+    code: known.code,
+    message: known.message,
+    response: json(known.status, { error }, headers),
+  };
 }
 
 function asLeaseqError(err: unknown): LeaseqError | undefined {
@@ -59,7 +69,10 @@ function asLeaseqError(err: unknown): LeaseqError | undefined {
   return undefined;
 }
 
-export function header(event: APIGatewayProxyEventV2, name: string): string | undefined {
+export function header(
+  event: Pick<APIGatewayProxyEventV2, 'headers'> | { headers?: Record<string, string | undefined> },
+  name: string,
+): string | undefined {
   const wanted = name.toLowerCase();
   for (const [k, v] of Object.entries(event.headers ?? {})) if (k.toLowerCase() === wanted) return v;
   return undefined;

@@ -3,6 +3,7 @@ import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { type WebSocket, WebSocketServer } from 'ws';
 import type { ChannelEvent, ChannelResult } from '../../functions/api/channel.js';
+import { headersOf } from './http-gateway.js';
 
 /**
  * Plays API Gateway's WebSocket API for the wake channel (docs/wake-channel.md): `$connect`,
@@ -111,9 +112,6 @@ function event(
   body?: string,
 ): ChannelEvent {
   const now = Date.now();
-  const headers: Record<string, string> = {};
-  for (const [name, value] of Object.entries(req?.headers ?? {}))
-    if (value !== undefined) headers[name.toLowerCase()] = Array.isArray(value) ? value.join(',') : value;
   return {
     requestContext: {
       routeKey,
@@ -131,7 +129,7 @@ function event(
       apiId: 'local-channel',
     },
     isBase64Encoded: false,
-    ...(req ? { headers } : {}),
+    ...(req ? { headers: headersOf(req) } : {}),
     ...(body !== undefined ? { body } : {}),
   };
 }

@@ -122,12 +122,18 @@ function readBody(req: IncomingMessage): Promise<Buffer | undefined> {
   });
 }
 
-function toEvent(req: IncomingMessage, body: Buffer): APIGatewayProxyEventV2 {
-  const url = new URL(req.url ?? '/', 'http://127.0.0.1');
+/** A request's headers as API Gateway passes them: names lowercased, repeated values joined. */
+export function headersOf(req: IncomingMessage): Record<string, string> {
   const headers: Record<string, string> = {};
   for (const [name, value] of Object.entries(req.headers)) {
     if (value !== undefined) headers[name.toLowerCase()] = Array.isArray(value) ? value.join(',') : value;
   }
+  return headers;
+}
+
+function toEvent(req: IncomingMessage, body: Buffer): APIGatewayProxyEventV2 {
+  const url = new URL(req.url ?? '/', 'http://127.0.0.1');
+  const headers = headersOf(req);
   const query: Record<string, string> = {};
   for (const [k, v] of url.searchParams) query[k] = k in query ? `${query[k]},${v}` : v;
   const contentType = headers['content-type'] ?? '';
