@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
+import { parseTenantConfig } from '../functions/core/config.js';
 import { DYNAMODB_EMULATOR_ENV, type DynamoDbEmulator } from '../infra/local/emulators.js';
 import { type Invariant, restartsStayFast } from './checks.js';
 import { ChildRuntime, pickPort } from './child-runtime.js';
@@ -159,7 +160,12 @@ export async function runCrash(options: CrashOptions): Promise<CrashReport> {
         violations: runtime.unexpectedExits,
       },
       await checkIndex(dataDir, CHAOS_TENANT.tenant, dynamodb),
-      await checkLineage(dataDir, CHAOS_TENANT.tenant, [QUEUES.unordered, QUEUES.ordered], dynamodb),
+      await checkLineage(
+        dataDir,
+        parseTenantConfig(CHAOS_TENANT),
+        [QUEUES.unordered, QUEUES.ordered],
+        dynamodb,
+      ),
       restartsStayFast(restarts.map((r) => r.startMs)),
     ];
     const ok = invariants.every((i) => i.ok);

@@ -1,5 +1,5 @@
 import { createClients } from '../functions/aws/clients.js';
-import { streamName, tableName } from '../functions/core/config.js';
+import { streamOf, type TenantConfig, tableName } from '../functions/core/config.js';
 import { compareSequence } from '../functions/core/ranges.js';
 import { ShardDirectory } from '../functions/log/stream.js';
 import { RangeStore } from '../functions/store/ranges.js';
@@ -14,19 +14,19 @@ import type { Invariant } from './checks.js';
  */
 export async function checkLineage(
   dataDir: string,
-  tenant: string,
+  tenant: TenantConfig,
   queues: readonly string[],
   dynamodb: DynamoDbEmulator,
 ): Promise<Invariant> {
   const emulators = await startEmulators({ dataDir, shardLimit: 10, dynamodb });
   const clients = createClients({ region: 'us-east-1', endpoints: emulators.endpoints });
-  const ranges = new RangeStore(clients.doc, tableName(tenant));
+  const ranges = new RangeStore(clients.doc, tableName(tenant.tenant));
   const shards = new ShardDirectory(clients.kinesis);
   const violations: string[] = [];
   let counted = 0;
   try {
     for (const queue of queues) {
-      for (const shard of await shards.shards(streamName(tenant, queue))) {
+      for (const shard of await shards.shards(streamOf(tenant, queue))) {
         const list = await ranges.from(queue, shard, undefined, 100_000, true);
         counted += list.length;
         list.forEach((range, i) => {

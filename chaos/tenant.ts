@@ -11,10 +11,12 @@ export const QUEUES = { unordered: 'work', ordered: 'ordered', pushed: 'pushed' 
 /** The ordered queue consumed by a Lambda consumer (push-consumer.ts) instead of pull workers. */
 export const CHAOS_PUSH = { queue: QUEUES.pushed, consumer: 'chaos' } as const;
 
-const TIMINGS = { shards: 2, lease_seconds: 2, backoff_seconds: [1], max_attempts: 5 };
+const TIMINGS = { lease_seconds: 2, backoff_seconds: [1], max_attempts: 5 };
 
 export const CHAOS_TENANT = {
   tenant: 'chaos',
+  // The two pull queues share the tenant's stream (docs/streams.md); the push queue has its own.
+  streams: { shared: { shards: 2 } },
   queues: {
     // Produce admits every request's records: kills and faults land between append and that
     // admission, and produce races dispatch for the same shards and keys.
@@ -23,6 +25,7 @@ export const CHAOS_TENANT = {
     [QUEUES.ordered]: { ...TIMINGS, ordered: true, fast_admission: 'always', max_per_key: 10 },
     [QUEUES.pushed]: {
       ...TIMINGS,
+      shards: 2,
       ordered: true,
       // Small batches, so a kill finds batches half done.
       consumers: [{ name: CHAOS_PUSH.consumer, entry: 'chaos/push-consumer.ts', batch_size: 20 }],

@@ -4,6 +4,7 @@ import { SqsAuthenticator } from './access/sigv4-verifier.js';
 import { SqsCredentialIssuer } from './access/sqs-credentials.js';
 import { type LeaseTerms, processAdmissions } from './admission/admitted-signal.js';
 import { FastAdmission } from './admission/fast-admission.js';
+import { LagCatchUp } from './admission/lag-catch-up.js';
 import { type AdmissionWaiters, RangeAdmission } from './admission/range-admission.js';
 import type { AwsClients } from './aws/clients.js';
 import type { ConnectionsClient } from './aws/connections.js';
@@ -26,6 +27,7 @@ import { QueueStats } from './operations/queue-stats.js';
 import { Redrives } from './operations/redrive.js';
 import { Replays } from './operations/replay.js';
 import { Traces } from './operations/traces.js';
+import { AdmissionLags } from './store/admission-lags.js';
 import { ApiKeyStore } from './store/api-keys.js';
 import { AuditTrail } from './store/audit.js';
 import { BufferedAdds } from './store/buffered-adds.js';
@@ -96,8 +98,11 @@ export function buildServices(config: RuntimeConfig, clients: AwsClients) {
     ...(inProcess ? { waiters } : {}),
     ...(wakes ? { wakes } : {}),
   });
+  const lags = new AdmissionLags(clients.doc, table);
   return {
     tenant,
+    lags,
+    lagCatchUp: new LagCatchUp({ tenant: config.tenant, admission, lags, reader, ranges }),
     messages,
     counters,
     keys,
@@ -116,7 +121,7 @@ export function buildServices(config: RuntimeConfig, clients: AwsClients) {
     samples,
     pollCancels,
     held: new HeldDelivery({
-      tenant,
+      tenant: config.tenant,
       keys,
       holds,
       ranges,
@@ -128,7 +133,7 @@ export function buildServices(config: RuntimeConfig, clients: AwsClients) {
     }),
     windows,
     admission,
-    fastAdmission: new FastAdmission({ tenant, admission, reader }),
+    fastAdmission: new FastAdmission({ admission, reader }),
     reader,
     /** Admissions of this table's queues in this process. */
     ...(inProcess
@@ -147,7 +152,7 @@ export function buildServices(config: RuntimeConfig, clients: AwsClients) {
     /** Armed after work that may leave state for the sweep (core/sweep-rest.ts). */
     sweepArm: new SweepArm(clients.doc, table, config.onSweepArmed),
     trace: new Traces({
-      tenant,
+      tenant: config.tenant,
       shards,
       reader,
       messages,
@@ -159,7 +164,7 @@ export function buildServices(config: RuntimeConfig, clients: AwsClients) {
     deadLetters: new DeadLetters({ messages, claims, audit, storage }),
     parkedKeys: new ParkedKeys({ keys, keyOrder, audit }),
     stats: new QueueStats({
-      tenant,
+      tenant: config.tenant,
       messages,
       counters,
       shards,

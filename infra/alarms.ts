@@ -28,7 +28,7 @@ import {
   STALE_RECEIPT_EXPRESSION,
   STALE_RECEIPT_PERCENT,
 } from './alarm-rules.js';
-import type { QueueConstruct } from './queue.js';
+import type { TenantQueue } from './log-stream.js';
 
 /**
  * Powertools adds the Metrics' serviceName as a `service` dimension beside `queue`, and a
@@ -46,7 +46,7 @@ const CLOUDWATCH = new iam.ServicePrincipal('cloudwatch.amazonaws.com');
 
 export interface TenantAlarmsProps {
   tenant: string;
-  queues: Iterable<QueueConstruct>;
+  queues: Iterable<TenantQueue>;
   /** Who hears which alarms (the tenant file's `alarms`). */
   owners: AlarmsConfig;
   /** The tenant file's tier exceptions: each pages on the day it expires. */
@@ -174,7 +174,7 @@ export class TenantAlarms extends Construct {
     });
   }
 
-  private addQueueAlarms(queue: QueueConstruct): void {
+  private addQueueAlarms(queue: TenantQueue): void {
     const q = queue.name;
     const tier = TIER_STANDARDS[queue.config.tier];
     const backlogLimit = backlogAgeLimitSeconds(queue.config);
@@ -320,7 +320,7 @@ export class TenantAlarms extends Construct {
    * An ordered queue's keys wait behind their heads: a stall shows within minutes, long before
    * half the retention, and a parked key holds its later messages until its owner acts.
    */
-  private addOrderedAlarms(queue: QueueConstruct): void {
+  private addOrderedAlarms(queue: TenantQueue): void {
     const q = queue.name;
     // Each reader of the queue: the queue itself (pull), or each of its Lambda consumers.
     const readers = queue.config.consumers.length

@@ -17,6 +17,8 @@ import { Construct } from 'constructs';
 import type { z } from 'zod';
 import {
   consumerNamespace,
+  type QueueConfig,
+  queuesByStream,
   type TenantConfig,
   tableName,
   type tenantConfigSchema,
@@ -39,8 +41,8 @@ import {
   grantTableStreamRead,
 } from './grants.js';
 import { type LeaseqFunctionProps, leaseqFunction } from './leaseq-function.js';
+import { LogStream, TenantQueue } from './log-stream.js';
 import { acknowledgeNag } from './nag.js';
-import { QueueConstruct } from './queue.js';
 import { loadTenantFile, parseTenantFile, refuseTierFindings } from './tenant-file.js';
 import { WakeChannelApi } from './wake-channel.js';
 
@@ -115,7 +117,9 @@ export class LeaseqTenant extends Construct {
   readonly bucket: s3.Bucket;
   /** Server access logs of `bucket`: who read or wrote which claim-checked payload. */
   readonly accessLogsBucket: s3.Bucket;
-  readonly queues: ReadonlyMap<string, QueueConstruct>;
+  readonly queues: ReadonlyMap<string, TenantQueue>;
+  /** Each stream of the log by its name, and the queues it carries. */
+  readonly streams: ReadonlyMap<string, LogStream>;
   readonly apiFunction: nodejs.NodejsFunction;
   readonly dispatchFunction: nodejs.NodejsFunction;
   readonly sweepFunction: nodejs.NodejsFunction;
@@ -217,10 +221,27 @@ export class LeaseqTenant extends Construct {
       ],
     });
 
+    this.streams = new Map(
+      [...queuesByStream(config)].map(([streamName, queues]) => {
+        const [first] = queues as [string, ...string[]];
+        const q = config.queues[first] as QueueConfig;
+        // A queue's own stream keeps the construct path (and so the logical id) it always had.
+        const id = q.shared_stream ? `Stream-${streamName}` : `Queue-${first}`;
+        return [
+          streamName,
+          new LogStream(this, id, {
+            streamName,
+            shards: q.shards,
+            retentionHours: q.retention_hours,
+            queues,
+          }),
+        ];
+      }),
+    );
     this.queues = new Map(
       Object.entries(config.queues).map(([name, q]) => [
         name,
-        new QueueConstruct(this, `Queue-${name}`, { tenant: config.tenant, name, config: q }),
+        new TenantQueue(name, q, this.streams.get(q.stream) as LogStream),
       ]),
     );
 
@@ -255,7 +276,7 @@ export class LeaseqTenant extends Construct {
     grantTableItems(this.table, this.apiFunction);
     grantClaimObjects(this.bucket, this.apiFunction);
     grantSegments(this.bucket, this.apiFunction, 'read');
-    for (const queue of this.queues.values()) queue.grantProduce(this.apiFunction);
+    for (const log of this.streams.values()) log.grantProduce(this.apiFunction);
 
     this.httpApi = this.createHttpApi();
     this.channel.route(this.apiFunction);
@@ -313,8 +334,10 @@ export class LeaseqTenant extends Construct {
     grantTableItems(this.table, fn);
     grantSegments(this.bucket, fn, 'write');
     for (const queue of this.queues.values()) {
-      // A queue with Lambda consumers is theirs (push): dispatch does not admit it.
-      if (queue.config.consumers.length === 0) queue.subscribe(fn);
+      // A queue with Lambda consumers is theirs (push): dispatch does not admit it. A shared
+      // stream has one mapping, whatever the queues on it.
+      if (queue.config.consumers.length === 0 && !fn.node.tryFindChild(queue.log.node.id))
+        queue.log.subscribe(fn);
     }
     return fn;
   }
@@ -341,7 +364,7 @@ export class LeaseqTenant extends Construct {
         grantClaimReads(this.bucket, fn, queue.name);
         // A consumer admits its batches into the lease layer: it writes their segments.
         grantSegments(this.bucket, fn, 'read-write');
-        queue.subscribe(fn, {
+        queue.log.subscribe(fn, {
           batchSize: c.batch_size,
           maxBatchingWindow: Duration.seconds(c.max_batching_window_seconds),
         });
@@ -368,7 +391,7 @@ export class LeaseqTenant extends Construct {
     grantTableItems(this.table, fn);
     grantTableDescribe(this.table, fn);
     grantSegments(this.bucket, fn, 'read');
-    for (const queue of this.queues.values()) queue.grantProduce(fn);
+    for (const log of this.streams.values()) log.grantProduce(fn);
     // A tick that cannot start (the previous sweep still running) or that fails is dropped, not
     // queued for later: the next tick is a minute away and would only find the concurrency taken.
     fn.configureAsyncInvoke({ retryAttempts: 0, maxEventAge: Duration.minutes(1) });

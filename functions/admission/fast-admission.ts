@@ -1,4 +1,4 @@
-import { type QueueConfig, streamName } from '../core/config.js';
+import { namespaceParts, type QueueConfig } from '../core/config.js';
 import { RANGE_ENTRIES } from '../core/ranges.js';
 import { RecentRate } from '../core/recent-rate.js';
 import type { RawRecord, ShardReader } from '../log/shard-reader.js';
@@ -21,7 +21,6 @@ import { admissionEnvelope, type LogRecord, type RangeAdmission } from './range-
  */
 
 export interface FastAdmissionDeps {
-  tenant: string;
   admission: RangeAdmission;
   reader: ShardReader;
   now?: () => number;
@@ -95,13 +94,14 @@ export class FastAdmission {
   }
 
   private async pass(queue: string, config: QueueConfig, shard: string, slot: string): Promise<void> {
-    const stream = streamName(this.deps.tenant, queue);
+    const stream = config.stream;
     try {
       await this.deps.admission.catchUp(
         queue,
         config,
         shard,
-        async (after) => toLogRecords(await this.deps.reader.after(stream, shard, after, PAGE)),
+        async (after) =>
+          toLogRecords(await this.deps.reader.after(stream, shard, after, PAGE), queue, config),
         { waitForRoom: false, guess: this.deps.reader.resumesAfter(stream, shard) },
       );
     } catch (err) {
@@ -111,12 +111,16 @@ export class FastAdmission {
   }
 }
 
-/** What dispatch would offer of these records: envelopes, without Lambda consumers' own retries. */
-export function toLogRecords(raw: readonly RawRecord[]): LogRecord[] {
+/**
+ * What dispatch would offer `queue` of these records: envelopes, without Lambda consumers' own
+ * retries, and on a shared stream only the queue's own.
+ */
+export function toLogRecords(raw: readonly RawRecord[], queue: string, config: QueueConfig): LogRecord[] {
   return raw.flatMap((r) => {
     try {
       const envelope = admissionEnvelope(r.data);
-      return envelope ? [{ sequence: r.sequence, envelope }] : [];
+      if (!envelope || (config.shared_stream && namespaceParts(envelope.queue).queue !== queue)) return [];
+      return [{ sequence: r.sequence, envelope }];
     } catch {
       // Not an envelope: dispatch logs it when it passes it over.
       return [];

@@ -1,4 +1,4 @@
-import { byteDemands } from '../access/limits.js';
+import { byteDemands, messageDemands } from '../access/limits.js';
 import { countFor, recordDurations } from '../observability/metrics.js';
 import type { ExtendRequest, NackRequest, ProduceMessage, ReceiveRequest } from '../wire/requests.js';
 import type { DeliveredMessage, ProduceResult } from '../wire/responses.js';
@@ -13,6 +13,8 @@ export async function produceMessages(
   req: QueueRequest,
   messages: readonly ProduceMessage[],
 ): Promise<ProduceResult[]> {
+  const { principal, queue } = req;
+  await req.services.quotas.admit(messageDemands(principal, queue.name, queue.config, messages.length));
   const results = await req.services.producer.produce(req.queue.name, req.queue.config, messages);
   countFor(req.services.metrics, req.queue.name, {
     produced: results.filter((r) => r.status === 'accepted').length,

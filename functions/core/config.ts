@@ -52,7 +52,13 @@ const queueFieldsSchema = z
      * messages of one key, delivered in order in one answer (1: one message of a key in flight).
      */
     max_per_key: z._default(intIn(1, 10), 1),
-    shards: z._default(intIn(1, 500), 2),
+    /**
+     * Shards of a stream of the queue's own (which naming them asks for); a queue that names
+     * neither `shards` nor `stream` shares the tenant's stream (docs/streams.md).
+     */
+    shards: z.optional(intIn(1, 500)),
+    /** A stream the tenant file declares under `streams`, shared with the other queues that name it. */
+    stream: z.optional(z.string().check(z.regex(QUEUE_NAME, 'stream names are 1-64 of [a-z0-9-]'))),
     lease_seconds: z._default(intIn(1, 12 * HOUR), 60),
     /**
      * The total time one delivery may stay leased, counted from its delivery across every extend:
@@ -183,12 +189,161 @@ export const alarmsConfigSchema = z.strictObject({
 
 export type AlarmsConfig = z.infer<typeof alarmsConfigSchema>;
 
-export const tenantConfigSchema = z
+/** A stream queues share: shards and retention belong to it, not to its queues. */
+const streamConfigSchema = z.strictObject({
+  shards: z._default(intIn(1, 500), 1),
+  /** At least the longest retention among its queues, which it keeps for all of them. */
+  retention_hours: z.optional(intIn(24, 365 * 24)),
+});
+
+/** The stream a queue that names neither `shards` nor `stream` joins. */
+export const SHARED_STREAM = 'shared';
+/** A queue of its own stream gets these shards when it names none (a queue with Lambda consumers). */
+const OWN_STREAM_SHARDS = 2;
+/** What one shard takes a second (Kinesis' write limit). */
+export const SHARD_WRITE = { records: 1000, bytes: 1024 * 1024 } as const;
+
+type TenantFields = z.infer<typeof tenantFieldsSchema>;
+
+/**
+ * Whether a queue has a stream of its own: it names its shards, or it has Lambda consumers (an
+ * event source mapping reads a whole stream, so another queue's records would invoke them).
+ */
+function ownStream(q: DeclaredQueue): boolean {
+  return q.stream === undefined && (q.shards !== undefined || q.consumers.length > 0);
+}
+
+/** The queues on each shared stream, by the stream's name. */
+function sharedStreams(t: TenantFields): Map<string, string[]> {
+  const out = new Map<string, string[]>();
+  for (const [name, q] of Object.entries(t.queues)) {
+    if (ownStream(q)) continue;
+    const stream = q.stream ?? SHARED_STREAM;
+    out.set(stream, [...(out.get(stream) ?? []), name]);
+  }
+  return out;
+}
+
+/** A shared stream's produce capacity, each queue's declared quota, and what is left for the others. */
+function produceShares(t: TenantFields, stream: string, queues: readonly string[]) {
+  const shards = t.streams[stream]?.shards ?? 1;
+  const share = (unit: 'messages_per_sec' | 'bytes_per_sec', capacity: number) => {
+    const declared = queues.filter((q) => t.queues[q]?.rate_limits.produce?.[unit] !== undefined);
+    const used = declared.reduce((n, q) => n + (t.queues[q]?.rate_limits.produce?.[unit] ?? 0), 0);
+    const rest = queues.length - declared.length;
+    return { capacity, used, each: rest ? Math.floor((capacity - used) / rest) : undefined };
+  };
+  return {
+    messages: share('messages_per_sec', shards * SHARD_WRITE.records),
+    bytes: share('bytes_per_sec', shards * SHARD_WRITE.bytes),
+  };
+}
+
+/** What a tenant file gets wrong about its streams. */
+function streamIssues(t: TenantFields): { path: (string | number)[]; message: string }[] {
+  const issues: { path: (string | number)[]; message: string }[] = [];
+  for (const [name, q] of Object.entries(t.queues)) {
+    if (q.stream === undefined) continue;
+    if (q.stream !== SHARED_STREAM && !Object.hasOwn(t.streams, q.stream))
+      issues.push({
+        path: ['queues', name, 'stream'],
+        message: `names stream "${q.stream}", which streams does not declare`,
+      });
+    if (q.shards !== undefined)
+      issues.push({
+        path: ['queues', name, 'shards'],
+        message: 'a shared stream has the shards: set them under streams',
+      });
+    if (q.consumers.length > 0)
+      issues.push({
+        path: ['queues', name, 'consumers'],
+        message:
+          'a queue with Lambda consumers has a stream of its own (their mapping reads the whole stream): drop stream',
+      });
+  }
+  const shared = sharedStreams(t);
+  for (const name of Object.keys(t.streams))
+    if (!shared.has(name)) issues.push({ path: ['streams', name], message: 'no queue names this stream' });
+  for (const [stream, queues] of shared) {
+    if (queues.length < 2) continue;
+    const { messages, bytes } = produceShares(t, stream, queues);
+    for (const [what, s] of [
+      ['messages', messages],
+      ['bytes', bytes],
+    ] as const) {
+      const over = s.used > s.capacity || (s.each !== undefined && s.each < 1);
+      if (over)
+        issues.push({
+          path: ['streams', stream],
+          message:
+            `the produce quotas of its queues (${queues.join(', ')}) take ${s.used} ${what} a second of the ` +
+            `${s.capacity} its shards take${s.each !== undefined ? ', leaving none for the queues that declare none' : ''}: ` +
+            'lower them or give the stream more shards',
+        });
+    }
+  }
+  return issues;
+}
+
+/**
+ * Each queue's stream, shards and retention. A queue on a shared stream keeps the stream's
+ * retention (the longest its queues ask for), and one that declares no produce quota gets an even
+ * share of what the declared ones leave of the stream's write limit, so no queue can take a
+ * shared shard from the others.
+ */
+function resolveStreams(t: TenantFields): TenantConfig {
+  const shared = sharedStreams(t);
+  const queues: Record<string, QueueConfig> = {};
+  for (const [name, q] of Object.entries(t.queues)) {
+    const { shards, stream: _named, ...rest } = q;
+    if (ownStream(q)) {
+      queues[name] = {
+        ...rest,
+        stream: ownStreamName(t.tenant, name),
+        shards: shards ?? OWN_STREAM_SHARDS,
+        shared_stream: false,
+      };
+      continue;
+    }
+    const stream = q.stream ?? SHARED_STREAM;
+    const members = shared.get(stream) ?? [name];
+    const declared = t.streams[stream];
+    const retention = Math.max(
+      declared?.retention_hours ?? 24,
+      ...members.map((m) => t.queues[m]?.retention_hours ?? 24),
+    );
+    const produce = { ...rest.rate_limits.produce };
+    if (members.length > 1) {
+      const { messages, bytes } = produceShares(t, stream, members);
+      produce.messages_per_sec ??= messages.each;
+      produce.bytes_per_sec ??= bytes.each;
+    }
+    queues[name] = {
+      ...rest,
+      retention_hours: retention,
+      rate_limits: { ...rest.rate_limits, ...(members.length > 1 ? { produce } : {}) },
+      stream: sharedStreamName(t.tenant, stream),
+      shards: declared?.shards ?? 1,
+      shared_stream: true,
+    };
+  }
+  return { ...t, queues };
+}
+
+const tenantFieldsSchema = z
   .strictObject({
     tenant: z.string().check(z.regex(/^[a-z0-9-]{1,32}$/, 'tenant names are 1-32 of [a-z0-9-]')),
     queues: z
       .record(z.string().check(z.regex(QUEUE_NAME, 'queue names are 1-64 of [a-z0-9-]')), queueConfigSchema)
       .check(z.refine((q) => Object.keys(q).length > 0, 'declare at least one queue')),
+    /** Streams the queues share, by name; a queue names one with `stream` (docs/streams.md). */
+    streams: z._default(
+      z.record(
+        z.string().check(z.regex(QUEUE_NAME, 'stream names are 1-64 of [a-z0-9-]')),
+        streamConfigSchema,
+      ),
+      {},
+    ),
     api_keys: z._default(z.array(apiKeyConfigSchema), []),
     alarms: z._default(alarmsConfigSchema, {
       email: [],
@@ -212,11 +367,27 @@ export const tenantConfigSchema = z
             });
         });
       });
+      for (const issue of streamIssues(t)) ctx.addIssue({ code: 'custom', ...issue });
     }),
   );
 
-export type QueueConfig = z.infer<typeof queueConfigSchema>;
-export type TenantConfig = z.infer<typeof tenantConfigSchema>;
+/** The tenant file with each queue's stream resolved (docs/streams.md). */
+export const tenantConfigSchema = z.pipe(tenantFieldsSchema, z.transform(resolveStreams));
+
+/** A queue as the file declares it, its tier's defaults filled in. */
+type DeclaredQueue = z.infer<typeof queueConfigSchema>;
+/** A queue with its stream resolved: what every part of leaseq reads. */
+export type QueueConfig = Omit<DeclaredQueue, 'shards' | 'stream'> & {
+  /** The Kinesis stream its messages are appended to. */
+  stream: string;
+  /** Its stream's shards. */
+  shards: number;
+  /** Whether its stream is one queues share (declared under `streams`, or the tenant's), not its own. */
+  shared_stream: boolean;
+};
+export type TenantConfig = Omit<z.infer<typeof tenantFieldsSchema>, 'queues'> & {
+  queues: Record<string, QueueConfig>;
+};
 export type ApiKeyConfig = z.infer<typeof apiKeyConfigSchema>;
 export type ConsumerConfig = z.infer<typeof lambdaConsumerSchema>;
 
@@ -241,9 +412,29 @@ export function parseTenantConfig(raw: unknown, source = 'tenant file'): TenantC
   );
 }
 
-/** Resource names derived from the tenant, shared by the stack and the local runtime. */
-export function streamName(tenant: string, queue: string): string {
+/** The stream of a queue of its own stream: the name it has always had. */
+export function ownStreamName(tenant: string, queue: string): string {
   return `leaseq-${tenant}-${queue}`;
+}
+
+/** A shared stream's name: `_` is in no queue's name, so it never meets a queue's own stream. */
+function sharedStreamName(tenant: string, stream: string): string {
+  return `leaseq-${tenant}_${stream}`;
+}
+
+/** The stream a queue or a consumer's namespace of it reads (a queue the tenant declares). */
+export function streamOf(tenant: TenantConfig, name: string): string {
+  const config = tenant.queues[namespaceParts(name).queue];
+  if (!config) throw new Error(`no queue ${name} in the tenant file`);
+  return config.stream;
+}
+
+/** The queues that append to each stream, by the stream's name. */
+export function queuesByStream(tenant: TenantConfig): Map<string, string[]> {
+  const out = new Map<string, string[]>();
+  for (const [name, q] of Object.entries(tenant.queues))
+    out.set(q.stream, [...(out.get(q.stream) ?? []), name]);
+  return out;
 }
 
 /**
@@ -276,15 +467,12 @@ export function tableName(tenant: string): string {
   return `leaseq-${tenant}`;
 }
 
-/** A Kinesis shard takes 1 MiB a second: the write rate a queue can sustain at most. */
-const SHARD_BYTES_PER_SEC = 1024 * 1024;
-
 /**
  * The bytes a queue may hold: its own setting, or what its produce rate (the byte quota, else
  * its shards' write capacity) fills over the retention, with half again for headroom.
  */
 export function storageQuotaBytes(q: QueueConfig): number {
   if (q.storage_quota_bytes !== undefined) return q.storage_quota_bytes;
-  const rate = q.rate_limits.produce?.bytes_per_sec ?? q.shards * SHARD_BYTES_PER_SEC;
+  const rate = q.rate_limits.produce?.bytes_per_sec ?? q.shards * SHARD_WRITE.bytes;
   return Math.floor(rate * q.retention_hours * HOUR * 1.5);
 }

@@ -1,5 +1,5 @@
 import { mapLimit } from '../core/async.js';
-import { type QueueConfig, streamName } from '../core/config.js';
+import { type QueueConfig, streamOf, type TenantConfig } from '../core/config.js';
 import type { Envelope } from '../core/envelope.js';
 import type { Range } from '../core/ranges.js';
 import type { Delivery } from '../core/receipt.js';
@@ -29,7 +29,7 @@ import type { RangeFailures } from './range-failures.js';
  */
 
 export interface HeldDeliveryDeps {
-  tenant: string;
+  tenant: TenantConfig;
   keys: KeyStates;
   holds: KeyHolds;
   ranges: RangeStore;
@@ -66,7 +66,7 @@ export class HeldDelivery {
 
   /** The keys with held messages, per shard (of `shards`, or all): what `leaseSome` starts from. */
   async marked(queue: string, shards?: readonly string[]): Promise<HeldKey[]> {
-    shards ??= await this.deps.shards.shards(streamName(this.deps.tenant, queue));
+    shards ??= await this.deps.shards.shards(streamOf(this.deps.tenant, queue));
     return (
       await Promise.all(
         shards.map(async (shard) =>

@@ -1,7 +1,7 @@
 import { type Handoff, type LeasedEntry, NOTHING_HANDED } from '../admission/admitted-signal.js';
 import type { ClaimStore } from '../claims/claims.js';
 import { mapLimit } from '../core/async.js';
-import { type QueueConfig, streamName } from '../core/config.js';
+import type { QueueConfig } from '../core/config.js';
 import { messageView, payloadBytes } from '../core/envelope.js';
 import { leaseExpiry, receiveLease } from '../core/lease.js';
 import { runPicks } from '../core/ordering.js';
@@ -38,7 +38,6 @@ import type { RangeFailures } from './range-failures.js';
  */
 
 export interface RangeReceiverDeps {
-  tenant: string;
   ranges: RangeStore;
   /** Leases the gap cap moved out of their range live in the message's item. */
   messages: MessageStore;
@@ -116,7 +115,7 @@ export class RangeReceiver {
     leaseSeconds: number,
     consumerId: string,
   ): Promise<DeliveredMessage[]> {
-    const shards = await this.deps.shards.shards(streamName(this.deps.tenant, queue));
+    const shards = await this.deps.shards.shards(config.stream);
     const now = this.now();
     const looked = await Promise.all(
       shards.map(async (shard) => ({ shard, ...(await this.ordered.runs(queue, config, shard, want, now)) })),
@@ -161,7 +160,7 @@ export class RangeReceiver {
     leaseSeconds: number,
     consumerId: string,
   ): Promise<LeasedEntry[]> {
-    const shards = await this.deps.shards.shards(streamName(this.deps.tenant, queue));
+    const shards = await this.deps.shards.shards(config.stream);
     const perShard = await Promise.all(shards.map((shard) => this.readFrom(queue, shard)));
     return this.leaseFrom(queue, config, pickEntries(perShard.flat(), want), leaseSeconds, consumerId, false);
   }

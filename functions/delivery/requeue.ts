@@ -1,5 +1,5 @@
 import { mapLimit } from '../core/async.js';
-import { namespaceParts, streamName, type TenantConfig } from '../core/config.js';
+import { namespaceParts, streamOf, type TenantConfig } from '../core/config.js';
 import type { Envelope, PayloadRef } from '../core/envelope.js';
 import { payloadSource, type Range } from '../core/ranges.js';
 import { replayCopy } from '../core/replay-policy.js';
@@ -147,7 +147,7 @@ export class Requeue {
   /** Into the queue's stream, each under its key (or its id): every entry of a message in one shard. */
   private append(queue: string, envelopes: readonly Envelope[], preserveKeyOrder: boolean) {
     return this.deps.log.append(
-      streamName(this.deps.tenant.tenant, queue),
+      streamOf(this.deps.tenant, queue),
       envelopes.map((env) => ({
         partitionKey: env.key ?? env.message_id,
         data: Buffer.from(JSON.stringify(env)),

@@ -4,7 +4,7 @@ import type { Context, KinesisStreamBatchResponse, KinesisStreamEvent } from 'aw
 import type { RangeAdmission } from '../admission/range-admission.js';
 import type { ClaimStore } from '../claims/claims.js';
 import { mapLimit, sleep } from '../core/async.js';
-import { consumerNamespace, type QueueConfig, streamName } from '../core/config.js';
+import { consumerNamespace, type QueueConfig } from '../core/config.js';
 import { compareSequence, entryStatus, takenOverTooOften } from '../core/ranges.js';
 import type { FailureReason } from '../core/retry-policy.js';
 import type { RangeFailures } from '../delivery/range-failures.js';
@@ -74,7 +74,7 @@ export class RangePushConsumer {
 
   constructor(private readonly deps: RangePushConsumerDeps) {
     this.namespace = consumerNamespace(deps.queue, deps.consumer);
-    this.stream = streamName(deps.tenant, deps.queue);
+    this.stream = deps.config.stream;
   }
 
   /**

@@ -1,5 +1,11 @@
 import { commitStall, sameMarks } from '../core/commit-stall.js';
-import { namespaceParts, type QueueConfig, storageQuotaBytes, streamName } from '../core/config.js';
+import {
+  namespaceParts,
+  type QueueConfig,
+  storageQuotaBytes,
+  streamOf,
+  type TenantConfig,
+} from '../core/config.js';
 import { drainView } from '../core/drain.js';
 import { entryStatus, isFinished, type Range } from '../core/ranges.js';
 import type { KeyOrder } from '../delivery/key-order.js';
@@ -19,7 +25,7 @@ import type { TotalsSamples } from '../store/totals-samples.js';
  */
 
 export interface QueueStatsDeps {
-  tenant: string;
+  tenant: TenantConfig;
   messages: MessageStore;
   counters: Counters;
   shards: ShardDirectory;
@@ -188,7 +194,7 @@ export class QueueStats {
 
   /** The shards of the queue's stream: a consumer's state is kept per shard of its queue's. */
   private shardsOf(name: string): Promise<string[]> {
-    return this.deps.shards.shards(streamName(this.deps.tenant, namespaceParts(name).queue));
+    return this.deps.shards.shards(streamOf(this.deps.tenant, name));
   }
 
   private async deadStats(queue: string, now: number) {

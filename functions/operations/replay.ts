@@ -1,4 +1,4 @@
-import { namespaceParts, type QueueConfig, streamName, type TenantConfig } from '../core/config.js';
+import { namespaceParts, type QueueConfig, streamOf, type TenantConfig } from '../core/config.js';
 import { decodeEnvelope, type Envelope, payloadBytes } from '../core/envelope.js';
 import { admissionId, isReplayable, type ReplayFilterSpec, replayWindow } from '../core/replay-policy.js';
 import type { Requeue } from '../delivery/requeue.js';
@@ -101,7 +101,7 @@ export class Replays extends JobRunner<ReplayJob, ReplayRequest, ReplayView, Rep
   }
 
   private stream(queue: string): string {
-    return streamName(this.deps.tenant.tenant, namespaceParts(queue).queue);
+    return streamOf(this.deps.tenant, queue);
   }
 
   /**
@@ -213,9 +213,12 @@ export class Replays extends JobRunner<ReplayJob, ReplayRequest, ReplayView, Rep
     records: readonly RawRecord[],
     now: number,
   ): Promise<Map<string, Envelope>> {
+    const own = namespaceParts(queue).queue;
     const matches = records.flatMap((r) => {
       const envelope = parse(r.data);
-      return envelope && isReplayable(envelope, r.arrivedAt, job, job.filter) ? [{ r, envelope }] : [];
+      // A shared stream carries the other queues' records too.
+      const ours = envelope !== undefined && namespaceParts(envelope.queue).queue === own;
+      return ours && isReplayable(envelope, r.arrivedAt, job, job.filter) ? [{ r, envelope }] : [];
     });
     const producerIds = matches
       .filter((m) => admissionId(m.envelope) !== undefined)

@@ -1,5 +1,5 @@
 import { decodeTime, isValid } from 'ulid';
-import { namespaceParts, streamName } from '../core/config.js';
+import { namespaceParts, streamOf, type TenantConfig } from '../core/config.js';
 import { deliveryContext, type Envelope } from '../core/envelope.js';
 import { MessageNotFoundError } from '../core/errors.js';
 import { type EntryStatus, entryStatus, type Range, readPassOnMark } from '../core/ranges.js';
@@ -59,7 +59,7 @@ const ENTRY_STATE: Record<Exclude<EntryStatus, 'failed'>, TraceState> = {
 const MAX_HOPS = 100;
 
 export interface MessageTraceDeps {
-  tenant: string;
+  tenant: TenantConfig;
   shards: ShardDirectory;
   reader: ShardReader;
   messages: MessageStore;
@@ -86,7 +86,7 @@ export class MessageTrace {
   /** A server-assigned id (a ULID) has no dedup record: its time says where in the log to look. */
   private async findInLog(queue: string, messageId: string) {
     if (!isValid(messageId)) return undefined;
-    const stream = streamName(this.deps.tenant, namespaceParts(queue).queue);
+    const stream = streamOf(this.deps.tenant, queue);
     const shards = await this.deps.shards.shards(stream);
     return this.lookup.findAround(stream, shards, messageId, decodeTime(messageId));
   }
@@ -113,7 +113,7 @@ export class MessageTrace {
     mark: string,
   ) {
     const { appendedAt, names } = readPassOnMark(mark);
-    const stream = streamName(this.deps.tenant, namespaceParts(queue).queue);
+    const stream = streamOf(this.deps.tenant, queue);
     return this.lookup.findAround(stream, [at.shard], messageId, appendedAt, names);
   }
 

@@ -1,7 +1,7 @@
 import type { FastAdmission } from '../admission/fast-admission.js';
 import type { ClaimStore } from '../claims/claims.js';
 import { mapLimit } from '../core/async.js';
-import { type QueueConfig, storageQuotaBytes, streamName } from '../core/config.js';
+import { type QueueConfig, storageQuotaBytes } from '../core/config.js';
 import { type ClaimRef, type Envelope, encodeEnvelope, payloadBytes } from '../core/envelope.js';
 import { InvalidRequestError, QuotaExceededError } from '../core/errors.js';
 import { newMessageId } from '../core/ids.js';
@@ -109,7 +109,7 @@ export class Producer {
     });
     const appendEnvelopes = envelopes.filter((e): e is Envelope => !(e instanceof Error));
     const appended = await this.deps.log.append(
-      streamName(this.deps.tenant, queue),
+      config.stream,
       appendEnvelopes.map((env) => ({ partitionKey: env.key ?? env.message_id, data: encodeEnvelope(env) })),
       { preserveKeyOrder: config.ordered },
     );

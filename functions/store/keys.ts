@@ -221,3 +221,10 @@ export function usageRollupKey(queue: string, hour: number): ItemKey {
 export function queueControlsKey(queue: string): ItemKey {
   return { pk: `Q#${queue}#CTL`, sk: 'C' };
 }
+
+/** Queues of shared streams that dispatch passed over on a shard, one partition for the tenant (store/admission-lags.ts). */
+export const ADMISSION_LAGS_PK = 'TENANT#LAGS';
+
+export function admissionLagKey(queue: string, shard: string): ItemKey {
+  return { pk: ADMISSION_LAGS_PK, sk: `${queue}#${shard}` };
+}

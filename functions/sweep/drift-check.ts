@@ -5,7 +5,7 @@ import {
   type DocumentClient,
 } from '../aws/dynamodb.js';
 import { DescribeStreamSummaryCommand, type KinesisClient } from '../aws/kinesis.js';
-import { streamName, type TenantConfig } from '../core/config.js';
+import type { TenantConfig } from '../core/config.js';
 import { type DriftFinding, type ObservedTable, streamDrift, tableDrift } from '../core/drift.js';
 
 export interface DriftCheckDeps {
@@ -45,7 +45,7 @@ export class DriftCheck {
     const tableFindings = tableDrift(table, tenant, await this.observeTable());
     const out = new Map<string, DriftFinding[]>();
     for (const [queue, config] of Object.entries(tenant.queues)) {
-      const stream = streamName(tenant.tenant, queue);
+      const stream = config.stream;
       const summary = await this.readOrUnknown(() =>
         this.deps.kinesis.send(new DescribeStreamSummaryCommand({ StreamName: stream })),
       );

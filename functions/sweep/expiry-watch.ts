@@ -1,5 +1,5 @@
 import { toLogRecords } from '../admission/fast-admission.js';
-import { consumerNamespace, type QueueConfig, streamName } from '../core/config.js';
+import { consumerNamespace, type QueueConfig } from '../core/config.js';
 import { compareSequence } from '../core/ranges.js';
 import type { ShardReader } from '../log/shard-reader.js';
 import type { ShardDirectory } from '../log/stream.js';
@@ -42,7 +42,7 @@ export class ExpiryWatch {
   async check(queue: string, config: QueueConfig): Promise<Map<string, number>> {
     const now = this.deps.now?.() ?? Date.now();
     const trimmedBefore = now - config.retention_hours * 3_600_000 + EXPIRY_MARGIN_MS;
-    const stream = streamName(this.deps.tenant, queue);
+    const stream = config.stream;
     const namespaces = config.consumers.length
       ? config.consumers.map((c) => consumerNamespace(queue, c.name))
       : [queue];
@@ -50,7 +50,11 @@ export class ExpiryWatch {
     for (const shard of await this.deps.shards.shards(stream)) {
       const oldest = await this.deps.reader.after(stream, shard, undefined, PAGE);
       if (!oldest[0] || oldest[0].arrivedAt >= trimmedBefore) continue;
-      const near = toLogRecords(oldest.filter((r) => r.arrivedAt < trimmedBefore));
+      const near = toLogRecords(
+        oldest.filter((r) => r.arrivedAt < trimmedBefore),
+        queue,
+        config,
+      );
       for (const namespace of namespaces) {
         const [head, mark] = await Promise.all([
           this.deps.ranges.head(namespace, shard),

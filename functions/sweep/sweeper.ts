@@ -1,8 +1,9 @@
 import type { Logger } from '@aws-lambda-powertools/logger';
 import type { FastAdmission } from '../admission/fast-admission.js';
+import type { LagCatchUp } from '../admission/lag-catch-up.js';
 import type { RangeAdmission } from '../admission/range-admission.js';
 import { mapLimit } from '../core/async.js';
-import { consumerNamespace, type QueueConfig, streamName, type TenantConfig } from '../core/config.js';
+import { consumerNamespace, type QueueConfig, type TenantConfig } from '../core/config.js';
 import {
   compareSequence,
   dueRetries,
@@ -59,6 +60,8 @@ export interface SweeperDeps {
   redrives: Redrives;
   replays: Replays;
   retentions: DlqRetentions;
+  /** Queues of shared streams that dispatch passed over on a shard. */
+  lagCatchUp: Pick<LagCatchUp, 'any' | 'run'>;
   logger: Logger;
   now?: () => number;
 }
@@ -143,6 +146,10 @@ export class Sweeper {
   async sweepOnce(): Promise<SweepReport> {
     const report = emptyReport();
     const failures: unknown[] = [];
+    await this.deps.lagCatchUp.run().catch((err: unknown) => {
+      failures.push(err);
+      this.deps.logger.error('catching up a lagging queue failed', { error: String(err) });
+    });
     // Side by side, so a queue's pass does not wait for a busier queue's.
     await mapLimit(namespaces(this.deps.tenant), NAMESPACES_AT_ONCE, async (ns) => {
       try {
@@ -169,10 +176,11 @@ export class Sweeper {
   async pending(): Promise<boolean> {
     const now = this.now();
     const soon = timeSortKey(now + REST_HORIZON_MS + 1, '');
+    if (await this.deps.lagCatchUp.any()) return true;
     for (const ns of namespaces(this.deps.tenant)) {
       for (const jobs of [this.deps.redrives, this.deps.replays, this.deps.retentions])
         if (await jobs.anyRunning(ns.name)) return true;
-      for (const shard of await this.deps.shards.shards(streamName(this.deps.tenant.tenant, ns.queue))) {
+      for (const shard of await this.deps.shards.shards(ns.config.stream)) {
         const { messages } = this.deps;
         // The whole window, not a pass's share: a lease a turn has not reached must keep it up.
         const open = await this.openRanges(ns, shard, true);
@@ -212,7 +220,7 @@ export class Sweeper {
     report.replayed += replayed;
     const extended = await this.deps.retentions.runPass(ns.name, ns.config);
     report.extended += extended;
-    const shards = await this.deps.shards.shards(streamName(this.deps.tenant.tenant, ns.queue));
+    const shards = await this.deps.shards.shards(ns.config.stream);
     await Promise.all(
       shards.map(async (shard) => {
         const ranges = await this.expireRanges(ns, shard);

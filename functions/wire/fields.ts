@@ -55,6 +55,8 @@ export const consumerNameSchema = z
 const rateSchema = z.strictObject({
   requests_per_sec: z.optional(z.number().check(z.positive(), z.maximum(1_000_000))),
   bytes_per_sec: z.optional(z.number().check(z.positive(), z.maximum(1e12))),
+  /** Messages a second (produce): a shared stream's shards take 1,000 records a second each. */
+  messages_per_sec: z.optional(z.number().check(z.positive(), z.maximum(1_000_000))),
 });
 
 /** Rate quotas of a queue or an API key (docs/access-and-quotas.md, "Rate quotas"): requests and bytes a second. */

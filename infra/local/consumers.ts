@@ -1,6 +1,6 @@
 import type { Logger } from '@aws-lambda-powertools/logger';
 import type { AwsClients } from '../../functions/aws/clients.js';
-import { streamName } from '../../functions/core/config.js';
+import { streamOf } from '../../functions/core/config.js';
 import type { RuntimeConfig } from '../../functions/core/runtime-config.js';
 import { bindConsumer } from '../../functions/lambda-consumer/middleware.js';
 import { importConsumers } from '../consumer-modules.js';
@@ -22,7 +22,7 @@ export async function consumerMappings(
     const functionName = `consumer-${queue}-${c.name}`;
     return {
       functionName,
-      streamName: streamName(config.tenant.tenant, queue),
+      streamName: streamOf(config.tenant, queue),
       handler: bindConsumer(exported, {
         config,
         clients,

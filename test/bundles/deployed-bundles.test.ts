@@ -14,7 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BUNDLES, initEnvironment, type LeaseqBundleSpec, stageBundle } from '../../bench/bundles.js';
 import type { SqsCredentials } from '../../functions/access/sqs-credentials.js';
 import { hashApiKey } from '../../functions/core/auth.js';
-import { streamName, tableName } from '../../functions/core/config.js';
+import { ownStreamName, tableName } from '../../functions/core/config.js';
 import { ENV } from '../../functions/core/runtime-config.js';
 import { buildHostFiles, type HostFiles, LambdaProcess } from '../helpers/lambda-process.js';
 import { type MotoServer, motoServerCommand, startMotoServer } from '../helpers/moto-server.js';
@@ -66,7 +66,7 @@ const TENANT = {
   ],
 };
 const BUCKET = 'leaseq-bundles-claims';
-const STREAM = { jobs: streamName(TENANT.tenant, 'jobs'), events: streamName(TENANT.tenant, 'events') };
+const STREAM = { jobs: ownStreamName(TENANT.tenant, 'jobs'), events: ownStreamName(TENANT.tenant, 'events') };
 /** The functions' timeouts in the stack (infra/leaseq-tenant.ts); the consumer's is the tenant file's default. */
 const TIMEOUT_MS = { api: 29_000, dispatch: 60_000, consumer: 60_000 };
 

@@ -7,7 +7,7 @@ import {
   GetShardIteratorCommand,
   ListShardsCommand,
 } from '../../functions/aws/kinesis.js';
-import { parseTenantConfig, streamName } from '../../functions/core/config.js';
+import { parseTenantConfig, streamOf } from '../../functions/core/config.js';
 import { decodeEnvelope, type Envelope } from '../../functions/core/envelope.js';
 import { DYNAMODB_EMULATOR_ENV, parseDynamoDbEmulator } from '../../infra/local/emulators.js';
 import { type Runtime, startRuntime } from '../../infra/local/runtime.js';
@@ -108,7 +108,7 @@ export async function startTestRuntime(
       return { status: res.status, headers: res.headers, body: text ? JSON.parse(text) : undefined };
     },
     async records(queue) {
-      return readAllRecords(runtime, streamName(tenant.tenant, queue));
+      return readAllRecords(runtime, streamOf(tenant, queue));
     },
     async restart() {
       await runtime.close();

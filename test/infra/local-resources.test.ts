@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type AwsClients, createClients } from '../../functions/aws/clients.js';
 import { PutCommand, QueryCommand } from '../../functions/aws/dynamodb.js';
 import { PutRecordsCommand } from '../../functions/aws/kinesis.js';
-import { parseTenantConfig, streamName } from '../../functions/core/config.js';
+import { ownStreamName, parseTenantConfig } from '../../functions/core/config.js';
 import { GSI1 } from '../../functions/store/keys.js';
 import { type AdminClients, createAdminClients } from '../../infra/local/admin-clients.js';
 import { createTable, ensureResources } from '../../infra/local/resources.js';
@@ -107,7 +107,7 @@ describe('ensureResources', () => {
     const table = 'leaseq-fresh';
     const started = Date.now();
     await ensureResources(clients, admin, tenant, { table, bucket: 'leaseq-fresh-local', ttl: false });
-    await useAtOnce(table, streamName('fresh', 'jobs'));
+    await useAtOnce(table, ownStreamName('fresh', 'jobs'));
     expect(Date.now() - started).toBeGreaterThanOrEqual(TABLE_CREATING_MS - 50);
   });
 
@@ -119,7 +119,7 @@ describe('ensureResources', () => {
       bucket: 'leaseq-racing-local',
       ttl: false,
     });
-    await useAtOnce('leaseq-racing', streamName('racing', 'jobs'));
+    await useAtOnce('leaseq-racing', ownStreamName('racing', 'jobs'));
   });
 
   it('waits for a stream that exists but is still being created', async () => {
@@ -131,7 +131,7 @@ describe('ensureResources', () => {
       if (out.Table?.TableStatus === 'ACTIVE') break;
       await new Promise((resolve) => setTimeout(resolve, 50));
     }
-    const stream = streamName('streaming', 'jobs');
+    const stream = ownStreamName('streaming', 'jobs');
     await admin.kinesis.send(new CreateStreamCommand({ StreamName: stream, ShardCount: 1 }));
     await ensureResources(clients, admin, tenant, { table, bucket: 'leaseq-streaming-local', ttl: false });
     await useAtOnce(table, stream);

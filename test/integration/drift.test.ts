@@ -1,7 +1,7 @@
 import { Logger } from '@aws-lambda-powertools/logger';
 import { DecreaseStreamRetentionPeriodCommand } from '@aws-sdk/client-kinesis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { streamName } from '../../functions/core/config.js';
+import { ownStreamName } from '../../functions/core/config.js';
 import { DriftCheck } from '../../functions/sweep/drift-check.js';
 import { createAdminClients } from '../../infra/local/admin-clients.js';
 import { lambdaContext } from '../../infra/local/lambda-context.js';
@@ -47,7 +47,7 @@ describe('the drift check', () => {
     const admin = createAdminClients(t.runtime.endpoints);
     await admin.kinesis.send(
       new DecreaseStreamRetentionPeriodCommand({
-        StreamName: streamName('drift', 'lowered'),
+        StreamName: ownStreamName('drift', 'lowered'),
         RetentionPeriodHours: 24,
       }),
     );

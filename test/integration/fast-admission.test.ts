@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AdmittedSignal, type LeaseTerms } from '../../functions/admission/admitted-signal.js';
 import { type LogRecord, RangeAdmission } from '../../functions/admission/range-admission.js';
 import type { KinesisClient } from '../../functions/aws/kinesis.js';
-import { streamName } from '../../functions/core/config.js';
+import { ownStreamName } from '../../functions/core/config.js';
 import { compareSequence, type Range, shareEntries } from '../../functions/core/ranges.js';
 import { type Delivery, ReceiptSigner } from '../../functions/core/receipt.js';
 import { RangeReceiver, RECEIVE_MAX_BYTES } from '../../functions/delivery/range-receiver.js';
@@ -315,7 +315,7 @@ describe("the fast path's log reads", () => {
     } as unknown as KinesisClient;
     const reader = new ShardReader(counted);
     const q = queueApi(slow, 'reader');
-    const stream = streamName('fast', 'reader');
+    const stream = ownStreamName('fast', 'reader');
     await q.produce(Array.from({ length: 5 }, (_, n) => ({ payload: { n } })));
     const shard = (await slow.records('reader'))[0]?.shardId as string;
     const first = await reader.after(stream, shard, undefined, 500);

@@ -5,7 +5,7 @@ import type { KinesisStreamEvent } from 'aws-lambda';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PutRecordsCommand } from '../../functions/aws/kinesis.js';
 import { sleep } from '../../functions/core/async.js';
-import { consumerNamespace, type QueueConfig, streamName } from '../../functions/core/config.js';
+import { consumerNamespace, ownStreamName, type QueueConfig } from '../../functions/core/config.js';
 import { type Envelope, encodeEnvelope } from '../../functions/core/envelope.js';
 import { bindConsumer, leaseqConsumer } from '../../functions/lambda-consumer/middleware.js';
 import { metricsOptions, SERVICE } from '../../functions/observability/metrics.js';
@@ -26,19 +26,22 @@ import { until } from '../helpers/until.js';
 let t: TestRuntime;
 const NS = consumerNamespace('events', 'billing');
 
-beforeAll(async () => {
-  t = await startTestRuntime({
-    tenant: 'push',
-    queues: {
-      events: {
-        shards: 1,
-        backoff_seconds: [0],
-        max_attempts: 3,
-        claim_check_bytes: 1024,
-        consumers: [{ name: 'billing', entry: 'test/fixtures/lambda-consumer.ts' }],
-      },
+/** The tenant file as written: what the stack hands a consumer in its environment. */
+const TENANT_FILE = {
+  tenant: 'push',
+  queues: {
+    events: {
+      shards: 1,
+      backoff_seconds: [0],
+      max_attempts: 3,
+      claim_check_bytes: 1024,
+      consumers: [{ name: 'billing', entry: 'test/fixtures/lambda-consumer.ts' }],
     },
-  });
+  },
+};
+
+beforeAll(async () => {
+  t = await startTestRuntime(TENANT_FILE);
 });
 afterAll(async () => {
   await t?.close();
@@ -88,7 +91,7 @@ let lastMadeUp = 0n;
 
 /** A record as the event source hands it over, for invoking a bound consumer directly. */
 const recordOf = (envelope: Envelope, sequenceNumber: string) =>
-  madeUpRecord(envelope, 'shardId-000000000000', sequenceNumber, streamName('push', 'events'));
+  madeUpRecord(envelope, 'shardId-000000000000', sequenceNumber, ownStreamName('push', 'events'));
 
 const bound = () =>
   bindConsumer(handler, {
@@ -125,7 +128,7 @@ describe('a Lambda consumer on an unordered queue', () => {
     expect(dead.attempts[0]?.consumer_id).toMatch(/^billing\//);
     expect(await stateOf('a-000')).toBe('acked');
     // Dispatch does not admit a queue with Lambda consumers: its own namespace stays empty.
-    const [shard] = await services().shards.shards(streamName('push', 'events'));
+    const [shard] = await services().shards.shards(ownStreamName('push', 'events'));
     expect(await services().ranges.head('events', shard as string)).toBeUndefined();
     expect(await services().ranges.head(NS, shard as string)).toBeDefined();
 
@@ -168,7 +171,7 @@ describe('a Lambda consumer on an unordered queue', () => {
     const [copy] = (await t.records('events')).filter((r) => r.envelope.message_id === 'b-1');
     await t.runtime.clients.kinesis.send(
       new PutRecordsCommand({
-        StreamName: streamName('push', 'events'),
+        StreamName: ownStreamName('push', 'events'),
         Records: [{ PartitionKey: 'b-1', Data: encodeEnvelope(copy?.envelope as Envelope) }],
       }),
     );
@@ -328,7 +331,7 @@ describe('a Lambda consumer on an unordered queue', () => {
   it('builds itself from the environment on AWS (LEASEQ_LOCAL_ENDPOINTS here)', async () => {
     const { config } = t.runtime;
     const env = {
-      LEASEQ_TENANT_CONFIG: JSON.stringify(config.tenant),
+      LEASEQ_TENANT_CONFIG: JSON.stringify(TENANT_FILE),
       LEASEQ_TABLE: config.tableName,
       LEASEQ_BUCKET: config.bucketName,
       AWS_REGION: config.region,
@@ -381,7 +384,7 @@ describe('a Lambda consumer on an unordered queue', () => {
       // Straight into the stream: the API's own writes would meet the fault too.
       await t.runtime.clients.kinesis.send(
         new PutRecordsCommand({
-          StreamName: streamName('push', 'events'),
+          StreamName: ownStreamName('push', 'events'),
           Records: ids.map((id) => ({ PartitionKey: id, Data: encodeEnvelope(envelopeOf(id)) })),
         }),
       );

@@ -5,7 +5,7 @@ import {
   GetShardIteratorCommand,
   PutRecordsCommand,
 } from '../../functions/aws/kinesis.js';
-import { streamName } from '../../functions/core/config.js';
+import { ownStreamName } from '../../functions/core/config.js';
 import { type Envelope, encodeEnvelope } from '../../functions/core/envelope.js';
 import { entryStatus } from '../../functions/core/ranges.js';
 import { OrderedLook } from '../../functions/delivery/ordered-look.js';
@@ -47,7 +47,7 @@ afterAll(async () => {
 const append = (queue: string, envelopes: Envelope[]) =>
   t.runtime.clients.kinesis.send(
     new PutRecordsCommand({
-      StreamName: streamName('layer', queue),
+      StreamName: ownStreamName('layer', queue),
       Records: envelopes.map((e) => ({ PartitionKey: e.message_id, Data: encodeEnvelope(e) })),
     }),
   );
@@ -156,7 +156,7 @@ describe('receive', () => {
       },
     }) as typeof services.ranges;
     const look = new OrderedLook({ ...services, ranges });
-    const shard = (await services.shards.shards(streamName('layer', 'lookpast')))[0] as string;
+    const shard = (await services.shards.shards(ownStreamName('layer', 'lookpast')))[0] as string;
     const once = async (n: number) => {
       await q.produce([{ key: `k${n}`, payload: n }]);
       const [m] = await q.receiveAll(1, 10_000);
@@ -188,7 +188,7 @@ describe('receive', () => {
       },
     }) as typeof services.blocks;
     const look = new OrderedLook({ ...services, blocks });
-    const shard = (await services.shards.shards(streamName('layer', 'lookblock')))[0] as string;
+    const shard = (await services.shards.shards(ownStreamName('layer', 'lookblock')))[0] as string;
     // a-0 in a range of its own, leased; a-1 in the next range waits behind it.
     await q.produce([{ message_id: 'a-0', key: 'a', payload: 0 }]);
     const [first] = await q.receiveAll(1, 10_000);
@@ -363,7 +363,7 @@ describe('the gap cap racing the holder', () => {
 /** Every record of a one-shard queue's stream, oldest first. */
 async function records(queue: string): Promise<{ Data?: Uint8Array; PartitionKey?: string }[]> {
   const kinesis = t.runtime.clients.kinesis;
-  const StreamName = streamName('layer', queue);
+  const StreamName = ownStreamName('layer', queue);
   let iterator = (
     await kinesis.send(
       new GetShardIteratorCommand({
@@ -438,7 +438,7 @@ describe('retries that wait in their ranges', () => {
     expect(copy).toBeDefined();
     await t.runtime.clients.kinesis.send(
       new PutRecordsCommand({
-        StreamName: streamName('layer', 'waits'),
+        StreamName: ownStreamName('layer', 'waits'),
         Records: [{ PartitionKey: copy?.PartitionKey ?? 'w-2', Data: copy?.Data }],
       }),
     );

@@ -1,6 +1,6 @@
 import { Logger } from '@aws-lambda-powertools/logger';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { consumerNamespace, streamName } from '../../functions/core/config.js';
+import { consumerNamespace, ownStreamName } from '../../functions/core/config.js';
 import { bindConsumer } from '../../functions/lambda-consumer/middleware.js';
 import { buildServices } from '../../functions/services.js';
 import { lambdaContext } from '../../infra/local/lambda-context.js';
@@ -198,7 +198,7 @@ describe('an ordered queue with a Lambda consumer', () => {
       logger: new Logger({ logLevel: 'SILENT' }),
     });
     const out = await consumer(
-      { Records: [kinesisRecord(retry as StreamRecord, streamName('pushordered', 'ledger'))] },
+      { Records: [kinesisRecord(retry as StreamRecord, ownStreamName('pushordered', 'ledger'))] },
       lambdaContext('consumer-ledger-books', 60_000),
     );
     expect(out.batchItemFailures).toEqual([]);

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sleep } from '../../functions/core/async.js';
-import { streamName } from '../../functions/core/config.js';
+import { ownStreamName } from '../../functions/core/config.js';
 import { buildServices } from '../../functions/services.js';
 import { queueApi, type Received } from '../helpers/queue-api.js';
 import { startTestRuntime, type TestRuntime } from '../helpers/runtime.js';
@@ -189,7 +189,7 @@ describe('replay', () => {
     const [record] = (await t.records('doubled')).filter((r) => r.envelope.message_id === 'd-1');
     const { log } = buildServices(t.runtime.config, t.runtime.clients);
     // The retry's copy: in the log after the first, which admission took.
-    const [again] = await log.append(streamName('replay', 'doubled'), [
+    const [again] = await log.append(ownStreamName('replay', 'doubled'), [
       { partitionKey: 'd-1', data: Buffer.from(JSON.stringify(record?.envelope)) },
     ]);
     expect(again?.ok).toBe(true);

@@ -18,7 +18,7 @@ import {
 } from '../../functions/aws/kinesis.js';
 import type { AnyMiddleware } from '../../functions/aws/sdk-client.js';
 import { stackOf } from '../../functions/aws/sdk-client.js';
-import { streamName } from '../../functions/core/config.js';
+import { ownStreamName } from '../../functions/core/config.js';
 import { startTestRuntime, type TestRuntime } from '../helpers/runtime.js';
 
 /**
@@ -267,7 +267,7 @@ async function playDynamoDb(answer: (seen: number) => [number, object | string, 
 
 describe('Kinesis records', () => {
   it('carry their bytes and arrival time, as the SDK gives them', async () => {
-    const stream = streamName('wire', 'raw');
+    const stream = ownStreamName('wire', 'raw');
     const kinesis = t.runtime.clients.kinesis;
     const data = new Uint8Array([0, 255, 10, 13, 34]);
     const before = Date.now();

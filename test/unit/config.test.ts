@@ -5,6 +5,7 @@ import {
   consumerNamespace,
   namespaceParts,
   parseTenantConfig,
+  queuesByStream,
 } from '../../functions/core/config.js';
 import { checkPayloadSchemas } from '../../functions/core/payload-schema.js';
 import { buildApp } from '../../infra/build-app.js';
@@ -26,7 +27,10 @@ describe('tenant configuration', () => {
       tier: 'standard',
       ordered: false,
       max_per_key: 1,
-      shards: 2,
+      // No shards named: the queue joins the tenant's shared stream, of one shard.
+      stream: 'leaseq-acme_shared',
+      shards: 1,
+      shared_stream: true,
       lease_seconds: 60,
       max_lease_seconds: 3600,
       max_attempts: 5,
@@ -50,6 +54,84 @@ describe('tenant configuration', () => {
       producing_team: [],
       page: [],
     });
+  });
+
+  it('gives a queue that names its shards, or has Lambda consumers, a stream of its own as before', () => {
+    const config = parseTenantConfig({
+      tenant: 'acme',
+      queues: {
+        big: { shards: 4 },
+        pushed: { consumers: [{ name: 'c', entry: 'c.ts' }] },
+        small: {},
+      },
+    });
+    expect(config.queues.big).toMatchObject({ stream: 'leaseq-acme-big', shards: 4, shared_stream: false });
+    expect(config.queues.pushed).toMatchObject({
+      stream: 'leaseq-acme-pushed',
+      shards: 2,
+      shared_stream: false,
+    });
+    expect(config.queues.small).toMatchObject({
+      stream: 'leaseq-acme_shared',
+      shards: 1,
+      shared_stream: true,
+    });
+    // Alone on the shared stream, a queue keeps the quotas it declares (none).
+    expect(config.queues.small?.rate_limits).toEqual({});
+    expect(queuesByStream(config)).toEqual(
+      new Map([
+        ['leaseq-acme-big', ['big']],
+        ['leaseq-acme-pushed', ['pushed']],
+        ['leaseq-acme_shared', ['small']],
+      ]),
+    );
+  });
+
+  it('shares a declared stream: its shards, the longest retention, and even produce shares', () => {
+    const config = parseTenantConfig({
+      tenant: 'acme',
+      streams: { orders: { shards: 2 } },
+      queues: {
+        a: { stream: 'orders', retention_hours: 72 },
+        b: { stream: 'orders', rate_limits: { produce: { messages_per_sec: 1000, bytes_per_sec: 1048576 } } },
+        c: { stream: 'orders' },
+      },
+    });
+    for (const q of ['a', 'b', 'c'])
+      expect(config.queues[q]).toMatchObject({
+        stream: 'leaseq-acme_orders',
+        shards: 2,
+        retention_hours: 72,
+      });
+    // Two shards take 2,000 records and 2 MiB a second; b declares half, a and c share the rest.
+    expect(config.queues.a?.rate_limits.produce).toEqual({ messages_per_sec: 500, bytes_per_sec: 524288 });
+    expect(config.queues.c?.rate_limits.produce).toEqual({ messages_per_sec: 500, bytes_per_sec: 524288 });
+    expect(config.queues.b?.rate_limits.produce).toEqual({ messages_per_sec: 1000, bytes_per_sec: 1048576 });
+  });
+
+  it.each([
+    [{ queues: { q: { stream: 'nope' } } }, /names stream "nope", which streams does not declare/],
+    [{ streams: { s: {} }, queues: { q: { stream: 's', shards: 2 } } }, /set them under streams/],
+    [
+      { streams: { s: {} }, queues: { q: { stream: 's', consumers: [{ name: 'c', entry: 'c.ts' }] } } },
+      /a queue with Lambda consumers has a stream of its own/,
+    ],
+    [{ streams: { s: {} }, queues: { q: {} } }, /no queue names this stream/],
+    [
+      {
+        queues: {
+          a: { rate_limits: { produce: { messages_per_sec: 900 } } },
+          b: { rate_limits: { produce: { messages_per_sec: 200 } } },
+        },
+      },
+      /take 1100 messages a second of the 1000 its shards take/,
+    ],
+    [
+      { queues: { a: { rate_limits: { produce: { messages_per_sec: 1000 } } }, b: {} } },
+      /leaving none for the queues that declare none/,
+    ],
+  ])('refuses a stream the queues cannot share: %j', (file, message) => {
+    expect(() => parseTenantConfig({ tenant: 'acme', ...file })).toThrow(message);
   });
 
   it('takes max_per_key from 1 to 10, on ordered queues only', () => {

@@ -41,7 +41,8 @@ describe('runtimeConfigFromEnv', () => {
     });
     expect(config.endpoints).toEqual(endpoints);
     expect(config.tenant.queues.jobs).toMatchObject({
-      shards: 2,
+      stream: 'leaseq-acme_shared',
+      shards: 1,
       lease_seconds: 60,
       fast_admission: 'quiet',
     });

@@ -16,10 +16,11 @@ describe('tiers', () => {
     const { queues } = parseTenantConfig({
       tenant: 'a',
       queues: {
-        e: { tier: 'ephemeral' },
-        s: {},
-        c: { tier: 'critical' },
-        own: { tier: 'critical', retention_hours: 96 },
+        // Streams of their own: on a shared stream they would keep its longest retention.
+        e: { tier: 'ephemeral', shards: 1 },
+        s: { shards: 1 },
+        c: { tier: 'critical', shards: 1 },
+        own: { tier: 'critical', retention_hours: 96, shards: 1 },
       },
     });
     expect(
@@ -30,6 +31,11 @@ describe('tiers', () => {
       [72, 336],
       [96, 336],
     ]);
+    const shared = parseTenantConfig({
+      tenant: 'a',
+      queues: { e: { tier: 'ephemeral' }, c: { tier: 'critical' } },
+    });
+    expect([shared.queues.e?.retention_hours, shared.queues.c?.retention_hours]).toEqual([72, 72]);
   });
 
   it('passes owned queues at their standard, and ephemeral ones with nothing', () => {

@@ -3,7 +3,7 @@ import * as iam from 'aws-cdk-lib/aws-iam';
 import * as kinesis from 'aws-cdk-lib/aws-kinesis';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
 import { Construct } from 'constructs';
-import { type QueueConfig, streamName } from '../functions/core/config.js';
+import type { QueueConfig } from '../functions/core/config.js';
 
 /** How a subscribed function is fed; everything else about the subscription is fixed by `subscribe`. */
 export interface QueueSubscriptionOptions {
@@ -13,38 +13,37 @@ export interface QueueSubscriptionOptions {
   maxBatchingWindow?: Duration;
 }
 
-export interface QueueConstructProps {
-  tenant: string;
-  name: string;
-  /** The queue's settings with defaults filled in (parseTenantConfig). */
-  config: QueueConfig;
+export interface LogStreamProps {
+  /** The Kinesis stream's name (QueueConfig.stream). */
+  streamName: string;
+  shards: number;
+  retentionHours: number;
+  /** The queues whose messages it carries. */
+  queues: readonly string[];
 }
 
 /**
- * One queue's AWS resources: its Kinesis stream (the log). Grants to the queue are methods here
- * so every function that touches the queue gets the same, minimal set of actions.
+ * A stream of the log (docs/streams.md): a queue's own, or one the tenant's queues share. Grants
+ * are methods here so every function that touches a queue's log gets the same, minimal set of
+ * actions.
  */
-export class QueueConstruct extends Construct {
-  readonly name: string;
-  readonly config: QueueConfig;
+export class LogStream extends Construct {
   readonly stream: kinesis.Stream;
 
-  constructor(scope: Construct, id: string, props: QueueConstructProps) {
+  constructor(scope: Construct, id: string, props: LogStreamProps) {
     super(scope, id);
-    this.name = props.name;
-    this.config = props.config;
     this.stream = new kinesis.Stream(this, 'Stream', {
-      streamName: streamName(props.tenant, props.name),
+      streamName: props.streamName,
       streamMode: kinesis.StreamMode.PROVISIONED,
-      shardCount: props.config.shards,
-      retentionPeriod: Duration.hours(props.config.retention_hours),
+      shardCount: props.shards,
+      retentionPeriod: Duration.hours(props.retentionHours),
       // The AWS-managed key (aws/kinesis): encrypted at rest with no key policy or grants to keep.
       encryption: kinesis.StreamEncryption.MANAGED,
     });
-    // Inside the construct so the output's id is unique whatever the queue name.
+    // Inside the construct so the output's id is unique whatever the stream's name.
     new CfnOutput(this, 'StreamName', {
       value: this.stream.streamName,
-      description: `Kinesis stream of queue ${props.name}`,
+      description: `Kinesis stream of ${props.queues.length > 1 ? 'queues' : 'queue'} ${props.queues.join(', ')}`,
     });
   }
 
@@ -100,5 +99,18 @@ export class QueueConstruct extends Construct {
     // Lambda checks the role can read the stream when the mapping is created.
     grant.applyBefore(mapping);
     return mapping;
+  }
+}
+
+/** A queue of the tenant and the stream its messages are appended to. */
+export class TenantQueue {
+  constructor(
+    readonly name: string,
+    readonly config: QueueConfig,
+    readonly log: LogStream,
+  ) {}
+
+  get stream(): kinesis.Stream {
+    return this.log.stream;
   }
 }
