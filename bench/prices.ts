@@ -138,6 +138,62 @@ export const PRICES = {
     checkedAgainst: 'cloudburn.io/blog/amazon-sqs-pricing (2026-03)',
     since: '2016 or earlier',
   },
+  kmsKey: {
+    usd: 1.0,
+    per: 'KMS customer managed key-month (prorated hourly; automatic rotation adds $1 a month for each of its first two rotations)',
+    source: 'https://aws.amazon.com/kms/pricing/',
+    check: 'memory',
+    since: '2014-11 (the rotation surcharge since 2024-05)',
+  },
+  cloudwatchAlarmMetric: {
+    usd: 0.1,
+    per: 'standard-resolution alarm metric-month (a metric-math alarm bills each metric in it; anomaly detection bills 3)',
+    source: 'https://aws.amazon.com/cloudwatch/pricing/',
+    check: 'memory',
+    since: '2019 (per alarm metric)',
+  },
+  cloudwatchHighResolutionAlarmMetric: {
+    usd: 0.3,
+    per: 'high-resolution alarm metric-month (period under 60 s)',
+    source: 'https://aws.amazon.com/cloudwatch/pricing/',
+    check: 'memory',
+    since: '2017-07',
+  },
+  cloudwatchCompositeAlarm: {
+    usd: 0.5,
+    per: 'composite alarm-month',
+    source: 'https://aws.amazon.com/cloudwatch/pricing/',
+    check: 'memory',
+    since: '2019-11',
+  },
+  cloudwatchCustomMetric: {
+    usd: 0.3,
+    per: 'custom metric-month (first 10,000; each name under each dimension set; prorated by the hours it is published in)',
+    source: 'https://aws.amazon.com/cloudwatch/pricing/',
+    check: 'memory',
+    since: '2016-12',
+  },
+  cloudwatchLogsIngestGb: {
+    usd: 0.5,
+    per: 'GB of logs ingested (standard log class; embedded metric format lines included)',
+    source: 'https://aws.amazon.com/cloudwatch/pricing/',
+    check: 'memory',
+    since: '2014',
+  },
+  cloudwatchDashboard: {
+    usd: 3.0,
+    per: "dashboard-month (an account's first three are free)",
+    source: 'https://aws.amazon.com/cloudwatch/pricing/',
+    check: 'memory',
+    since: '2016',
+  },
+  secretsManagerSecret: {
+    usd: 0.4,
+    per: 'secret-month (prorated hourly)',
+    source: 'https://aws.amazon.com/secrets-manager/pricing/',
+    check: 'memory',
+    since: '2018-04',
+  },
 } as const satisfies Record<string, Price>;
 
 /** HTTP API requests a month billed at apiGatewayHttpRequest before apiGatewayHttpRequestOver300M (per account and region). */
