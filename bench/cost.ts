@@ -1,4 +1,5 @@
 import type { MeterSnapshot } from '../functions/aws/meter.js';
+import { type DeployedTenant, FIXED_TENANTS, type FixedTenant } from './deployed-stack.js';
 import type { ApiTallySnapshot } from './http.js';
 import type { IdleTick } from './idle-tick.js';
 import { DEPLOYMENT, PRICES } from './prices.js';
@@ -229,9 +230,10 @@ export function sqsCosts(payloadBytes: number): SqsCost[] {
 
 export interface FixedMonthly {
   item: string;
-  /** Per queue, per tenant (its sweep), or per pull worker that waits in long polls with nothing to receive. */
-  scope: 'queue' | 'tenant' | 'idle worker';
-  usdPerMonth: number;
+  /** How many of it each goal tenant has: resources, metrics, queues the sweep reads, idle workers. */
+  count: Record<FixedTenant, number>;
+  /** What it costs each goal tenant a month (FIXED_TENANTS: its queues, its idle workers). */
+  usdPerMonth: Record<FixedTenant, number>;
   note: string;
 }
 
@@ -250,12 +252,19 @@ const CHANNEL = {
   connectionsPerHour: 0.5,
 };
 
+const TENANTS = Object.keys(FIXED_TENANTS) as FixedTenant[];
+
+function perTenant(f: (t: FixedTenant) => number): Record<FixedTenant, number> {
+  return Object.fromEntries(TENANTS.map((t) => [t, f(t)])) as Record<FixedTenant, number>;
+}
+
 /**
- * What leaseq costs a month with no messages at all: a queue's provisioned stream, the tenant's
- * sweep at each minute's tick (a pass that rests and the gauges, measured idle), and a pull worker
- * that keeps long-polling.
+ * What leaseq costs a month with no messages at all, for each goal tenant: its stack as deployed
+ * (bench/deployed-stack.ts: the resources `cdk synth` makes that bill idle, and the sweep's
+ * gauges as custom metrics), the sweep at each minute's tick (a pass that rests and the gauges,
+ * measured idle), and its pull workers that keep waiting on the wake channel.
  */
-export function fixedMonthly(shards: number, retentionHours: number, tick: IdleTick): FixedMonthly[] {
+export function fixedMonthly(deployed: Record<FixedTenant, DeployedTenant>, tick: IdleTick): FixedMonthly[] {
   const hours = DEPLOYMENT.hoursPerMonth;
   const P = PRICES;
   const ticks = hours * 60;
@@ -263,60 +272,75 @@ export function fixedMonthly(shards: number, retentionHours: number, tick: IdleT
   const monthSeconds = hours * 3600;
   const gbSecond = DEPLOYMENT.lambdaMemoryGb * P.lambdaArmGbSecond.usd;
   const idlePolls = monthSeconds / IDLE_WAIT_SECONDS;
+  // The stack's lines, by item, in the order the one-queue tenant has them (then any only the other has).
+  const items = [...new Set(TENANTS.flatMap((t) => deployed[t].items.map((i) => i.item)))];
+  const stack = items.map((item): FixedMonthly => {
+    const of = (t: FixedTenant) => deployed[t].items.find((i) => i.item === item);
+    const notes = [...new Set(TENANTS.map((t) => of(t)?.note).filter((n) => n !== undefined))];
+    return {
+      item,
+      count: perTenant((t) => of(t)?.count ?? 0),
+      usdPerMonth: perTenant((t) => of(t)?.usdPerMonth ?? 0),
+      note: notes.join(' | '),
+    };
+  });
+  const unclassified = [...new Set(TENANTS.flatMap((t) => deployed[t].unclassified))];
+  const sweepUnitsUsd =
+    perQueue(tick.meter.readUnits) * ticks * P.dynamodbReadRequestUnit.usd +
+    perQueue(tick.meter.writeUnits) * ticks * P.dynamodbWriteRequestUnit.usd;
+  const worker =
+    (monthSeconds / 60) * P.apiGatewayWebSocketConnectionMinute.usd +
+    idlePolls *
+      (P.apiGatewayHttpRequest.usd +
+        P.lambdaRequest.usd +
+        (CHANNEL.lookMs / 1000) * gbSecond +
+        CHANNEL.lookWriteUnits * P.dynamodbWriteRequestUnit.usd +
+        CHANNEL.lookReadUnits * P.dynamodbReadRequestUnit.usd) +
+    // A ping and a hello are a message in and its answer out, each an invocation of the api function.
+    hours *
+      (CHANNEL.pingsPerHour + CHANNEL.connectionsPerHour) *
+      (2 * P.apiGatewayWebSocketMessage.usd + P.lambdaRequest.usd);
   return [
-    {
-      item: 'Kinesis shard-hours',
-      scope: 'queue',
-      usdPerMonth: shards * hours * P.kinesisShardHour.usd,
-      note: `${shards} shards × ${hours} h`,
-    },
-    {
-      item: 'Kinesis extended retention',
-      scope: 'queue',
-      usdPerMonth: retentionHours > 24 ? shards * hours * P.kinesisExtendedRetentionShardHour.usd : 0,
-      note: `retention ${retentionHours} h${retentionHours > 24 ? ' > 24 h' : ': free'}`,
-    },
+    ...stack,
+    ...(unclassified.length
+      ? [
+          {
+            item: `not priced: ${unclassified.join(', ')}`,
+            count: perTenant(() => 0),
+            usdPerMonth: perTenant(() => 0),
+            note: 'resource types bench/deployed-stack.ts neither prices nor knows free: look them up',
+          },
+        ]
+      : []),
     {
       item: "sweep DynamoDB at a minute's tick (measured idle)",
-      scope: 'queue',
-      usdPerMonth:
-        perQueue(tick.meter.readUnits) * ticks * P.dynamodbReadRequestUnit.usd +
-        perQueue(tick.meter.writeUnits) * ticks * P.dynamodbWriteRequestUnit.usd,
-      note: `${formatRate(perQueue(tick.meter.readUnits))} RRU a tick: a pass that rests, the gauges`,
+      count: perTenant((t) => FIXED_TENANTS[t].queues),
+      usdPerMonth: perTenant((t) => FIXED_TENANTS[t].queues * sweepUnitsUsd),
+      note: `${formatRate(perQueue(tick.meter.readUnits))} RRU a queue a tick: a pass that rests, the gauges`,
     },
     {
       item: "sweep Lambda, a minute's tick that rests",
-      scope: 'tenant',
-      usdPerMonth: ticks * ((tick.ms / 1000) * gbSecond + P.lambdaRequest.usd),
-      note: `${tick.ms.toFixed(0)} ms here${tick.rested ? '' : ' (it did not rest!)'}; ${DEPLOYMENT.lambdaMemoryGb} GB arm64`,
+      count: perTenant(() => 1),
+      usdPerMonth: perTenant(() => ticks * ((tick.ms / 1000) * gbSecond + P.lambdaRequest.usd)),
+      note:
+        `${tick.ms.toFixed(0)} ms here with ${tick.queues} queues${tick.rested ? '' : ' (it did not rest!)'}; ` +
+        `${DEPLOYMENT.lambdaMemoryGb} GB arm64`,
     },
     {
-      item: `a Worker on the wake channel, a look every ${IDLE_WAIT_SECONDS} s`,
-      scope: 'idle worker',
-      usdPerMonth:
-        (monthSeconds / 60) * P.apiGatewayWebSocketConnectionMinute.usd +
-        idlePolls *
-          (P.apiGatewayHttpRequest.usd +
-            P.lambdaRequest.usd +
-            (CHANNEL.lookMs / 1000) * gbSecond +
-            CHANNEL.lookWriteUnits * P.dynamodbWriteRequestUnit.usd +
-            CHANNEL.lookReadUnits * P.dynamodbReadRequestUnit.usd) +
-        // A ping and a hello are a message in and its answer out, each an invocation of the api function.
-        hours *
-          (CHANNEL.pingsPerHour + CHANNEL.connectionsPerHour) *
-          (2 * P.apiGatewayWebSocketMessage.usd + P.lambdaRequest.usd),
+      item: `idle Workers on the wake channel, a look every ${IDLE_WAIT_SECONDS} s`,
+      count: perTenant((t) => FIXED_TENANTS[t].workers),
+      usdPerMonth: perTenant((t) => FIXED_TENANTS[t].workers * worker),
       note:
-        `connection minutes, pings, looks; long polls of ${IDLE_WAIT_SECONDS} s instead: ` +
+        `$${worker.toFixed(2)} each: connection minutes, pings, looks; long polls of ${IDLE_WAIT_SECONDS} s instead: ` +
         `$${(idlePolls * (P.apiGatewayHttpRequest.usd + P.lambdaRequest.usd) + monthSeconds * gbSecond).toFixed(2)} ` +
         `(Lambda bills the wait); SQS: $${(idlePolls * P.sqsStandardRequest.usd).toFixed(2)}`,
     },
   ];
 }
 
-/** A tenant's fixed monthly cost with `queues` queues and `workers` idle pull workers. */
-export function fixedTotal(fixed: readonly FixedMonthly[], queues: number, workers: number): number {
-  const times = { queue: queues, tenant: 1, 'idle worker': workers } as const;
-  return fixed.reduce((a, f) => a + f.usdPerMonth * times[f.scope], 0);
+/** A goal tenant's fixed monthly cost: its synthesized stack, its sweep, its idle workers. */
+export function fixedTotal(fixed: readonly FixedMonthly[], tenant: FixedTenant): number {
+  return fixed.reduce((a, f) => a + f.usdPerMonth[tenant], 0);
 }
 
 function formatRate(n: number): string {
@@ -396,18 +420,8 @@ export function printCost(costs: RunCost[], sqs: SqsCost[], fixed: FixedMonthly[
     ),
   );
 
-  const oneQueueTenant = fixedTotal(fixed, 1, 0);
-  console.log('\nWhat leaseq costs a month with no messages at all (SQS: nothing but the requests made):\n');
-  console.log(
-    formatTable(
-      ['item', 'per', '$ / month', 'basis'],
-      [
-        ...fixed.map((f) => [f.item, f.scope, f.usdPerMonth, f.note]),
-        ['TOTAL, a tenant with one queue', '', oneQueueTenant, 'no worker waiting'],
-        ['TOTAL, ten queues and two idle workers', '', fixedTotal(fixed, 10, 2), 'a stream each'],
-      ],
-    ),
-  );
+  printFixed(fixed);
+  const oneQueueTenant = fixedTotal(fixed, 'oneQueue');
   console.log(
     `\n$ per million messages with that fixed cost spread over a month's volume (${lead.run}, all-in, ` +
       'a tenant with one queue):\n',
@@ -422,6 +436,37 @@ export function printCost(costs: RunCost[], sqs: SqsCost[], fixed: FixedMonthly[
         sqs.find((s) => s.queue === 'standard' && s.mode === 'batched')?.usdPerMillion ?? 0,
         sqs.find((s) => s.queue === 'FIFO' && s.mode === 'batched')?.usdPerMillion ?? 0,
       ]),
+    ),
+  );
+}
+
+/** The fixed monthly cost's table: each line for both goal tenants, and their totals. */
+export function printFixed(fixed: readonly FixedMonthly[]): void {
+  const { oneQueue, tenQueues } = FIXED_TENANTS;
+  const tenants = `${oneQueue.queues} queue, ${oneQueue.workers} workers / ${tenQueues.queues} queues, ${tenQueues.workers} workers`;
+  console.log(
+    '\nWhat leaseq costs a month with no messages at all: the tenant stack as `cdk synth` makes it, priced idle ' +
+      '(bench/deployed-stack.ts), and what runs idle (SQS: nothing but the requests made):\n',
+  );
+  console.log(
+    formatTable(
+      ['item', `count (${tenants})`, '$ / month, one queue', '$ / month, ten queues', 'basis'],
+      [
+        ...fixed.map((f) => [
+          f.item,
+          `${f.count.oneQueue} / ${f.count.tenQueues}`,
+          f.usdPerMonth.oneQueue,
+          f.usdPerMonth.tenQueues,
+          f.note,
+        ]),
+        [
+          'TOTAL',
+          '',
+          fixedTotal(fixed, 'oneQueue'),
+          fixedTotal(fixed, 'tenQueues'),
+          'the queues share one stream',
+        ],
+      ],
     ),
   );
 }

@@ -1,6 +1,7 @@
 import type { BacklogReport } from './backlog.js';
 import type { PeerReport } from './bullmq.js';
 import { type FixedMonthly, fixedTotal, type RunCost, type SqsCost } from './cost.js';
+import type { FixedTenant } from './deployed-stack.js';
 import { type IsolationReport, slowdown } from './isolation.js';
 import { END_TO_END_RUNS, GOAL_BACKLOG, type PhaseFailure, RUN } from './runs.js';
 import type { ScalingReport } from './scaling.js';
@@ -195,28 +196,26 @@ export function goalRows(inputs: GoalInputs): GoalRow[] {
     ...latencyRows(inputs),
     scalingRow(inputs.scaling),
     ...isolationRows(inputs.isolation),
-    fixedRow(inputs, 'fixed-one-queue', 'fixed $ / month, one queue, no worker', 1, 0, LIMITS.fixedOneQueue),
+    fixedRow(
+      inputs,
+      'fixed-one-queue',
+      'fixed $ / month, one queue, no worker',
+      'oneQueue',
+      LIMITS.fixedOneQueue,
+    ),
     fixedRow(
       inputs,
       'fixed-ten-queues-two-workers',
       'fixed $ / month, ten queues, two idle workers',
-      10,
-      2,
+      'tenQueues',
       LIMITS.fixedTenQueues,
     ),
   ];
 }
 
-/** The stack as deployed, priced idle: what a team pays before its first message. */
-function fixedRow(
-  inputs: GoalInputs,
-  id: string,
-  figure: string,
-  queues: number,
-  workers: number,
-  limit: number,
-) {
-  const value = fixedTotal(inputs.fixed, queues, workers);
+/** The stack as deployed (synthesized), priced idle: what a team pays before its first message. */
+function fixedRow(inputs: GoalInputs, id: string, figure: string, tenant: FixedTenant, limit: number) {
+  const value = fixedTotal(inputs.fixed, tenant);
   return {
     id,
     figure,

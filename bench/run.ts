@@ -7,7 +7,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import type { BenchFigures } from '../cli/sizing.js';
 import type { MeterSnapshot } from '../functions/aws/meter.js';
-import { parseTenantConfig, queueConfigSchema } from '../functions/core/config.js';
+import { parseTenantConfig } from '../functions/core/config.js';
 import {
   DYNAMODB_EMULATOR_ENV,
   type DynamoDbEmulator,
@@ -27,6 +27,7 @@ import {
   type SqsCost,
   sqsCosts,
 } from './cost.js';
+import { type DeployedTenant, deployedTenants, type FixedTenant } from './deployed-stack.js';
 import { type GoalRow, goalRows, printGoals } from './goals.js';
 import { ApiTally, type ApiTallySnapshot, type Endpoint } from './http.js';
 import { type IdleTick, measureIdleTick } from './idle-tick.js';
@@ -136,7 +137,8 @@ interface Report {
     prices: typeof PRICES;
     runs: RunCost[];
     sqs: SqsCost[];
-    fixedMonthlyPerQueue: FixedMonthly[];
+    /** Each goal tenant's idle month: its stack as synthesized, its sweep, its idle workers. */
+    fixedMonthly: FixedMonthly[];
   };
   /** Workers added 1 → 16 during one run (--only without `scale` skips it). */
   scaling?: ScalingReport | PhaseFailure;
@@ -390,7 +392,11 @@ async function measure(
   };
 }
 
-function costOf(measured: Measured, dynamodb: DynamoDbEmulator): Report['cost'] {
+function costOf(
+  measured: Measured,
+  dynamodb: DynamoDbEmulator,
+  deployed: Record<FixedTenant, DeployedTenant>,
+): Report['cost'] {
   const { background } = measured;
   const runs = measured.endToEnd.map((r) =>
     runCost(
@@ -407,18 +413,13 @@ function costOf(measured: Measured, dynamodb: DynamoDbEmulator): Report['cost'] 
       background,
     ),
   );
-  const queue = parseTenantConfig(TENANT, 'bench tenant').queues[RUN.headline];
   return {
     region: REGION,
     pricesAsOf: PRICES_AS_OF,
     prices: PRICES,
     runs,
     sqs: sqsCosts(WORKLOAD.payloadBytes),
-    fixedMonthlyPerQueue: fixedMonthly(
-      SHARDS,
-      queue?.retention_hours ?? queueConfigSchema.parse({}).retention_hours,
-      measured.idleTick,
-    ),
+    fixedMonthly: fixedMonthly(deployed, measured.idleTick),
   };
 }
 
@@ -501,7 +502,7 @@ function print(report: Report, file: string, baseline: readonly GoalRow[] | unde
   for (const note of report.notes) console.log(note);
 
   const { cost } = report;
-  printCost(cost.runs, cost.sqs, cost.fixedMonthlyPerQueue, RUN.headline);
+  printCost(cost.runs, cost.sqs, cost.fixedMonthly, RUN.headline);
   console.log(
     `\nPrices: ${cost.region} list prices as of ${cost.pricesAsOf} (bench/prices.ts has each source).`,
   );
@@ -574,7 +575,7 @@ async function main(): Promise<void> {
         }),
       )
     : undefined;
-  const cost = costOf(measured, options.dynamodb);
+  const cost = costOf(measured, options.dynamodb, await deployedTenants());
   const report: Report = {
     date: startedAt.toISOString(),
     machine: {
@@ -598,7 +599,7 @@ async function main(): Promise<void> {
       failedRuns: failedRuns(measured),
       scaling: measured.scaling,
       sqs: cost.sqs,
-      fixed: cost.fixedMonthlyPerQueue,
+      fixed: cost.fixedMonthly,
       backlog,
       isolation,
       peer,
