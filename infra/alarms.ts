@@ -28,7 +28,7 @@ import {
   STALE_RECEIPT_EXPRESSION,
   STALE_RECEIPT_PERCENT,
 } from './alarm-rules.js';
-import type { TenantQueue } from './log-stream.js';
+import type { LogStream, TenantQueue } from './log-stream.js';
 
 /**
  * Powertools adds the Metrics' serviceName as a `service` dimension beside `queue`, and a
@@ -102,7 +102,12 @@ export class TenantAlarms extends Construct {
     }
     this.action = new SnsAction(this.topic);
 
-    for (const queue of props.queues) this.addQueueAlarms(queue);
+    const byStream = new Map<LogStream, TenantQueue[]>();
+    for (const queue of props.queues) {
+      this.addQueueAlarms(queue);
+      byStream.set(queue.log, [...(byStream.get(queue.log) ?? []), queue]);
+    }
+    for (const queues of byStream.values()) this.addStreamAlarms(queues);
     this.addPaging(props, key);
 
     // The topic policy replaces SNS's default one, so CloudWatch is admitted here, for these alarms only.
@@ -258,11 +263,27 @@ export class TenantAlarms extends Construct {
       treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
       pages: queue.config.tier === 'critical',
     });
-    this.add(q, 'iterator-age', {
+  }
+
+  /**
+   * A stream's reader and its write capacity, once per stream: on a shared stream they are every
+   * queue's, named after the stream (`leaseq-<tenant>/<stream>/…`: a Kinesis name holds a `_`, no
+   * queue's does), on a queue's own stream after the queue as before.
+   */
+  private addStreamAlarms(queues: readonly TenantQueue[]): void {
+    const [first] = queues;
+    if (!first) return;
+    const { config } = first;
+    const label = config.shared_stream ? config.stream : first.name;
+    const what = config.shared_stream
+      ? `the stream ${config.stream} (queues ${queues.map((q) => q.name).join(', ')})`
+      : `${first.name}'s stream`;
+    const backlogLimit = backlogAgeLimitSeconds(config);
+    this.add(label, 'iterator-age', {
       alarmDescription:
-        `The oldest record of ${q}'s stream not yet read by its consumer is over ${backlogLimit / 3600} h ` +
+        `The oldest record of ${what} not yet read by its consumer is over ${backlogLimit / 3600} h ` +
         'old, half the retention (records past it are lost); or nothing has read the stream for 15 minutes.',
-      metric: queue.stream.metricGetRecordsIteratorAgeMilliseconds({
+      metric: first.stream.metricGetRecordsIteratorAgeMilliseconds({
         statistic: cloudwatch.Stats.MAXIMUM,
         period: GAUGE_PERIOD,
       }),
@@ -272,13 +293,13 @@ export class TenantAlarms extends Construct {
       // means its reader is gone or stuck, and the records age towards expiry unseen.
       treatMissingData: cloudwatch.TreatMissingData.BREACHING,
     });
-    this.add(q, 'write-throttled', {
+    this.add(label, 'write-throttled', {
       alarmDescription:
-        `Produce met the write limit of ${q}'s ${queue.config.shards} shard(s) (1 MiB or 1,000 records ` +
+        `Produce met the write limit of ${what}, ${config.shards} shard(s) (1 MiB or 1,000 records ` +
         'a second each) in two 5-minute periods running: produce retries and slows. `leaseq size` ' +
         'says how many shards the rate needs.',
       // A burst that one retry absorbs is not capacity missing: throttling that lasts is.
-      metric: queue.stream.metricWriteProvisionedThroughputExceeded({
+      metric: first.stream.metricWriteProvisionedThroughputExceeded({
         statistic: cloudwatch.Stats.SUM,
         period: GAUGE_PERIOD,
       }),

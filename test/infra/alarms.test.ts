@@ -49,6 +49,13 @@ const { stack: quiet } = buildApp(
   { tenant: 'quiet', queues: { jobs: { tier: 'ephemeral' } } },
   { app, functionCode },
 );
+const { stack: sharing } = buildApp(
+  {
+    tenant: 'sharing',
+    queues: { a: { tier: 'ephemeral' }, b: { tier: 'ephemeral' }, c: { tier: 'ephemeral' } },
+  },
+  { app, functionCode },
+);
 const template = Template.fromStack(stack);
 
 const logicalId = (c: IConstruct | undefined) =>
@@ -357,6 +364,20 @@ describe('alarms per queue', () => {
         TreatMissingData: 'breaching',
       });
     }
+  });
+});
+
+describe('a shared stream', () => {
+  it("is watched once, under the stream's name, not once per queue", () => {
+    const names = Object.values(Template.fromStack(sharing).findResources('AWS::CloudWatch::Alarm')).map(
+      (a) => a.Properties.AlarmName as string,
+    );
+    for (const kind of ['iterator-age', 'write-throttled'])
+      expect(names.filter((n) => n.endsWith(`/${kind}`))).toEqual([
+        `leaseq-sharing/leaseq-sharing_shared/${kind}`,
+      ]);
+    // Each queue keeps the alarms of its own state.
+    for (const q of ['a', 'b', 'c']) expect(names).toContain(`leaseq-sharing/${q}/oldest-unacked-age`);
   });
 });
 
