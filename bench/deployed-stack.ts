@@ -10,9 +10,9 @@ import { DEPLOYMENT, PRICES } from './prices.js';
  * What a tenant's stack costs a month with no messages, read from the stack as deployed: the
  * CloudFormation template `cdk synth` makes of a tenant file (infra/build-app.ts, with inline code
  * for the functions: the bundles do not change what bills), each resource that bills while idle
- * priced with bench/prices.ts. Beside them, the custom metrics the sweep publishes each minute for
- * every queue whether or not anything happens (functions/sweep/gauges.ts), counted by running the
- * gauges once against stores that hold nothing.
+ * priced with bench/prices.ts. Beside them, the custom metrics the sweep publishes each minute with
+ * nothing happening (functions/sweep/gauges.ts), counted by running the gauges once against stores
+ * that hold nothing.
  *
  * What runs (the sweep's tick, an idle worker) is measured, not read here: bench/cost.ts adds it.
  */
@@ -307,14 +307,14 @@ export async function idleCustomMetrics(tenantFile: unknown): Promise<IdleMetric
 const GB = 1024 ** 3;
 
 /** The custom metrics' line and their EMF lines' log ingestion. */
-function customMetricItems(found: IdleMetrics, queues: number): IdleItem[] {
+function customMetricItems(found: IdleMetrics): IdleItem[] {
   const gbPerMonth = (found.emfBytesPerMinute * 60 * HOURS) / GB;
   return [
     {
       item: "CloudWatch custom metrics (the sweep's gauges)",
       count: found.metrics,
       usdPerMonth: found.metrics * PRICES.cloudwatchCustomMetric.usd,
-      note: `${found.metrics / queues} a queue, published each minute even idle; $${PRICES.cloudwatchCustomMetric.usd} a metric-month`,
+      note: `${found.metrics} published each minute idle (the sweep's heartbeat; a queue's gauges only while not 0); $${PRICES.cloudwatchCustomMetric.usd} a metric-month`,
     },
     {
       item: "CloudWatch Logs ingestion (the gauges' EMF lines)",
@@ -351,7 +351,7 @@ export async function deployedTenant(
   const config = parseTenantConfig(tenantFile, 'bench tenant');
   const queues = Object.keys(config.queues).length;
   const read = readTemplate(template);
-  const items = [...read.items, ...customMetricItems(await idleCustomMetrics(tenantFile), queues)];
+  const items = [...read.items, ...customMetricItems(await idleCustomMetrics(tenantFile))];
   return {
     tenant: config.tenant,
     queues,

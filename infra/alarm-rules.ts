@@ -19,6 +19,7 @@ export const ALARM_OWNERS = {
   'ordered-stall': 'consuming_team',
   'parked-keys': 'consuming_team',
   'expired-unprocessed': 'platform',
+  'sweep-silent': 'platform',
   drift: 'platform',
   'iterator-age': 'platform',
   'write-throttled': 'platform',

@@ -11,7 +11,7 @@ import { type AlarmsConfig, consumerNamespace, namespaceParts } from '../functio
 import type { ExceptionConfig } from '../functions/core/tier-exceptions.js';
 import { TIER_STANDARDS } from '../functions/core/tiers.js';
 import type { CounterName, DurationName, GaugeName } from '../functions/observability/metrics.js';
-import { METRICS_NAMESPACE, SERVICE } from '../functions/observability/metrics.js';
+import { METRICS_NAMESPACE, SERVICE, SWEEP_HEARTBEAT } from '../functions/observability/metrics.js';
 import {
   ALARM_OWNERS,
   type AlarmKind,
@@ -37,6 +37,8 @@ import type { LogStream, TenantQueue } from './log-stream.js';
  */
 const COUNTER_SERVICE = SERVICE.api;
 const GAUGE_SERVICE = SERVICE.sweep;
+/** Where a tenant's own alarms (not a queue's) are named: `leaseq-<tenant>/tenant/<alarm>`. */
+const TENANT_ALARMS = 'tenant';
 
 /** The sweep publishes gauges about once a minute, sometimes two apart: 5 min always holds one. */
 const GAUGE_PERIOD = Duration.minutes(5);
@@ -108,6 +110,7 @@ export class TenantAlarms extends Construct {
       byStream.set(queue.log, [...(byStream.get(queue.log) ?? []), queue]);
     }
     for (const queues of byStream.values()) this.addStreamAlarms(queues);
+    this.addSweepAlarm();
     this.addPaging(props, key);
 
     // The topic policy replaces SNS's default one, so CloudWatch is admitted here, for these alarms only.
@@ -197,12 +200,13 @@ export class TenantAlarms extends Construct {
     this.add(q, 'oldest-unacked-age', {
       alarmDescription:
         `The oldest message of ${q} not yet acked has waited over ${backlogLimit / 3600} h, half its ` +
-        'retention; or the sweep has published no gauge for 15 minutes (it retries and expires nothing then).',
+        'retention.',
       metric: this.gauge(q, 'oldest_unacked_age'),
       threshold: backlogLimit,
       evaluationPeriods: 3,
-      // The sweep publishes this gauge every minute, 0 when the queue is empty: no data means no sweep.
-      treatMissingData: cloudwatch.TreatMissingData.BREACHING,
+      // The sweep publishes it only while not 0 (a metric bills by the hour it is published in);
+      // a sweep that stopped is the tenant's sweep-silent alarm's to report.
+      treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
     });
     const dlqAge = tier.dlqAgeAlarmSeconds;
     // An ephemeral queue's dead letters page nobody: its tier accepts losing them.
@@ -262,6 +266,28 @@ export class TenantAlarms extends Construct {
       evaluationPeriods: 1,
       treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
       pages: queue.config.tier === 'critical',
+    });
+  }
+
+  /**
+   * The sweep publishes its heartbeat with every gauge pass, about once a minute: silence means it
+   * stopped, and with it retries, lease expiries and every gauge the queues' alarms read.
+   */
+  private addSweepAlarm(): void {
+    this.add(TENANT_ALARMS, 'sweep-silent', {
+      alarmDescription:
+        "The sweep has published no heartbeat for 15 minutes: nothing retries, expires leases or publishes the queues' gauges (their alarms are silent too). See the sweep function's errors and throttles.",
+      metric: new cloudwatch.Metric({
+        namespace: METRICS_NAMESPACE,
+        metricName: SWEEP_HEARTBEAT,
+        dimensionsMap: { service: GAUGE_SERVICE, tenant: this.tenant },
+        statistic: cloudwatch.Stats.SUM,
+        period: GAUGE_PERIOD,
+      }),
+      threshold: 1,
+      comparisonOperator: cloudwatch.ComparisonOperator.LESS_THAN_THRESHOLD,
+      evaluationPeriods: 3,
+      treatMissingData: cloudwatch.TreatMissingData.BREACHING,
     });
   }
 

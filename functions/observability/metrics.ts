@@ -41,11 +41,8 @@ export type CounterName =
   /** Requests answered 503: AWS refused or failed a call after its retries. */
   | 'unavailable';
 
-export type GaugeName =
-  | 'depth'
-  | 'in_flight'
-  | 'delayed'
-  | 'dlq_depth'
+/** Gauges an alarm reads (infra/alarms.ts): CloudWatch metrics, published while not 0. */
+export type AlarmedGauge =
   | 'oldest_unacked_age'
   | 'dlq_oldest_age'
   | 'parked_keys'
@@ -56,6 +53,16 @@ export type GaugeName =
   | 'drift'
   /** The longest a shard's commit point has not moved with something unfinished (core/commit-stall.ts). */
   | 'commit_stalled_seconds';
+
+/** Gauges no alarm reads: in the EMF line beside the others, for Logs Insights, not billed as metrics. */
+export type ShownGauge = 'depth' | 'in_flight' | 'delayed' | 'dlq_depth';
+
+export type GaugeName = AlarmedGauge | ShownGauge;
+
+const SHOWN: ReadonlySet<GaugeName> = new Set<ShownGauge>(['depth', 'in_flight', 'delayed', 'dlq_depth']);
+
+/** Beside every gauge pass, without a queue: an alarm hears a sweep that stopped (`sweep-silent`). */
+export const SWEEP_HEARTBEAT = 'sweep_heartbeat';
 
 /** Timings kept value by value, so CloudWatch can take percentiles of them. */
 export type DurationName = 'handler_seconds';
@@ -122,18 +129,31 @@ export function recordDurations(
 }
 
 /**
- * Gauges of one queue, published as one EMF document with the queue as its dimension. A Lambda
- * consumer's state publishes the gauges it has under its namespace (`<queue>~<consumer>`).
+ * Gauges of one queue, as one EMF document with the queue as its dimension. A custom metric bills
+ * each hour it is published in, so only the alarmed gauges that are not 0 are metrics, and a
+ * queue with none (an idle one) publishes nothing: its alarms treat silence as 0, and the
+ * heartbeat says the sweep runs. A Lambda consumer's state publishes the gauges it has under its
+ * namespace (`<queue>~<consumer>`).
  */
 export function publishGauges(
   metrics: Metrics,
   queue: string,
   gauges: Partial<Record<GaugeName, number>>,
 ): void {
+  const entries = Object.entries(gauges) as [GaugeName, number][];
+  const alarmed = entries.filter(([name, value]) => !SHOWN.has(name) && value);
+  if (!alarmed.length) return;
   forQueue(metrics, queue);
-  for (const [name, value] of Object.entries(gauges)) {
+  for (const [name, value] of alarmed)
     metrics.addMetric(name, /_age$|_seconds$/.test(name) ? MetricUnit.Seconds : MetricUnit.Count, value);
-  }
+  for (const [name, value] of entries) if (SHOWN.has(name)) metrics.addMetadata(name, String(value));
+  publish(metrics);
+}
+
+/** The sweep's heartbeat: one metric a tenant, published with every gauge pass. */
+export function publishHeartbeat(metrics: Metrics): void {
+  forDimensions(metrics, {});
+  metrics.addMetric(SWEEP_HEARTBEAT, MetricUnit.Count, 1);
   publish(metrics);
 }
 

@@ -1,7 +1,7 @@
 import type { Metrics } from '@aws-lambda-powertools/metrics';
 import { consumerNamespace, type TenantConfig } from '../core/config.js';
 import { hourOf, nextUsageSample, type UsageReading, usageSampleOf } from '../core/usage-sample.js';
-import { publishGauges } from '../observability/metrics.js';
+import { publishGauges, publishHeartbeat } from '../observability/metrics.js';
 import type { Services } from '../services.js';
 import type { UsageRollups } from '../store/usage-rollups.js';
 import type { DriftCheck } from './drift-check.js';
@@ -84,6 +84,7 @@ export class Gauges {
         });
       }
     }
+    publishHeartbeat(metrics);
   }
 
   /**

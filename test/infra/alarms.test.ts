@@ -8,6 +8,7 @@ import {
   METRICS_NAMESPACE,
   metricsOptions,
   publishGauges,
+  publishHeartbeat,
   recordDurations,
   SERVICE,
 } from '../../functions/observability/metrics.js';
@@ -77,7 +78,7 @@ function alarm(name: string) {
 }
 
 describe('alarms per queue', () => {
-  it('makes thirteen for a pulled queue, ten for a pushed one, five per consumer and two more when ordered, named by tenant and queue', () => {
+  it('makes thirteen for a pulled queue of its own stream, ten for a pushed one, five per consumer and two more when ordered, one for the sweep, named by tenant and queue', () => {
     const names = Object.values(template.findResources('AWS::CloudWatch::Alarm')).map(
       (a) => a.Properties.AlarmName as string,
     );
@@ -143,6 +144,7 @@ describe('alarms per queue', () => {
         'leaseq-acme/feed~search/handler-duration',
         'leaseq-acme/feed~search/parked-keys',
         'leaseq-acme/feed~search/ordered-stall',
+        'leaseq-acme/tenant/sweep-silent',
       ].sort(),
     );
   });
@@ -154,7 +156,9 @@ describe('alarms per queue', () => {
       expect(a.Properties.ComparisonOperator).toBe(
         a.Properties.AlarmName.endsWith('/produce-rate-anomaly')
           ? 'GreaterThanUpperThreshold'
-          : 'GreaterThanThreshold',
+          : a.Properties.AlarmName.endsWith('/sweep-silent')
+            ? 'LessThanThreshold'
+            : 'GreaterThanThreshold',
       );
       expect(a.Properties.AlarmDescription.length).toBeGreaterThan(40);
     }
@@ -250,7 +254,7 @@ describe('alarms per queue', () => {
     }
   });
 
-  it('oldest unacked age: over half the queue retention, and a silent sweep counts as breaching', () => {
+  it('oldest unacked age: over half the queue retention; silence is an empty queue', () => {
     expect(alarm('leaseq-acme/orders/oldest-unacked-age')).toMatchObject({
       Namespace: 'leaseq',
       MetricName: 'oldest_unacked_age',
@@ -259,10 +263,27 @@ describe('alarms per queue', () => {
       Period: 300,
       EvaluationPeriods: 3,
       Threshold: 36 * 3600,
-      TreatMissingData: 'breaching',
+      TreatMissingData: 'notBreaching',
     });
     // The default retention, 24 h.
     expect(alarm('leaseq-acme/events/oldest-unacked-age').Threshold).toBe(12 * 3600);
+  });
+
+  it("sweep silent: the tenant's sweep published no heartbeat for three 5-minute periods", () => {
+    expect(alarm('leaseq-acme/tenant/sweep-silent')).toMatchObject({
+      Namespace: 'leaseq',
+      MetricName: 'sweep_heartbeat',
+      Dimensions: [
+        { Name: 'service', Value: 'leaseq-sweep' },
+        { Name: 'tenant', Value: 'acme' },
+      ],
+      Statistic: 'Sum',
+      Period: 300,
+      EvaluationPeriods: 3,
+      Threshold: 1,
+      ComparisonOperator: 'LessThanThreshold',
+      TreatMissingData: 'breaching',
+    });
   });
 
   it("DLQ oldest age: a dead letter over an hour old, in a queue's DLQ or a consumer's", () => {
@@ -420,6 +441,7 @@ describe('the owner', () => {
       FilterPolicy: {
         AlarmName: [
           { suffix: '/expired-unprocessed' },
+          { suffix: '/sweep-silent' },
           { suffix: '/drift' },
           { suffix: '/iterator-age' },
           { suffix: '/write-throttled' },
@@ -480,7 +502,7 @@ describe('the owner', () => {
     const quietTemplate = Template.fromStack(quiet);
     quietTemplate.resourceCountIs('AWS::SNS::Topic', 1);
     quietTemplate.resourceCountIs('AWS::SNS::Subscription', 0);
-    quietTemplate.resourceCountIs('AWS::CloudWatch::Alarm', 10);
+    quietTemplate.resourceCountIs('AWS::CloudWatch::Alarm', 11);
     expect(Object.keys(quietTemplate.findResources('AWS::CloudWatch::Alarm')).join()).not.toMatch(/dlq/i);
   });
 
@@ -553,18 +575,20 @@ describe('what the functions emit', () => {
     recordDurations(api, 'orders', 'handler_seconds', [0.2, 1.5]);
     api.publishStoredMetrics();
     const sweep = new CapturedMetrics(metricsOptions(SERVICE.sweep, 'acme'));
+    // Not 0: a gauge at 0 is not published (its alarm reads silence as 0).
     publishGauges(sweep, 'orders', {
-      depth: 0,
-      in_flight: 0,
-      delayed: 0,
-      dlq_depth: 0,
-      oldest_unacked_age: 0,
-      dlq_oldest_age: 0,
-      parked_keys: 0,
-      expired_unprocessed: 0,
-      dlq_expired: 0,
-      drift: 0,
+      depth: 1,
+      in_flight: 1,
+      delayed: 1,
+      dlq_depth: 1,
+      oldest_unacked_age: 1,
+      dlq_oldest_age: 1,
+      parked_keys: 1,
+      expired_unprocessed: 1,
+      dlq_expired: 1,
+      drift: 1,
     });
+    publishHeartbeat(sweep);
     /** Metric name → its namespace and dimensions as CloudWatch names them. */
     const emitted = new Map<string, { Namespace: string; Dimensions: { Name: string; Value: unknown }[] }>();
     for (const doc of [...api.documents, ...sweep.documents]) {
@@ -579,7 +603,7 @@ describe('what the functions emit', () => {
       }
     }
     const watched = Object.values(template.findResources('AWS::CloudWatch::Alarm'))
-      .filter((a) => a.Properties.AlarmName.startsWith('leaseq-acme/orders/'))
+      .filter((a) => /^leaseq-acme\/(orders|tenant)\//.test(a.Properties.AlarmName))
       .flatMap((a) => [
         ...(a.Properties.MetricName ? [a.Properties] : []),
         ...(a.Properties.Metrics ?? []).flatMap((m: { MetricStat?: { Metric: unknown } }) =>
@@ -603,6 +627,7 @@ describe('what the functions emit', () => {
         'received',
         'redelivered',
         'stale_receipts',
+        'sweep_heartbeat',
         'throttled',
       ].sort(),
     );
