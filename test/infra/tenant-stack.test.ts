@@ -146,20 +146,15 @@ describe('TenantStack (tenants/local.json)', () => {
     });
   });
 
-  it('has one KMS-encrypted stream per queue, sized by the tenant file', () => {
-    template.resourceCountIs('AWS::Kinesis::Stream', 2);
-    // ledger is critical: its tier keeps three days.
-    for (const [queue, hours] of [
-      ['jobs', 24],
-      ['ledger', 72],
-    ] as const) {
-      template.hasResourceProperties('AWS::Kinesis::Stream', {
-        Name: `leaseq-local-${queue}`,
-        ShardCount: 2,
-        RetentionPeriodHours: hours,
-        StreamEncryption: { EncryptionType: 'KMS', KeyId: 'alias/aws/kinesis' },
-      });
-    }
+  it('has one KMS-encrypted stream its queues share, keeping the longest retention they ask for', () => {
+    template.resourceCountIs('AWS::Kinesis::Stream', 1);
+    // ledger is critical: its tier keeps three days, so the stream it shares with jobs does.
+    template.hasResourceProperties('AWS::Kinesis::Stream', {
+      Name: 'leaseq-local_shared',
+      ShardCount: 1,
+      RetentionPeriodHours: 72,
+      StreamEncryption: { EncryptionType: 'KMS', KeyId: 'alias/aws/kinesis' },
+    });
   });
 
   it('has the table: pk/sk strings, on demand, TTL on ttl, PITR, retained', () => {
@@ -221,8 +216,8 @@ describe('TenantStack (tenants/local.json)', () => {
             // dlq_retention_hours defaults to 336: 14 days.
             { Id: 'claims-jobs', Prefix: 'claims/jobs/', ExpirationInDays: 14, Status: 'Enabled' },
             { Id: 'claims-ledger', Prefix: 'claims/ledger/', ExpirationInDays: 14, Status: 'Enabled' },
-            // Segments: the retention (24 h; ledger, critical, 72 h) and a last lease of 1 h.
-            { Id: 'segments-jobs', Prefix: 'segments/jobs/', ExpirationInDays: 2, Status: 'Enabled' },
+            // Segments: the retention (72 h: ledger is critical, and jobs shares its stream) and a last lease of 1 h.
+            { Id: 'segments-jobs', Prefix: 'segments/jobs/', ExpirationInDays: 4, Status: 'Enabled' },
             { Id: 'segments-ledger', Prefix: 'segments/ledger/', ExpirationInDays: 4, Status: 'Enabled' },
             {
               Id: 'abort-incomplete-uploads',

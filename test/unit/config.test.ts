@@ -201,10 +201,10 @@ describe('tenant configuration', () => {
     expect(namespaceParts('ledger')).toEqual({ queue: 'ledger' });
   });
 
-  it('reads the shipped tenants/local.json: jobs unordered, ledger ordered, two shards each', () => {
+  it('reads the shipped tenants/local.json: jobs unordered, ledger ordered, on one shared shard', () => {
     const config = parseTenantConfig(JSON.parse(readFileSync('tenants/local.json', 'utf8')));
-    expect(config.queues.jobs).toMatchObject({ ordered: false, shards: 2 });
-    expect(config.queues.ledger).toMatchObject({ ordered: true, shards: 2 });
+    expect(config.queues.jobs).toMatchObject({ ordered: false, stream: 'leaseq-local_shared', shards: 1 });
+    expect(config.queues.ledger).toMatchObject({ ordered: true, stream: 'leaseq-local_shared', shards: 1 });
   });
 
   it('rejects unknown keys with their path', () => {
