@@ -14,7 +14,8 @@ import { endToEnd, produce, type ReceiveAnswer, WORKLOAD } from './workload.js';
  * (as the stack declares them) and two queues: `quiet` at 10 msg/s, one a request, to one worker
  * (t1's workload), and `noisy` with a produce quota. Quiet's produce → first delivery latency is
  * measured alone, then beside a flood of noisy far past its quota (FLOOD, on a thread of its own),
- * then beside noisy produced at its quota while its one slow consumer lets a backlog grow.
+ * then beside noisy produced at its quota while its one slow consumer lets a backlog grow past
+ * its window. The two queues share a stream.
  */
 
 export const ISOLATION = 'isolation';
@@ -38,11 +39,14 @@ const TIMEOUT_MS = 3 * 60_000;
 /** Noisy's slow consumer: a receive of 10 every this long, so its backlog grows at its quota. */
 const SLOW_CONSUMER_PAUSE_MS = 1000;
 
+/** Both queues on one stream, as a tenant's queues are by default: noisy's backlog must not hold quiet's records. */
 const TENANT = {
   tenant: 'isolation',
+  streams: { shared: { shards: 2 } },
   queues: {
-    quiet: { shards: 1 },
-    noisy: { shards: 1, rate_limits: { produce: { requests_per_sec: NOISY_REQUESTS_PER_SEC } } },
+    quiet: {},
+    // A window its backlog outgrows at its quota: noisy then lags on the stream (docs/streams.md).
+    noisy: { window_size: 1000, rate_limits: { produce: { requests_per_sec: NOISY_REQUESTS_PER_SEC } } },
   },
 };
 
