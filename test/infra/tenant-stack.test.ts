@@ -666,6 +666,13 @@ describe('TenantStack for another tenant', () => {
     });
   });
 
+  it("keeps a queue's own stream under the logical id it had before queues could share one", () => {
+    // A new logical id would make CloudFormation replace the stream, and its records with it.
+    expect(Object.keys(acmeTemplate.findResources('AWS::Kinesis::Stream'))).toEqual([
+      'QueueordersStreamDFA212E6',
+    ]);
+  });
+
   it.each(['leaseq-api', 'leaseq-dispatch', 'leaseq-sweep'])('grants %s only its own stream', (service) => {
     const [streamId] = Object.values(streamIds(acmeTemplate));
     const statements = functionStatements(acmeTemplate, functionId(acmeTemplate, service));
