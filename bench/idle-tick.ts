@@ -39,6 +39,7 @@ export async function measureIdleTick(runtime: Runtime): Promise<IdleTick> {
       kinesis: runtime.clients.kinesis,
       doc: runtime.clients.doc,
       table: runtime.config.tableName,
+      streamMarks: services.streamMarks,
       logger: new Logger({ logLevel: 'SILENT' }),
     }),
     metrics: new Metrics(metricsOptions(SERVICE.sweep, runtime.config.tenant.tenant)),

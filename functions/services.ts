@@ -45,6 +45,7 @@ import { RangeStore } from './store/ranges.js';
 import { SegmentStore } from './store/segments.js';
 import { SqsCredentialStore } from './store/sqs-credentials.js';
 import { StorageMeter } from './store/storage.js';
+import { StreamMarks } from './store/stream-marks.js';
 import { SweepArm } from './store/sweep-arm.js';
 import { TotalsSamples } from './store/totals-samples.js';
 import { WakeRegistrations } from './store/wake-registrations.js';
@@ -89,8 +90,10 @@ export function buildServices(config: RuntimeConfig, clients: AwsClients) {
   };
   const wakes =
     clients.connections && wakeChannel(clients.connections, new WakeRegistrations(clients.doc, table));
+  const streamMarks = new StreamMarks(clients.doc, table, config.tenant.tenant);
   const admission = new RangeAdmission({
     ranges,
+    streamMarks,
     segments,
     messages,
     dedup,
@@ -102,6 +105,7 @@ export function buildServices(config: RuntimeConfig, clients: AwsClients) {
   return {
     tenant,
     lags,
+    streamMarks,
     lagCatchUp: new LagCatchUp({ tenant: config.tenant, admission, lags, reader, ranges }),
     messages,
     counters,

@@ -22,6 +22,7 @@ import type { DedupStore } from '../store/dedup.js';
 import type { MessageStore } from '../store/messages.js';
 import { type NewEntries, type NewRange, type RangeStore, rangeAsCreated } from '../store/ranges.js';
 import type { SegmentEntry, SegmentStore } from '../store/segments.js';
+import type { StreamMarks } from '../store/stream-marks.js';
 import type { Reservation } from './admitted-signal.js';
 
 /**
@@ -44,6 +45,8 @@ import type { Reservation } from './admitted-signal.js';
 
 export interface RangeAdmissionDeps {
   ranges: RangeStore;
+  /** Which stream each shard's ranges are of: a queue moved to another stream is refused, not misread. */
+  streamMarks: Pick<StreamMarks, 'confirm'>;
   segments: SegmentStore;
   messages: MessageStore;
   dedup: DedupStore;
@@ -182,6 +185,7 @@ export class RangeAdmission {
     options: AdmitOptions,
     window: Promise<ShardWindow | undefined>,
   ): Promise<number> {
+    await this.deps.streamMarks.confirm(queue, shard, config.stream, head !== undefined);
     // A record belongs to the queue; its state here to the namespace.
     const records = offered.map((r) => ({ ...r, envelope: { ...r.envelope, queue } }));
     const fresh = records.filter((r) => !head || compareSequence(r.sequence, head.last) > 0);

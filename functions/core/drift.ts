@@ -43,6 +43,24 @@ export function streamDrift(
     : [];
 }
 
+/**
+ * Shards whose ranges a queue admitted from another stream than the tenant file puts it on (its
+ * `shards` dropped, or a `stream` named): admission refuses its records there until it moves back.
+ */
+export function streamMoveDrift(
+  stream: string,
+  marks: readonly { shard: string; stream: string }[],
+): DriftFinding[] {
+  return marks
+    .filter((m) => m.stream !== stream)
+    .map((m) => ({
+      resource: `ranges of shard ${m.shard}`,
+      setting: 'stream',
+      expected: stream,
+      observed: m.stream,
+    }));
+}
+
 export function tableDrift(
   table: string,
   tenant: Pick<TenantConfig, 'queues'>,

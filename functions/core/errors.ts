@@ -15,6 +15,7 @@ export const ERROR_CODES = [
   'METHOD_NOT_ALLOWED',
   'STALE_RECEIPT',
   'CONFLICT',
+  'STREAM_MOVED',
   'SQS_CREDENTIALS_UNAVAILABLE',
   'PAYLOAD_TOO_LARGE',
   'UNSUPPORTED_MEDIA_TYPE',
@@ -141,6 +142,22 @@ export class ConflictError extends LeaseqError {
  * SQS credentials asked of a deployment that has no key to seal their secrets with
  * (RuntimeConfig.secrets): the request is refused before anything is made.
  */
+/**
+ * A queue's ranges are of another stream than the tenant file now puts it on (docs/streams.md,
+ * "Moving a queue to another stream"): produce and admission refuse it until it moves back.
+ */
+export class StreamMovedError extends LeaseqError {
+  constructor(queue: string, marked: string, stream: string) {
+    super(
+      'STREAM_MOVED',
+      409,
+      `queue ${queue}'s messages are on stream ${marked}, and the tenant file now puts it on ${stream}: ` +
+        `it takes no messages until it is back on ${marked} (name its "shards" again for a stream of its own), ` +
+        'or send them to a new queue',
+    );
+  }
+}
+
 export class SqsCredentialsUnavailableError extends LeaseqError {
   constructor() {
     super(

@@ -7,10 +7,12 @@ import { InvalidRequestError, QuotaExceededError } from '../core/errors.js';
 import { newMessageId } from '../core/ids.js';
 import { payloadProblem } from '../core/payload-check.js';
 import { StorageRoom } from '../core/storage-room.js';
-import type { StreamLog } from '../log/stream.js';
+import type { ShardDirectory, StreamLog } from '../log/stream.js';
 import type { Counters } from '../store/counters.js';
 import type { DedupStore } from '../store/dedup.js';
+import type { RangeStore } from '../store/ranges.js';
 import type { StorageMeter } from '../store/storage.js';
+import type { StreamMarks } from '../store/stream-marks.js';
 import type { ProduceMessage } from '../wire/requests.js';
 import type { ProduceResult } from '../wire/responses.js';
 
@@ -27,6 +29,10 @@ export interface ProducerDeps {
   log: StreamLog;
   counters: Counters;
   storage: StorageMeter;
+  /** Which stream the queue's ranges are of: produce refuses a queue moved off it (docs/streams.md). */
+  streamMarks: Pick<StreamMarks, 'confirmAll'>;
+  shards: Pick<ShardDirectory, 'shards'>;
+  ranges: Pick<RangeStore, 'head'>;
   /** Admits what landed before produce answers (dispatch admits whatever it does not). */
   fastAdmission?: Pick<FastAdmission, 'afterAppend'>;
   now?: () => number;
@@ -83,7 +89,7 @@ export class Producer {
       }
     }
 
-    // Neither read depends on the other: one round trip, not two.
+    // None of the reads depends on another: one round trip, not three.
     const [known] = await Promise.all([
       this.deps.dedup.findAccepted(
         queue,
@@ -91,6 +97,7 @@ export class Producer {
         now,
       ),
       this.checkStorage(queue, config, unique, now),
+      this.confirmStream(queue, config),
     ]);
     const fresh = unique.filter((p) => {
       if (!known.has(p.messageId)) return true;
@@ -162,6 +169,17 @@ export class Producer {
    * A queue that holds its storage quota takes no more until consumers catch up (a push queue's
    * slowest Lambda consumer).
    */
+  /** Refuses a queue whose ranges are of another stream (StreamMovedError), once a process per shard. */
+  private async confirmStream(queue: string, config: QueueConfig): Promise<void> {
+    const shards = await this.deps.shards.shards(config.stream);
+    await this.deps.streamMarks.confirmAll(
+      queue,
+      config.stream,
+      shards,
+      async (shard) => (await this.deps.ranges.head(queue, shard)) !== undefined,
+    );
+  }
+
   private async checkStorage(
     queue: string,
     config: QueueConfig,

@@ -161,6 +161,15 @@ export function rangeCursorKey(queue: string, shard: string): ItemKey {
   return { pk: `Q#${queue}#GC#${shard}`, sk: 'C' };
 }
 
+/** The stream a queue's ranges on a shard were admitted from, one partition a queue (store/stream-marks.ts). */
+export function streamMarksPk(queue: string): string {
+  return `Q#${queue}#LOG`;
+}
+
+export function streamMarkKey(queue: string, shard: string): ItemKey {
+  return { pk: streamMarksPk(queue), sk: shard };
+}
+
 /** Small segments (the envelopes of one admitted batch) are items; large ones S3 objects. */
 export function segmentKey(queue: string, shard: string, id: string): ItemKey {
   return { pk: `Q#${queue}#SEG#${shard}`, sk: seqSortKey(id) };

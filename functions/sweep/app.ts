@@ -71,6 +71,7 @@ export function createSweepHandler(
       kinesis: clients.kinesis,
       doc: clients.doc,
       table: config.tableName,
+      streamMarks: services.streamMarks,
       logger,
     }),
     metrics,

@@ -6,13 +6,21 @@ import {
 } from '../aws/dynamodb.js';
 import { DescribeStreamSummaryCommand, type KinesisClient } from '../aws/kinesis.js';
 import type { TenantConfig } from '../core/config.js';
-import { type DriftFinding, type ObservedTable, streamDrift, tableDrift } from '../core/drift.js';
+import {
+  type DriftFinding,
+  type ObservedTable,
+  streamDrift,
+  streamMoveDrift,
+  tableDrift,
+} from '../core/drift.js';
+import type { StreamMarks } from '../store/stream-marks.js';
 
 export interface DriftCheckDeps {
   tenant: TenantConfig;
   kinesis: KinesisClient;
   doc: DocumentClient;
   table: string;
+  streamMarks: Pick<StreamMarks, 'all'>;
   logger: Logger;
   now?: () => number;
 }
@@ -22,7 +30,8 @@ const CHECK_EVERY_MS = 3_600_000;
 
 /**
  * What the stack promises, read back where it runs (core/drift.ts), with the gauges: each
- * queue's stream, and the table every queue's state is in (its findings count for each queue).
+ * queue's stream, the stream its ranges were admitted from (store/stream-marks.ts), and the table
+ * every queue's state is in (its findings count for each queue).
  * Control-plane reads, free of charge, once an hour per instance: a lowered setting is not a
  * minute's emergency, and the sweep's idle minute should not pay for 2 + one a queue of them. A call
  * that fails or that the service lacks (dynalite has neither backups nor deletion protection)
@@ -53,6 +62,7 @@ export class DriftCheck {
         ...streamDrift(stream, config, {
           retentionHours: summary?.StreamDescriptionSummary?.RetentionPeriodHours,
         }),
+        ...streamMoveDrift(stream, await this.deps.streamMarks.all(queue)),
         ...tableFindings,
       ];
       if (findings.length)

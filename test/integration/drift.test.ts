@@ -2,6 +2,7 @@ import { Logger } from '@aws-lambda-powertools/logger';
 import { DecreaseStreamRetentionPeriodCommand } from '@aws-sdk/client-kinesis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ownStreamName } from '../../functions/core/config.js';
+import { buildServices } from '../../functions/services.js';
 import { DriftCheck } from '../../functions/sweep/drift-check.js';
 import { createAdminClients } from '../../infra/local/admin-clients.js';
 import { lambdaContext } from '../../infra/local/lambda-context.js';
@@ -32,6 +33,7 @@ const driftCheck = (now?: () => number) =>
     kinesis: t.runtime.clients.kinesis,
     doc: t.runtime.clients.doc,
     table: t.runtime.config.tableName,
+    streamMarks: buildServices(t.runtime.config, t.runtime.clients).streamMarks,
     logger: new Logger({ logLevel: 'SILENT' }),
     ...(now ? { now } : {}),
   });
