@@ -12,6 +12,7 @@ beforeAll(async () => {
     queues: {
       limited: { shards: 1, rate_limits: { produce: { requests_per_sec: 2 } } },
       bytes: { shards: 1, rate_limits: { produce: { bytes_per_sec: 1500 } } },
+      counted: { shards: 1, rate_limits: { produce: { messages_per_sec: 5 } } },
       free: { shards: 1 },
       small: { shards: 1, storage_quota_bytes: 1000 },
     },
@@ -55,6 +56,23 @@ describe('rate quotas', () => {
     // 1,500 bytes a second: one ~1 KB request at once, then one about every 0.7 s.
     expect(answers.filter((r) => r.status === 200).length).toBeGreaterThanOrEqual(1);
     expect(answers.filter((r) => r.status === 429).length).toBeGreaterThanOrEqual(2);
+  });
+
+  it('limits messages a second, counted in the body, and stores nothing of a refused batch', async () => {
+    const batch = (prefix: string, n: number) =>
+      t.api('/queues/counted/messages', {
+        body: {
+          messages: Array.from({ length: n }, (_, i) => ({ message_id: `${prefix}-${i}`, payload: i })),
+        },
+      });
+    expect((await batch('m', 5)).status).toBe(200);
+    // One request, three messages: over the five a second the first batch took.
+    const over = await batch('over', 3);
+    expect(over.status).toBe(429);
+    expect(over.body.error.code).toBe('QUOTA_EXCEEDED');
+    expect(over.body.error.message).toMatch(/queue:counted:produce:messages/);
+    const stored = (await t.records('counted')).map((r) => r.envelope.message_id);
+    expect(stored.sort()).toEqual(['m-0', 'm-1', 'm-2', 'm-3', 'm-4']);
   });
 
   it('limits an API key on its own, whatever queue it uses', async () => {
