@@ -1,8 +1,8 @@
-import { CfnOutput, Duration, RemovalPolicy, Stack } from 'aws-cdk-lib';
+import { CfnOutput, Duration, Stack } from 'aws-cdk-lib';
 import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
 import { SnsAction } from 'aws-cdk-lib/aws-cloudwatch-actions';
 import * as iam from 'aws-cdk-lib/aws-iam';
-import * as kms from 'aws-cdk-lib/aws-kms';
+import type * as kms from 'aws-cdk-lib/aws-kms';
 import * as scheduler from 'aws-cdk-lib/aws-scheduler';
 import * as sns from 'aws-cdk-lib/aws-sns';
 import { EmailSubscription } from 'aws-cdk-lib/aws-sns-subscriptions';
@@ -53,6 +53,11 @@ export interface TenantAlarmsProps {
   owners: AlarmsConfig;
   /** The tenant file's tier exceptions: each pages on the day it expires. */
   exceptions: readonly ExceptionConfig[];
+  /**
+   * The tenant's key, which encrypts the topic: CloudWatch may use it only under the encryption
+   * context SNS gives this stack's topics, so nothing else the key seals is open to it.
+   */
+  key: kms.Key;
 }
 
 /**
@@ -72,18 +77,20 @@ export class TenantAlarms extends Construct {
     super(scope, id);
     this.tenant = props.tenant;
     // A customer managed key: the AWS managed aws/sns key cannot admit CloudWatch, which has to
-    // encrypt what it publishes to the topic. Nothing else is encrypted with it, so it goes with the stack.
-    const key = new kms.Key(this, 'Key', {
-      description: `leaseq-${props.tenant}: encrypts the alarm topic`,
-      enableKeyRotation: true,
-      removalPolicy: RemovalPolicy.DESTROY,
-      pendingWindow: Duration.days(7),
-    });
+    // encrypt what it publishes to the topic. SNS names the topic in the encryption context; the
+    // topic's name is CloudFormation's, `<stack>-…`, and its ARN cannot be named here (the topic
+    // names the key).
+    const key = props.key;
+    const stack = Stack.of(this);
+    const context = {
+      'kms:EncryptionContext:aws:sns:topicArn': `arn:${stack.partition}:sns:${stack.region}:${stack.account}:${stack.stackName}-*`,
+    };
     key.addToResourcePolicy(
       new iam.PolicyStatement({
         principals: [CLOUDWATCH],
         actions: ['kms:Decrypt', 'kms:GenerateDataKey*'],
         resources: ['*'],
+        conditions: { StringLike: context, StringEquals: { 'aws:SourceAccount': stack.account } },
       }),
     );
     this.topic = new sns.Topic(this, 'Topic', {
@@ -157,7 +164,11 @@ export class TenantAlarms extends Construct {
     });
     role.addToPolicy(new iam.PolicyStatement({ actions: ['sns:Publish'], resources: [this.topic.topicArn] }));
     role.addToPolicy(
-      new iam.PolicyStatement({ actions: ['kms:Decrypt', 'kms:GenerateDataKey'], resources: [key.keyArn] }),
+      new iam.PolicyStatement({
+        actions: ['kms:Decrypt', 'kms:GenerateDataKey'],
+        resources: [key.keyArn],
+        conditions: { StringEquals: { 'kms:EncryptionContext:aws:sns:topicArn': this.topic.topicArn } },
+      }),
     );
     props.exceptions.forEach((e, i) => {
       const name = alarmName(this.tenant, e.queue, EXCEPTION_EXPIRED);

@@ -254,10 +254,11 @@ export class LeaseqTenant extends Construct {
       [ENV.channelEndpoint]: this.channel.endpoint,
     };
 
-    // Sealed secrets are credentials, made again with POST /keys/{name}/sqs-credentials: the key
-    // goes with the stack (after KMS's shortest wait) rather than costing a month's fee forever.
+    // Sealed secrets are credentials, made again with POST /keys/{name}/sqs-credentials, and the
+    // alarm topic holds nothing that outlives it: the key goes with the stack (after KMS's shortest
+    // wait) rather than costing a month's fee forever. One key for both: a key bills $1 a month.
     this.secretsKey = new kms.Key(this, 'SecretsKey', {
-      description: `leaseq-${config.tenant}: seals the secrets of SQS credentials`,
+      description: `leaseq-${config.tenant}: seals the secrets of SQS credentials, encrypts the alarm topic`,
       enableKeyRotation: true,
       removalPolicy: RemovalPolicy.DESTROY,
       pendingWindow: Duration.days(7),
@@ -291,6 +292,7 @@ export class LeaseqTenant extends Construct {
       queues: this.queues.values(),
       owners: config.alarms,
       exceptions: file.exceptions,
+      key: this.secretsKey,
     });
 
     new CfnOutput(this, 'TableName', { value: this.table.tableName });

@@ -488,8 +488,8 @@ describe('on delete', () => {
         return r.Type as string;
       });
       // The rest goes with the stack; a KMS key only when it says so (its default is to stay):
-      // the alarm topic's key, which encrypts nothing that outlives the topic, and the secrets
-      // key, whose sealed SQS credentials are made again rather than kept.
+      // the tenant's one key, whose sealed SQS credentials are made again rather than kept and
+      // whose alarm topic encrypts nothing that outlives it.
       for (const r of resources.filter((r) => !kept(r))) {
         expect([r.DeletionPolicy ?? 'Delete', r.UpdateReplacePolicy ?? 'Delete']).toEqual([
           'Delete',
@@ -497,7 +497,6 @@ describe('on delete', () => {
         ]);
       }
       expect(resources.filter((r) => r.Type === 'AWS::KMS::Key').map((r) => r.DeletionPolicy)).toEqual([
-        'Delete',
         'Delete',
       ]);
       const count = (type: string) => retained.filter((t) => t === type).length;

@@ -430,13 +430,14 @@ describe('TenantStack (tenants/local.json)', () => {
     );
   });
 
-  it('has a rotated KMS key for SQS credentials, named to the api function only, usable by it only', () => {
+  it('has one rotated KMS key: SQS credentials sealed by the api function only, the alarm topic by CloudWatch only', () => {
     const keyId = logicalId(local.tenant.secretsKey);
+    template.resourceCountIs('AWS::KMS::Key', 1);
     template.hasResource('AWS::KMS::Key', {
       Properties: {
         EnableKeyRotation: true,
         PendingWindowInDays: 7,
-        Description: 'leaseq-local: seals the secrets of SQS credentials',
+        Description: 'leaseq-local: seals the secrets of SQS credentials, encrypts the alarm topic',
       },
       DeletionPolicy: 'Delete',
     });
@@ -451,7 +452,9 @@ describe('TenantStack (tenants/local.json)', () => {
       const statements = functionStatements(template, functionId(template, service));
       expect(serviceStatements(statements, 'kms:')).toEqual([]);
     }
-    // Its key policy is CDK's default: the account's IAM decides, and only the grant above says yes.
+    // Its key policy is CDK's default (the account's IAM decides, and only the grant above says
+    // yes) and CloudWatch's use under the encryption context SNS gives this stack's topics: the
+    // sealed secrets carry a context of their own, so CloudWatch cannot open them.
     const key = template.toJSON().Resources[keyId];
     expect(key.Properties.KeyPolicy.Statement).toEqual([
       expect.objectContaining({
@@ -459,6 +462,19 @@ describe('TenantStack (tenants/local.json)', () => {
         Principal: { AWS: expect.anything() },
         Action: 'kms:*',
         Resource: '*',
+      }),
+      expect.objectContaining({
+        Effect: 'Allow',
+        Principal: { Service: 'cloudwatch.amazonaws.com' },
+        Action: ['kms:Decrypt', 'kms:GenerateDataKey*'],
+        Condition: {
+          StringLike: {
+            'kms:EncryptionContext:aws:sns:topicArn': {
+              'Fn::Join': ['', expect.arrayContaining([':sns:', ':Leaseq-local-*'])],
+            },
+          },
+          StringEquals: { 'aws:SourceAccount': { Ref: 'AWS::AccountId' } },
+        },
       }),
     ]);
   });
