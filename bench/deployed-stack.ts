@@ -1,9 +1,9 @@
-import { Metrics } from '@aws-lambda-powertools/metrics';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
 import { parseTenantConfig } from '../functions/core/config.js';
 import { metricsOptions, SERVICE } from '../functions/observability/metrics.js';
 import { Gauges, type GaugesDeps } from '../functions/sweep/gauges.js';
 import { buildApp } from '../infra/build-app.js';
+import { CapturedMetrics } from '../test/helpers/captured-metrics.js';
 import { DEPLOYMENT, PRICES } from './prices.js';
 
 /**
@@ -254,24 +254,13 @@ export interface IdleMetrics {
   emfBytesPerMinute: number;
 }
 
-/** A Metrics that keeps the EMF documents it would print. */
-class KeptMetrics extends Metrics {
-  readonly documents: ReturnType<Metrics['serializeMetrics']>[] = [];
-  override publishStoredMetrics(): this {
-    this.documents.push(this.serializeMetrics());
-    this.clearMetrics();
-    this.clearDimensions();
-    return this;
-  }
-}
-
 /**
  * The custom metrics the sweep publishes each minute for a tenant with nothing in it: its gauges
  * run once, every store answering empty. Each name under each dimension set is a metric of its own.
  */
 export async function idleCustomMetrics(tenantFile: unknown): Promise<IdleMetrics> {
   const tenant = parseTenantConfig(tenantFile, 'bench tenant');
-  const metrics = new KeptMetrics(metricsOptions(SERVICE.sweep, tenant.tenant));
+  const metrics = new CapturedMetrics(metricsOptions(SERVICE.sweep, tenant.tenant));
   // Every figure a store reads back is 0: nothing stored.
   const zeros = new Proxy({}, { get: () => 0 });
   const services = {

@@ -7,6 +7,7 @@ export class CapturedMetrics extends Metrics {
     this.documents.push(this.serializeMetrics());
     this.clearMetrics();
     this.clearDimensions();
+    this.clearMetadata();
     return this;
   }
 }
