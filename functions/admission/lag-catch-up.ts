@@ -13,7 +13,8 @@ import type { LogRecord, RangeAdmission } from './range-admission.js';
  * them, and admitted as its window makes room. The lag ends once a read went past where dispatch
  * stopped and admission took all the queue's records it read; a lag dispatch moved on meanwhile
  * stays for the next pass. Reading the others' records to find a queue's is what a lag costs:
- * a page's worth of Kinesis reads a pass, while the queue's consumers are behind.
+ * up to four pages of Kinesis reads a pass, and only while the queue's window has room for what
+ * they would find.
  */
 
 export interface LagCatchUpDeps {
@@ -55,6 +56,10 @@ export class LagCatchUp {
     const config = this.deps.tenant.queues[lag.queue];
     // A queue taken out of the tenant file: nothing will ever admit it.
     if (!config) return this.deps.lags.end(lag);
+    // A window still full would read the shard for nothing: its reads are the shard's five a
+    // second, shared with dispatch and produce's fast admission.
+    const room = await this.deps.admission.room(lag.queue, config, lag.shard);
+    if (room <= 0) return false;
     let readTo: string | undefined;
     let atTip = false;
     let lastOwn: string | undefined;
@@ -65,7 +70,7 @@ export class LagCatchUp {
         readTo = page.records.at(-1)?.sequence ?? readTo;
         atTip = page.atTip;
         own.push(...toLogRecords(page.records, lag.queue, config));
-        if (own.length >= PAGE) break;
+        if (own.length >= Math.min(PAGE, room)) break;
       }
       lastOwn = own.at(-1)?.sequence;
       return own;

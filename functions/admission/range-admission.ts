@@ -165,6 +165,12 @@ export class RangeAdmission {
     return records.length;
   }
 
+  /** How many more entries the shard's window takes now, without waiting for room. */
+  async room(queue: string, config: QueueConfig, shard: string): Promise<number> {
+    const head = await this.deps.ranges.head(queue, shard);
+    return this.freeRoom(queue, shard, config.window_size, head, config.window_size, 0);
+  }
+
   /**
    * An ordered queue's receivers waiting here are leased free keys' runs as their ranges are
    * created, which needs the shard's window and blocked keys: read beside the shard's last range

@@ -1,4 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { LagCatchUp } from '../../functions/admission/lag-catch-up.js';
+import { ShardReader } from '../../functions/log/shard-reader.js';
 import { buildServices } from '../../functions/services.js';
 import { queueApi, type Received } from '../helpers/queue-api.js';
 import { startTestRuntime, type TestRuntime } from '../helpers/runtime.js';
@@ -20,6 +22,7 @@ beforeAll(async () => {
     queues: {
       // Dispatch alone admits these, so their records wait in the one shard they share.
       full: { window_size: 5, fast_admission: 'off' },
+      stuck: { window_size: 5, fast_admission: 'off' },
       free: { fast_admission: 'off' },
       sorted: { ordered: true, window_size: 4, fast_admission: 'off' },
     },
@@ -76,6 +79,30 @@ describe('queues sharing a stream', () => {
     // Nothing of another queue was delivered on this one.
     expect(fullGot.every((m) => typeof m.payload.i === 'number' && m.payload.i < 30)).toBe(true);
     await until('the lag to end', lags, (all) => !all.some((l) => l.queue === 'full'));
+  });
+
+  it('reads nothing of the stream for a lagging queue while its window is full', async () => {
+    const sent = await queueApi(t, 'stuck').produce(
+      Array.from({ length: 20 }, (_, i) => ({ payload: { i } })),
+    );
+    expect(sent.every((r) => r.status === 'accepted')).toBe(true);
+    await until('stuck to lag', lags, (all) => all.some((l) => l.queue === 'stuck'));
+    const services = buildServices(t.runtime.config, t.runtime.clients);
+    let reads = 0;
+    // The real reader, counted: a full window's catch-up must not spend the shard's reads.
+    const reader = new (class extends ShardReader {
+      override pages(...args: Parameters<ShardReader['pages']>) {
+        reads++;
+        return super.pages(...args);
+      }
+    })(t.runtime.clients.kinesis);
+    const catchUp = new LagCatchUp({ ...services, tenant: t.runtime.config.tenant, reader });
+    await catchUp.run();
+    expect(reads).toBe(0);
+    expect((await lags()).map((l) => l.queue)).toContain('stuck');
+    // Once its consumer makes room, the sweep's catch-up reads and admits.
+    expect(await drain('stuck', 20)).toHaveLength(20);
+    await until('the lag to end', lags, (all) => !all.some((l) => l.queue === 'stuck'));
   });
 
   it('keeps an ordered queue’s keys in order through a lag', async () => {
