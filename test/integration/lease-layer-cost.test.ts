@@ -109,8 +109,10 @@ describe('cost', () => {
   it('keeps the messages of a busy key waiting in their ranges: nothing is copied', async () => {
     const { units, n } = await oneKeyThrough('hot', 1);
     // Measured 2.1: one message a receive, so a lease write and an ack write each on the range
-    // (a copy through the key's hold area cost 8.4).
-    expect(units.writeUnits / n).toBeLessThan(2.5);
+    // (a copy through the key's hold area cost 8.4). Up to 2.5 on a loaded CI run, where admission
+    // cuts the twenty into more ranges; the queue's first produce also marks its shard's stream
+    // (one write, 0.05 a message here). The bound keeps the copy out, not the machine's speed.
+    expect(units.writeUnits / n).toBeLessThan(3);
     expect(units.indexWriteUnits).toBe(0);
   }, 60_000);
 
