@@ -17,11 +17,10 @@ import { Construct } from 'constructs';
 import type { z } from 'zod';
 import {
   consumerNamespace,
-  type QueueConfig,
-  queuesByStream,
   type TenantConfig,
   tableName,
   type tenantConfigSchema,
+  tenantStreams,
 } from '../functions/core/config.js';
 import { gatewayThrottles } from '../functions/core/gateway-throttles.js';
 import { waitingReceivesFindings } from '../functions/core/long-polls.js';
@@ -222,18 +221,16 @@ export class LeaseqTenant extends Construct {
     });
 
     this.streams = new Map(
-      [...queuesByStream(config)].map(([streamName, queues]) => {
-        const [first] = queues as [string, ...string[]];
-        const q = config.queues[first] as QueueConfig;
+      [...tenantStreams(config)].map(([streamName, s]) => {
         // A queue's own stream keeps the construct path (and so the logical id) it always had.
-        const id = q.shared_stream ? `Stream-${streamName}` : `Queue-${first}`;
+        const id = s.shared ? `Stream-${streamName}` : `Queue-${s.queues[0]}`;
         return [
           streamName,
           new LogStream(this, id, {
             streamName,
-            shards: q.shards,
-            retentionHours: q.retention_hours,
-            queues,
+            shards: s.shards,
+            retentionHours: s.retention_hours,
+            queues: s.queues,
           }),
         ];
       }),

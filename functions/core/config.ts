@@ -429,11 +429,29 @@ export function streamOf(tenant: TenantConfig, name: string): string {
   return config.stream;
 }
 
-/** The queues that append to each stream, by the stream's name. */
-export function queuesByStream(tenant: TenantConfig): Map<string, string[]> {
-  const out = new Map<string, string[]>();
-  for (const [name, q] of Object.entries(tenant.queues))
-    out.set(q.stream, [...(out.get(q.stream) ?? []), name]);
+/** A stream of the tenant, as its queues resolved it: they agree on all but their names. */
+export interface TenantStream {
+  shards: number;
+  retention_hours: number;
+  shared: boolean;
+  /** The queues that append to it. */
+  queues: string[];
+}
+
+/** Each stream of the tenant, by its Kinesis name. */
+export function tenantStreams(tenant: TenantConfig): Map<string, TenantStream> {
+  const out = new Map<string, TenantStream>();
+  for (const [name, q] of Object.entries(tenant.queues)) {
+    const seen = out.get(q.stream);
+    if (seen) seen.queues.push(name);
+    else
+      out.set(q.stream, {
+        shards: q.shards,
+        retention_hours: q.retention_hours,
+        shared: q.shared_stream,
+        queues: [name],
+      });
+  }
   return out;
 }
 

@@ -1,7 +1,7 @@
 import type { Logger } from '@aws-lambda-powertools/logger';
 import type { KinesisStreamBatchResponse, KinesisStreamEvent, KinesisStreamRecord } from 'aws-lambda';
 import { admissionEnvelope, type LogRecord, type RangeAdmission } from '../admission/range-admission.js';
-import { namespaceParts, queuesByStream, type TenantConfig } from '../core/config.js';
+import { namespaceParts, type TenantConfig, tenantStreams } from '../core/config.js';
 import type { AdmissionLags } from '../store/admission-lags.js';
 
 /**
@@ -26,7 +26,7 @@ export class Dispatcher {
   private readonly queuesOf: Map<string, string[]>;
 
   constructor(private readonly deps: DispatcherDeps) {
-    this.queuesOf = queuesByStream(deps.tenant);
+    this.queuesOf = new Map([...tenantStreams(deps.tenant)].map(([name, s]) => [name, s.queues]));
   }
 
   async handle(event: KinesisStreamEvent): Promise<KinesisStreamBatchResponse> {

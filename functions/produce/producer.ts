@@ -165,10 +165,6 @@ export class Producer {
     return results;
   }
 
-  /**
-   * A queue that holds its storage quota takes no more until consumers catch up (a push queue's
-   * slowest Lambda consumer).
-   */
   /** Refuses a queue whose ranges are of another stream (StreamMovedError), once a process per shard. */
   private async confirmStream(queue: string, config: QueueConfig): Promise<void> {
     const shards = await this.deps.shards.shards(config.stream);
@@ -180,6 +176,10 @@ export class Producer {
     );
   }
 
+  /**
+   * A queue that holds its storage quota takes no more until consumers catch up (a push queue's
+   * slowest Lambda consumer).
+   */
   private async checkStorage(
     queue: string,
     config: QueueConfig,

@@ -12,7 +12,7 @@ import {
 } from '@aws-sdk/client-kinesis';
 import { CreateBucketCommand, HeadBucketCommand } from '@aws-sdk/client-s3';
 import type { AwsClients } from '../../functions/aws/clients.js';
-import { queuesByStream, type TenantConfig } from '../../functions/core/config.js';
+import { type TenantConfig, tenantStreams } from '../../functions/core/config.js';
 import { GSI1, TTL_ATTRIBUTE } from '../../functions/store/keys.js';
 import type { AdminClients } from './admin-clients.js';
 
@@ -37,10 +37,9 @@ export async function ensureResources(
   await Promise.all([
     ensureTable(admin, names.table, names.ttl),
     ensureBucket(clients, names.bucket),
-    ...[...queuesByStream(tenant)].map(([stream, queues]) => {
-      const q = tenant.queues[queues[0] as string] as TenantConfig['queues'][string];
-      return ensureStream(admin, stream, q.shards, q.retention_hours);
-    }),
+    ...[...tenantStreams(tenant)].map(([stream, s]) =>
+      ensureStream(admin, stream, s.shards, s.retention_hours),
+    ),
   ]);
 }
 

@@ -16,7 +16,7 @@ import { type ApiHandler, createApiHandler } from '../../functions/api/app.js';
 import { type AwsClients, createClients } from '../../functions/aws/clients.js';
 import type { FaultInjector } from '../../functions/aws/faults.js';
 import { hashApiKey } from '../../functions/core/auth.js';
-import { queuesByStream, type TenantConfig, tableName } from '../../functions/core/config.js';
+import { type TenantConfig, tableName, tenantStreams } from '../../functions/core/config.js';
 import { gatewayThrottles } from '../../functions/core/gateway-throttles.js';
 import { checkPayloadSchemas } from '../../functions/core/payload-schema.js';
 import type { RuntimeConfig } from '../../functions/core/runtime-config.js';
@@ -112,10 +112,7 @@ async function startOn(options: RuntimeOptions, unlock: () => void): Promise<Run
   const adminKey = options.adminKey ?? loadOrCreateAdminKey(options.dataDir);
   const secretsKey = loadOrCreateSecretsKey(options.dataDir);
   const sqsCredentials = loadOrCreateSqsCredentials(options.dataDir);
-  const totalShards = [...queuesByStream(options.tenant).values()].reduce(
-    (n, [queue]) => n + (options.tenant.queues[queue as string]?.shards ?? 0),
-    0,
-  );
+  const totalShards = [...tenantStreams(options.tenant).values()].reduce((n, s) => n + s.shards, 0);
   const emulators = await startEmulators({
     dataDir: options.dataDir,
     shardLimit: Math.max(10, totalShards * 2),
@@ -185,8 +182,8 @@ async function startOn(options: RuntimeOptions, unlock: () => void): Promise<Run
       idlePollMs: options.idlePollMs ?? 100,
       mappings: [
         // A queue with Lambda consumers is theirs (push): dispatch does not admit it.
-        ...[...queuesByStream(options.tenant)]
-          .filter(([, queues]) => queues.every((q) => options.tenant.queues[q]?.consumers.length === 0))
+        ...[...tenantStreams(options.tenant)]
+          .filter(([, s]) => s.queues.every((q) => options.tenant.queues[q]?.consumers.length === 0))
           .map(([stream]) => ({
             // A queue's own stream keeps the name its checkpoints were saved under.
             functionName: `dispatch-${stream.replace(`leaseq-${options.tenant.tenant}-`, '')}`,

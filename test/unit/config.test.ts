@@ -5,7 +5,7 @@ import {
   consumerNamespace,
   namespaceParts,
   parseTenantConfig,
-  queuesByStream,
+  tenantStreams,
 } from '../../functions/core/config.js';
 import { checkPayloadSchemas } from '../../functions/core/payload-schema.js';
 import { buildApp } from '../../infra/build-app.js';
@@ -78,7 +78,7 @@ describe('tenant configuration', () => {
     });
     // Alone on the shared stream, a queue keeps the quotas it declares (none).
     expect(config.queues.small?.rate_limits).toEqual({});
-    expect(queuesByStream(config)).toEqual(
+    expect(new Map([...tenantStreams(config)].map(([name, s]) => [name, s.queues]))).toEqual(
       new Map([
         ['leaseq-acme-big', ['big']],
         ['leaseq-acme-pushed', ['pushed']],
