@@ -268,7 +268,7 @@ export async function idleCustomMetrics(tenantFile: unknown): Promise<IdleMetric
     storage: { expireDeadLetters: async () => ({ letters: 0, held: 0 }) },
     stats: {
       sweepLook: async () => ({ stats: zeros, totals: zeros, sampled: undefined }),
-      consumer: async () => zeros,
+      sweepConsumerLook: async () => ({ stats: zeros, totals: zeros }),
     },
     samples: { record: async () => {} },
   } as unknown as GaugesDeps['services'];
@@ -279,6 +279,8 @@ export async function idleCustomMetrics(tenantFile: unknown): Promise<IdleMetric
     expiryWatch: { check: async () => new Map() },
     drift: { check: async () => new Map() },
     metrics,
+    alarmStates: { get: async () => ({ alarms: {}, version: 0 }), put: async () => true },
+    notify: async () => {},
   }).publish();
   const unique = new Set<string>();
   let bytes = 0;
@@ -303,7 +305,7 @@ function customMetricItems(found: IdleMetrics): IdleItem[] {
       item: "CloudWatch custom metrics (the sweep's gauges)",
       count: found.metrics,
       usdPerMonth: found.metrics * PRICES.cloudwatchCustomMetric.usd,
-      note: `${found.metrics} published each minute idle (the sweep's heartbeat; a queue's gauges only while not 0); $${PRICES.cloudwatchCustomMetric.usd} a metric-month`,
+      note: `${found.metrics} published each minute idle (a queue's gauges, only while not 0); $${PRICES.cloudwatchCustomMetric.usd} a metric-month`,
     },
     {
       item: "CloudWatch Logs ingestion (the gauges' EMF lines)",

@@ -4,10 +4,8 @@ import type { MeterSnapshot } from '../functions/aws/meter.js';
 import { metricsOptions, SERVICE } from '../functions/observability/metrics.js';
 import { buildServices } from '../functions/services.js';
 import { ExpiryMarks } from '../functions/store/expiry-marks.js';
-import { UsageRollups } from '../functions/store/usage-rollups.js';
-import { DriftCheck } from '../functions/sweep/drift-check.js';
+import { createGauges } from '../functions/sweep/app.js';
 import { ExpiryWatch } from '../functions/sweep/expiry-watch.js';
-import { Gauges } from '../functions/sweep/gauges.js';
 import type { Runtime } from '../infra/local/runtime.js';
 
 /** What an idle tenant's sweep does at each minute's tick, measured once. */
@@ -27,23 +25,13 @@ export interface IdleTick {
 export async function measureIdleTick(runtime: Runtime): Promise<IdleTick> {
   const { meter } = runtime.clients;
   const services = buildServices(runtime.config, runtime.clients);
-  const gauges = new Gauges({
-    tenant: runtime.config.tenant,
-    services,
+  const gauges = createGauges(runtime.config, runtime.clients, services, {
     expiryWatch: new ExpiryWatch({
       ...services,
       marks: new ExpiryMarks(runtime.clients.doc, runtime.config.tableName),
     }),
-    drift: new DriftCheck({
-      tenant: runtime.config.tenant,
-      kinesis: runtime.clients.kinesis,
-      doc: runtime.clients.doc,
-      table: runtime.config.tableName,
-      streamMarks: services.streamMarks,
-      logger: new Logger({ logLevel: 'SILENT' }),
-    }),
+    logger: new Logger({ logLevel: 'SILENT' }),
     metrics: new Metrics(metricsOptions(SERVICE.sweep, runtime.config.tenant.tenant)),
-    rollups: new UsageRollups(runtime.clients.doc, runtime.config.tableName),
   });
   meter.reset();
   const start = performance.now();

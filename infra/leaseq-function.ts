@@ -53,7 +53,7 @@ const LAMBDA_CREDENTIALS = fileURLToPath(
  * every bundle (external) and built into files of their own beside it, so an instance that never
  * needs them does not parse them at init. The S3 client (aws/s3-objects.ts: a quarter of a bundle,
  * used only by claim-checked payloads and segments over 8 KB), the KMS client (aws/kms.ts: only
- * the api's SQS credentials), Ajv (core/payload-check.ts: only for queues with a payload schema),
+ * the api's SQS credentials), the SNS client (aws/sns.ts: only the sweep, when an alarm changes), Ajv (core/payload-check.ts: only for queues with a payload schema),
  * the OpenAPI generator (api/app.ts: only `GET /openapi.json`), the DLQ's grouping by error
  * (operations/dead-letter-errors.ts: only `GET /queues/{queue}/dlq-errors`), the SQS-compatible
  * endpoint (sqs/route.ts: only `POST /`), the usage's reading and arithmetic (operations/usage.ts:
@@ -64,6 +64,7 @@ const LAMBDA_CREDENTIALS = fileURLToPath(
 const LAZY_MODULES = [
   'aws/s3-client',
   'aws/kms-client',
+  'aws/sns-client',
   'core/payload-validator',
   'api/openapi',
   'operations/dead-letter-grouping',

@@ -285,12 +285,16 @@ export class LeaseqTenant extends Construct {
       this.channel.grantWake(fn);
     this.consumerFunctions = this.createConsumers();
     this.alarms = new TenantAlarms(this, 'Alarms', {
-      tenant: config.tenant,
+      tenant: config,
+      sweep: this.sweepFunction,
       queues: this.queues.values(),
       owners: config.alarms,
       exceptions: file.exceptions,
       key: this.secretsKey,
     });
+    // The sweep evaluates the queues' alarms and tells the topic of their changes.
+    this.sweepFunction.addEnvironment(ENV.alarmTopicArn, this.alarms.topic.topicArn);
+    this.alarms.grantPublish(this.sweepFunction, this.secretsKey);
 
     new CfnOutput(this, 'TableName', { value: this.table.tableName });
     new CfnOutput(this, 'BucketName', { value: this.bucket.bucketName });

@@ -1,5 +1,6 @@
 import { byteDemands, messageDemands } from '../access/limits.js';
-import { countFor, recordDurations } from '../observability/metrics.js';
+import { countFor, countProducedForTenant, recordDurations } from '../observability/metrics.js';
+import { slowHandlers } from '../observability/queue-alarms.js';
 import type { ExtendRequest, NackRequest, ProduceMessage, ReceiveRequest } from '../wire/requests.js';
 import type { DeliveredMessage, ProduceResult } from '../wire/responses.js';
 import type { QueueRequest } from './route.js';
@@ -16,10 +17,12 @@ export async function produceMessages(
   const { principal, queue } = req;
   await req.services.quotas.admit(messageDemands(principal, queue.name, queue.config, messages.length));
   const results = await req.services.producer.produce(req.queue.name, req.queue.config, messages);
+  const produced = results.filter((r) => r.status === 'accepted').length;
   countFor(req.services.metrics, req.queue.name, {
-    produced: results.filter((r) => r.status === 'accepted').length,
+    produced,
     duplicate: results.filter((r) => r.status === 'duplicate').length,
   });
+  countProducedForTenant(req.services.metrics, produced);
   return results;
 }
 
@@ -32,6 +35,7 @@ export async function receiveMessages(req: QueueRequest, body: ReceiveRequest): 
     received: messages.length,
     redelivered: messages.filter((m) => m.attempt > 1).length,
   });
+  await req.services.counters.addHandling(req.queue.name, { delivered: messages.length });
   return messages;
 }
 
@@ -45,7 +49,7 @@ export async function ackReceipts(req: QueueRequest, receipts: readonly string[]
     acked: results.filter((r) => r.status === 'acked').length,
     stale_receipts: results.filter((r) => r.status === 'stale_receipt').length,
   });
-  recordDurations(req.services.metrics, req.queue.name, 'handler_seconds', heldSeconds);
+  await recordHandling(req, heldSeconds);
   return results;
 }
 
@@ -55,8 +59,17 @@ export async function nackReceipt(req: QueueRequest, body: NackRequest) {
     nacked: 1,
     dead_lettered: answer.status === 'dead_lettered' ? 1 : 0,
   });
-  recordDurations(req.services.metrics, req.queue.name, 'handler_seconds', [heldSeconds]);
+  await recordHandling(req, [heldSeconds]);
   return answer;
+}
+
+/** How long each delivery was held, as a metric and as the counts the handler-duration alarm reads. */
+async function recordHandling(req: QueueRequest, heldSeconds: readonly number[]): Promise<void> {
+  recordDurations(req.services.metrics, req.queue.name, 'handler_seconds', heldSeconds);
+  await req.services.counters.addHandling(req.queue.name, {
+    handled: heldSeconds.length,
+    slow_handled: slowHandlers(heldSeconds, req.queue.config.lease_seconds),
+  });
 }
 
 export function extendLease(req: QueueRequest, body: ExtendRequest) {

@@ -172,10 +172,10 @@ export const apiKeyConfigSchema = z.strictObject({
 });
 
 /**
- * Who hears the tenant's CloudWatch alarms (infra/alarms.ts): each address is subscribed to the
+ * Who hears the tenant's alarms (docs/alarms.md): each address is subscribed to the
  * tenant's alarm topic by email, and confirms it once from the message SNS sends. `email` hears
  * every alarm; `consuming_team`, `platform` and `producing_team` only their own
- * (infra/alarm-rules.ts ALARM_OWNERS).
+ * (observability/alarm-rules.ts ALARM_OWNERS).
  */
 const addresses = z._default(z.array(z.email()).check(z.maxLength(20)), []);
 export const alarmsConfigSchema = z.strictObject({

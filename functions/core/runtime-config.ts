@@ -44,6 +44,8 @@ export interface RuntimeConfig {
    * runtime's): admissions post wakes there (docs/wake-channel.md). Absent, no channel.
    */
   channelEndpoint?: string;
+  /** The tenant's alarm topic, which the sweep tells of its queue alarms' changes; absent (locally), it logs them only. */
+  alarmTopicArn?: string;
 }
 
 export type SecretsConfig =
@@ -66,6 +68,8 @@ export const ENV = {
   secretsKeyId: 'LEASEQ_SECRETS_KEY_ID',
   /** The wake channel's management endpoint (`https://{api}.execute-api.{region}.amazonaws.com/{stage}`). */
   channelEndpoint: 'LEASEQ_CHANNEL_ENDPOINT',
+  /** The tenant's alarm topic (the stack sets it on the sweep only). */
+  alarmTopicArn: 'LEASEQ_ALARM_TOPIC_ARN',
 } as const;
 
 /**
@@ -103,6 +107,7 @@ const envSchema = z.object({
   [ENV.localEndpoints]: z.optional(z.pipe(jsonText, endpointsSchema)),
   [ENV.secretsKeyId]: z.optional(z.string().check(z.minLength(1), z.maxLength(2048))),
   [ENV.channelEndpoint]: z.optional(z.url()),
+  [ENV.alarmTopicArn]: z.optional(z.string().check(z.regex(/^arn:[a-z-]+:sns:/))),
 });
 
 export function runtimeConfigFromEnv(
@@ -125,5 +130,6 @@ export function runtimeConfigFromEnv(
     ...(parsed[ENV.localEndpoints] ? { endpoints: parsed[ENV.localEndpoints] } : {}),
     ...(secretsKeyId ? { secrets: { kind: 'kms', keyId: secretsKeyId } } : {}),
     ...(parsed[ENV.channelEndpoint] ? { channelEndpoint: parsed[ENV.channelEndpoint] } : {}),
+    ...(parsed[ENV.alarmTopicArn] ? { alarmTopicArn: parsed[ENV.alarmTopicArn] } : {}),
   };
 }

@@ -9,6 +9,7 @@ import { compareSequence, entryStatus, takenOverTooOften } from '../core/ranges.
 import type { FailureReason } from '../core/retry-policy.js';
 import type { RangeFailures } from '../delivery/range-failures.js';
 import { countFor, recordDurations } from '../observability/metrics.js';
+import { slowHandlers } from '../observability/queue-alarms.js';
 import type { Counters } from '../store/counters.js';
 import type { KeyHolds } from '../store/key-holds.js';
 import type { KeyStates } from '../store/key-states.js';
@@ -49,7 +50,7 @@ export interface RangePushConsumerDeps {
   keys: KeyStates;
   holds: KeyHolds;
   /** Its totals are written at the end of each invocation: the instance may be frozen after it. */
-  counters: Pick<Counters, 'flush'>;
+  counters: Pick<Counters, 'flush' | 'addHandling'>;
   /** What the consumer acked is freed from the queue's storage, written with the totals. */
   storage: Pick<StorageMeter, 'release'>;
   logger: Logger;
@@ -71,10 +72,13 @@ const PAUSE_HOLD_MS = 5000;
 export class RangePushConsumer {
   private readonly namespace: string;
   private readonly stream: string;
+  /** Its lease: a handler past half of it counts as slow (the handler-duration alarm). */
+  private readonly timeoutSeconds: number;
 
   constructor(private readonly deps: RangePushConsumerDeps) {
     this.namespace = consumerNamespace(deps.queue, deps.consumer);
     this.stream = deps.config.stream;
+    this.timeoutSeconds = deps.config.consumers.find((c) => c.name === deps.consumer)?.timeout_seconds ?? 60;
   }
 
   /**
@@ -139,6 +143,12 @@ export class RangePushConsumer {
     await this.deps.storage.release(this.namespace, inv.freedBytes, 0);
     countFor(this.deps.metrics, this.namespace, inv.counts);
     recordDurations(this.deps.metrics, this.namespace, 'handler_seconds', inv.handlerSeconds);
+    await this.deps.counters.addHandling(this.namespace, {
+      delivered: inv.counts.received ?? 0,
+      redelivered: inv.counts.redelivered ?? 0,
+      handled: inv.handlerSeconds.length,
+      slow_handled: slowHandlers(inv.handlerSeconds, this.timeoutSeconds),
+    });
     await this.deps.counters.flush();
     return report([...inv.unfinished, ...offered.slice(taken)]);
   }

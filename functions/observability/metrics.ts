@@ -41,7 +41,10 @@ export type CounterName =
   /** Requests answered 503: AWS refused or failed a call after its retries. */
   | 'unavailable';
 
-/** Gauges an alarm reads (infra/alarms.ts): CloudWatch metrics, published while not 0. */
+/**
+ * Gauges the queues' alarms read (observability/queue-alarms.ts): CloudWatch metrics too, for
+ * graphs, published only while not 0.
+ */
 export type AlarmedGauge =
   | 'oldest_unacked_age'
   | 'dlq_oldest_age'
@@ -60,9 +63,6 @@ export type ShownGauge = 'depth' | 'in_flight' | 'delayed' | 'dlq_depth';
 export type GaugeName = AlarmedGauge | ShownGauge;
 
 const SHOWN: ReadonlySet<GaugeName> = new Set<ShownGauge>(['depth', 'in_flight', 'delayed', 'dlq_depth']);
-
-/** Beside every gauge pass, without a queue: an alarm hears a sweep that stopped (`sweep-silent`). */
-export const SWEEP_HEARTBEAT = 'sweep_heartbeat';
 
 /** Timings kept value by value, so CloudWatch can take percentiles of them. */
 export type DurationName = 'handler_seconds';
@@ -101,6 +101,16 @@ export function countFor(
   if (!entries.length) return;
   forQueue(metrics, queue);
   for (const [name, n] of entries) metrics.addMetric(name, MetricUnit.Count, n as number);
+}
+
+/**
+ * Messages produced to any of the tenant's queues, without a queue dimension: the tenant's
+ * produce-rate-anomaly alarm reads the sum (infra/alarms.ts).
+ */
+export function countProducedForTenant(metrics: Metrics, produced: number): void {
+  if (!produced) return;
+  forDimensions(metrics, {});
+  metrics.addMetric('produced' satisfies CounterName, MetricUnit.Count, produced);
 }
 
 /**
@@ -147,13 +157,6 @@ export function publishGauges(
   for (const [name, value] of alarmed)
     metrics.addMetric(name, /_age$|_seconds$/.test(name) ? MetricUnit.Seconds : MetricUnit.Count, value);
   for (const [name, value] of entries) if (SHOWN.has(name)) metrics.addMetadata(name, String(value));
-  publish(metrics);
-}
-
-/** The sweep's heartbeat: one metric a tenant, published with every gauge pass. */
-export function publishHeartbeat(metrics: Metrics): void {
-  forDimensions(metrics, {});
-  metrics.addMetric(SWEEP_HEARTBEAT, MetricUnit.Count, 1);
   publish(metrics);
 }
 

@@ -122,7 +122,16 @@ export class QueueStats {
    * mapping has not read yet (Lambda's IteratorAge), which no item here knows; nor does it have
    * a window, receipts or acked and produced totals (the push path does not count them).
    */
-  async consumer(namespace: string, options: { keepMarks?: boolean } = {}) {
+  async consumer(namespace: string) {
+    return (await this.consumerLook(namespace, false)).stats;
+  }
+
+  /** The sweep's look at a Lambda consumer (it keeps the commit marks): the stats, and every running total. */
+  sweepConsumerLook(namespace: string) {
+    return this.consumerLook(namespace, true);
+  }
+
+  private async consumerLook(namespace: string, keepMarks: boolean) {
     const now = this.now();
     const shards = await this.shardsOf(namespace);
     const perShard = await Promise.all(shards.map((shard) => this.rangeShardStats(namespace, shard, now)));
@@ -130,9 +139,9 @@ export class QueueStats {
       this.deadStats(namespace, now),
       this.deps.counters.stats(namespace),
       this.deps.keyOrder.heldInHoldAreas(namespace, shards),
-      this.commitStall(namespace, perShard, now, options.keepMarks ?? false),
+      this.commitStall(namespace, perShard, now, keepMarks),
     ]);
-    return {
+    const stats = {
       consumer: namespaceParts(namespace).consumer,
       ready: perShard.reduce((a, s) => a + s.ready, 0),
       in_flight: perShard.reduce((a, s) => a + s.inFlight, 0),
@@ -144,6 +153,7 @@ export class QueueStats {
       expired_unprocessed_total: totals.expired_unprocessed ?? 0,
       commit_stalled_seconds: Math.max(0, ...Object.values(stall)),
     };
+    return { stats, totals: totals.all };
   }
 
   /** A shard of the lease layer: its unfinished ranges, from the commit point on. */

@@ -32,6 +32,9 @@ export type Totals = Record<StatName, number> & {
   all: Record<string, number>;
 };
 
+/** Counted for the alarms' rates beside the stats' own (addHandling). */
+export type HandlingCount = 'delivered' | 'redelivered' | 'handled' | 'slow_handled';
+
 const BY_KEY = 'throttled@';
 
 export class Counters {
@@ -52,6 +55,15 @@ export class Counters {
   /** A request refused over a quota: the queue's total and the refused key's. */
   addThrottled(queue: string, keyName: string): Promise<void> {
     return this.buffer.add(statsKey(queue, this.slot), { throttled: 1, [`${BY_KEY}${keyName}`]: 1 });
+  }
+
+  /**
+   * What the alarms' rates divide by (observability/queue-alarms.ts): messages delivered, and
+   * handlers finished (`slow_handled`: those past half their lease). On the storage counter item,
+   * which the receive's request count and the ack's bytes write about once a second anyway.
+   */
+  addHandling(queue: string, counts: Partial<Record<HandlingCount, number>>): Promise<void> {
+    return this.buffer.add(storageKey(queue), counts as Record<string, number>);
   }
 
   /**

@@ -75,6 +75,9 @@ export const RECEIPT_SECRET_KEY: ItemKey = { pk: 'TENANT#RECEIPT_SECRET', sk: 'S
 /** The sweep's arm (store/sweep-arm.ts); the table's stream wakes the sweep on its writes. */
 export const SWEEP_ARM_KEY: ItemKey = { pk: 'TENANT#SWEEP', sk: 'ARM' };
 
+/** The queues' breaching alarms, as the sweep last evaluated them (store/alarm-states.ts). */
+export const ALARM_STATE_KEY: ItemKey = { pk: 'TENANT#ALARMS', sk: 'S' };
+
 /**
  * The overloaded index `gsi1`: a message state item is in exactly one of these partitions,
  * by state, or in none once acked. Sort keys are fixed-width so they sort as numbers.

@@ -2,13 +2,16 @@ import { Logger } from '@aws-lambda-powertools/logger';
 import { Metrics } from '@aws-lambda-powertools/metrics';
 import type { Context } from 'aws-lambda';
 import type { AwsClients } from '../aws/clients.js';
+import { lazySnsPublish } from '../aws/sns.js';
 import { sleep } from '../core/async.js';
 import type { RuntimeConfig } from '../core/runtime-config.js';
 import { armSettled } from '../core/sweep-rest.js';
 import { metricsOptions, SERVICE } from '../observability/metrics.js';
-import { buildServices } from '../services.js';
+import { buildServices, type Services } from '../services.js';
+import { AlarmStates } from '../store/alarm-states.js';
 import { ExpiryMarks } from '../store/expiry-marks.js';
 import { UsageRollups } from '../store/usage-rollups.js';
+import { alarmNotifier } from './alarm-notifier.js';
 import { BlockedKeys } from './blocked-keys.js';
 import { DriftCheck } from './drift-check.js';
 import { ExpiryWatch } from './expiry-watch.js';
@@ -38,6 +41,38 @@ export interface SweepOptions {
   awaitGauges?: boolean;
 }
 
+/** The sweep's gauges and alarms, with what they read and whom they tell. */
+export function createGauges(
+  config: RuntimeConfig,
+  clients: AwsClients,
+  services: Services,
+  { expiryWatch, logger, metrics }: { expiryWatch: ExpiryWatch; logger: Logger; metrics: Metrics },
+): Gauges {
+  return new Gauges({
+    tenant: config.tenant,
+    services,
+    expiryWatch,
+    drift: new DriftCheck({
+      tenant: config.tenant,
+      kinesis: clients.kinesis,
+      doc: clients.doc,
+      table: config.tableName,
+      streamMarks: services.streamMarks,
+      logger,
+    }),
+    metrics,
+    // Only the sweep keeps the usage's hourly rollups (GET /usage reads them in a file of its own).
+    rollups: new UsageRollups(clients.doc, config.tableName),
+    alarmStates: new AlarmStates(clients.doc, config.tableName),
+    notify: alarmNotifier(
+      logger,
+      config.alarmTopicArn
+        ? { arn: config.alarmTopicArn, publish: lazySnsPublish({ region: config.region, maxAttempts: 4 }) }
+        : undefined,
+    ),
+  });
+}
+
 /**
  * Wires the sweep function. EventBridge fires it once a minute, and the table's stream when the
  * sweep is armed; it keeps making passes until the invocation is nearly over, so a 10 s backoff
@@ -62,22 +97,7 @@ export function createSweepHandler(
   });
   const gaugeInterval = options.gaugeIntervalMs ?? 60_000;
   let gaugesAt = 0;
-  const tenantGauges = new Gauges({
-    tenant: config.tenant,
-    services,
-    expiryWatch,
-    drift: new DriftCheck({
-      tenant: config.tenant,
-      kinesis: clients.kinesis,
-      doc: clients.doc,
-      table: config.tableName,
-      streamMarks: services.streamMarks,
-      logger,
-    }),
-    metrics,
-    // Only the sweep keeps the usage's hourly rollups (GET /usage reads them in a file of its own).
-    rollups: new UsageRollups(clients.doc, config.tableName),
-  });
+  const tenantGauges = createGauges(config, clients, services, { expiryWatch, logger, metrics });
   const publishAllGauges = async () => {
     if (Date.now() - gaugesAt < gaugeInterval) return;
     gaugesAt = Date.now();
@@ -85,10 +105,15 @@ export function createSweepHandler(
   };
   // The gauges read every queue's stats: published beside the passes, never before one, so a
   // retry that comes due meanwhile is not held up by them.
-  let publishing: Promise<void> | undefined;
+  let publishing: Promise<unknown> | undefined;
+  /** The gauges' failure, or undefined: the invocation that awaits them fails with it. */
   const gauges = () => {
     publishing ??= publishAllGauges()
-      .catch((err) => logger.warn('gauges failed', { error: String(err) }))
+      .then(() => undefined)
+      .catch((err: unknown) => {
+        logger.error('gauges failed', { error: String(err) });
+        return err;
+      })
       .finally(() => {
         publishing = undefined;
       });
@@ -124,8 +149,16 @@ export function createSweepHandler(
       if (context.getRemainingTimeInMillis() < reserve + interval) break;
       await sleep(interval);
     } while (context.getRemainingTimeInMillis() > reserve);
-    if (options.awaitGauges !== false) await published;
+    // A failed invocation is what the sweep-failing alarm counts: the queues' alarms failed with the gauges.
+    if (options.awaitGauges !== false) {
+      const failed = await published;
+      if (failed) throw failed;
+    }
     return total;
   };
-  return Object.assign(handler, { published: async () => publishing });
+  return Object.assign(handler, {
+    published: async () => {
+      await publishing;
+    },
+  });
 }

@@ -1,8 +1,16 @@
 import type { Metrics } from '@aws-lambda-powertools/metrics';
 import { consumerNamespace, type TenantConfig } from '../core/config.js';
 import { hourOf, nextUsageSample, type UsageReading, usageSampleOf } from '../core/usage-sample.js';
-import { publishGauges, publishHeartbeat } from '../observability/metrics.js';
+import { type AlarmChange, evaluateAlarms, sameAlarmState } from '../observability/alarm-evaluation.js';
+import { type AlarmedGauge, publishGauges, type ShownGauge } from '../observability/metrics.js';
+import {
+  type AlarmCount,
+  type AlarmReading,
+  type QueueAlarm,
+  queueAlarms,
+} from '../observability/queue-alarms.js';
 import type { Services } from '../services.js';
+import type { AlarmStates } from '../store/alarm-states.js';
 import type { UsageRollups } from '../store/usage-rollups.js';
 import type { DriftCheck } from './drift-check.js';
 import type { ExpiryWatch } from './expiry-watch.js';
@@ -14,20 +22,53 @@ export interface GaugesDeps {
   expiryWatch: Pick<ExpiryWatch, 'check'>;
   drift: Pick<DriftCheck, 'check'>;
   metrics: Metrics;
+  /** The queues' alarms' state, and who hears of each change (the tenant's alarm topic). */
+  alarmStates: Pick<AlarmStates, 'get' | 'put'>;
+  notify(change: AlarmChange): Promise<void>;
 }
 
+/** The running totals whose growth the alarms' rates read. */
+const ALARM_COUNTS: readonly AlarmCount[] = [
+  'delivered',
+  'redelivered',
+  'acked',
+  'nacked',
+  'stale_receipts',
+  'handled',
+  'slow_handled',
+  'throttled',
+];
+
 /**
- * The gauges the alarms read (infra/alarms.ts), for every queue and Lambda consumer: what its
+ * The gauges the alarms read, for every queue and Lambda consumer: what its
  * stats count, the records that left the log unadmitted, and the settings found lowered (drift).
  * The sweep publishes them about once a minute; on the way it frees the bytes of dead letters
  * whose retention ended (counting them) and samples the totals the stats' drain rates and the
- * usage come from (core/usage-sample.ts).
+ * usage come from (core/usage-sample.ts). Then it evaluates the queues' alarms on what it read
+ * (observability/queue-alarms.ts) and tells the alarm topic what changed.
  */
 export class Gauges {
-  constructor(private readonly deps: GaugesDeps) {}
+  private readonly alarms: QueueAlarm[];
+  /** Each namespace's running totals at the pass before, which its rates are read against. */
+  private readonly previous = new Map<string, { at: number; totals: Record<string, number> }>();
+
+  constructor(private readonly deps: GaugesDeps) {
+    this.alarms = queueAlarms(deps.tenant);
+  }
 
   async publish(): Promise<void> {
     const { services, metrics } = this.deps;
+    const readings = new Map<string, AlarmReading>();
+    /** A namespace's gauges, published (`shown` ride as metadata), and what its alarms read. */
+    const read = (
+      namespace: string,
+      shown: Partial<Record<ShownGauge, number>>,
+      gauges: Partial<Record<AlarmedGauge, number>>,
+      totals: Record<string, number>,
+    ) => {
+      publishGauges(metrics, namespace, { ...shown, ...gauges });
+      readings.set(namespace, { gauges, ...this.countsSince(namespace, totals) });
+    };
     const drift = await this.deps.drift.check();
     for (const [queue, queueConfig] of Object.entries(this.deps.tenant.queues)) {
       // A DLQ retention raised in the tenant file reaches the dead letters already there; dead
@@ -56,35 +97,61 @@ export class Gauges {
           storedBytes: s.stored_bytes,
           dlqBytes,
         });
-      publishGauges(metrics, queue, {
-        depth: s.depth,
-        in_flight: s.in_flight,
-        delayed: s.delayed,
-        dlq_depth: s.dlq_depth,
-        oldest_unacked_age: s.oldest_unacked_age_seconds,
-        dlq_oldest_age: s.dlq_oldest_age_seconds,
-        parked_keys: s.parked_keys,
-        commit_stalled_seconds: s.commit_stalled_seconds,
-        expired_unprocessed: expiredTotal,
-        dlq_expired: dlqExpired.get(queue) ?? 0,
-        drift: drift.get(queue)?.length ?? 0,
-      });
+      read(
+        queue,
+        { depth: s.depth, in_flight: s.in_flight, delayed: s.delayed, dlq_depth: s.dlq_depth },
+        {
+          oldest_unacked_age: s.oldest_unacked_age_seconds,
+          dlq_oldest_age: s.dlq_oldest_age_seconds,
+          parked_keys: s.parked_keys,
+          commit_stalled_seconds: s.commit_stalled_seconds,
+          expired_unprocessed: expiredTotal,
+          dlq_expired: dlqExpired.get(queue) ?? 0,
+          drift: drift.get(queue)?.length ?? 0,
+        },
+        totals,
+      );
       for (const consumer of queueConfig.consumers) {
         const namespace = consumerNamespace(queue, consumer.name);
-        const c = await services.stats.consumer(namespace, { keepMarks: true });
-        publishGauges(metrics, namespace, {
-          in_flight: c.in_flight,
-          delayed: c.delayed,
-          dlq_depth: c.dlq_depth,
-          dlq_oldest_age: c.dlq_oldest_age_seconds,
-          parked_keys: c.parked_keys,
-          commit_stalled_seconds: c.commit_stalled_seconds,
-          expired_unprocessed: expired.get(namespace) ?? 0,
-          dlq_expired: dlqExpired.get(namespace) ?? 0,
-        });
+        const { stats: c, totals: consumerTotals } = await services.stats.sweepConsumerLook(namespace);
+        read(
+          namespace,
+          { in_flight: c.in_flight, delayed: c.delayed, dlq_depth: c.dlq_depth },
+          {
+            dlq_oldest_age: c.dlq_oldest_age_seconds,
+            parked_keys: c.parked_keys,
+            commit_stalled_seconds: c.commit_stalled_seconds,
+            expired_unprocessed: expired.get(namespace) ?? 0,
+            dlq_expired: dlqExpired.get(namespace) ?? 0,
+          },
+          consumerTotals,
+        );
       }
     }
-    publishHeartbeat(metrics);
+    await this.evaluate(readings);
+  }
+
+  /** What a namespace's alarm counts grew by since the pass before (none on the first). */
+  private countsSince(namespace: string, totals: Record<string, number>): Pick<AlarmReading, 'counts'> {
+    const now = Date.now();
+    const before = this.previous.get(namespace);
+    this.previous.set(namespace, { at: now, totals });
+    if (!before) return {};
+    const counts: NonNullable<AlarmReading['counts']> = { seconds: (now - before.at) / 1000 };
+    for (const name of ALARM_COUNTS)
+      counts[name] = Math.max(0, (totals[name] ?? 0) - (before.totals[name] ?? 0));
+    return { counts };
+  }
+
+  /**
+   * The alarms' changes since the last pass: each told to the topic first, then the state written
+   * (conditionally: a sweep that lost the race leaves its twin's), so a change is never unheard.
+   */
+  private async evaluate(readings: ReadonlyMap<string, AlarmReading>): Promise<void> {
+    const stored = await this.deps.alarmStates.get();
+    const { state, changes } = evaluateAlarms(this.alarms, readings, stored.alarms, Date.now());
+    for (const change of changes) await this.deps.notify(change);
+    if (!sameAlarmState(stored.alarms, state)) await this.deps.alarmStates.put(stored, state);
   }
 
   /**

@@ -216,7 +216,10 @@ function identityStatements(t: Template): Statement[] {
 function arnOfId(value: unknown): string | undefined {
   const att = (value as Json | undefined)?.['Fn::GetAtt'];
   // A table's stream is the table's own.
-  return Array.isArray(att) && (att[1] === 'Arn' || att[1] === 'StreamArn') ? (att[0] as string) : undefined;
+  if (Array.isArray(att) && (att[1] === 'Arn' || att[1] === 'StreamArn')) return att[0] as string;
+  // A topic's Ref is its ARN.
+  const ref = (value as Json | undefined)?.Ref;
+  return typeof ref === 'string' && !ref.startsWith('AWS::') ? ref : undefined;
 }
 
 const SERVICE_RESOURCE: Record<string, string> = {
@@ -225,6 +228,7 @@ const SERVICE_RESOURCE: Record<string, string> = {
   s3: 'AWS::S3::Bucket',
   logs: 'AWS::Logs::LogGroup',
   kms: 'AWS::KMS::Key',
+  sns: 'AWS::SNS::Topic',
   'execute-api': 'AWS::ApiGatewayV2::Api',
 };
 
@@ -310,9 +314,13 @@ describe('tenant isolation (acme and globex in one app)', () => {
               expect(own.suffix).toBe('');
               break;
             case 'kms':
-              // The secrets key only (the alarm topic's key is CloudWatch's and SNS's, by key policy).
+              // The tenant's one key: it seals the SQS credentials and encrypts the alarm topic.
               expect(own.id).toBe(logicalId(stack.tenant.secretsKey));
               expect(own.suffix).toBe('');
+              break;
+            case 'sns':
+              // The sweep tells the alarm topic of the queues' alarms.
+              expect(own.id).toBe(logicalId(stack.tenant.alarms.topic));
               break;
           }
         }

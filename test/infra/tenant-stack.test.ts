@@ -447,11 +447,24 @@ describe('TenantStack (tenants/local.json)', () => {
       if (id === apiId) expect(env.LEASEQ_SECRETS_KEY_ID).toEqual(arnOf(keyId));
       else expect(env.LEASEQ_SECRETS_KEY_ID).toBeUndefined();
     }
-    // No other role may use it: dispatch and sweep have no kms statement at all.
-    for (const service of ['leaseq-dispatch', 'leaseq-sweep']) {
-      const statements = functionStatements(template, functionId(template, service));
-      expect(serviceStatements(statements, 'kms:')).toEqual([]);
-    }
+    // Dispatch may not use it; the sweep only to publish to the alarm topic, under its encryption
+    // context (the sealed secrets carry one of their own).
+    expect(
+      serviceStatements(functionStatements(template, functionId(template, 'leaseq-dispatch')), 'kms:'),
+    ).toEqual([]);
+    expect(
+      serviceStatements(functionStatements(template, functionId(template, 'leaseq-sweep')), 'kms:'),
+    ).toEqual([
+      expect.objectContaining({
+        Action: ['kms:Decrypt', 'kms:GenerateDataKey'],
+        Resource: arnOf(keyId),
+        Condition: {
+          StringEquals: {
+            'kms:EncryptionContext:aws:sns:topicArn': { Ref: logicalId(local.tenant.alarms.topic) },
+          },
+        },
+      }),
+    ]);
     // Its key policy is CDK's default (the account's IAM decides, and only the grant above says
     // yes) and CloudWatch's use under the encryption context SNS gives this stack's topics: the
     // sealed secrets carry a context of their own, so CloudWatch cannot open them.
@@ -604,7 +617,18 @@ describe('TenantStack (tenants/local.json)', () => {
     ]);
     const wake = expectWakeGrant(template, statements);
     const logs = expectOwnLogs(template, sweepId, statements);
-    expect(dynamo.length + kinesis.length + s3.length + wake.length + logs.length).toBe(statements.length);
+    // It tells the alarm topic of the queues' alarms (the key's statement is the KMS test's).
+    const sns = serviceStatements(statements, 'sns:');
+    expect(sns).toEqual([
+      expect.objectContaining({
+        Action: 'sns:Publish',
+        Resource: { Ref: logicalId(local.tenant.alarms.topic) },
+      }),
+    ]);
+    const kms = serviceStatements(statements, 'kms:');
+    expect(
+      dynamo.length + kinesis.length + s3.length + wake.length + logs.length + sns.length + kms.length,
+    ).toBe(statements.length);
   });
 
   it('scopes every data action of every policy to a resource, never "*"', () => {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { queueConfigSchema } from '../../functions/core/config.js';
-import { alarmName, backlogAgeLimitSeconds } from '../../infra/alarm-rules.js';
+import { alarmName, backlogAgeLimitSeconds } from '../../functions/observability/alarm-rules.js';
 
 describe('alarm rules', () => {
   it('puts the backlog age limit at half the retention', () => {

@@ -1,6 +1,6 @@
-import type { QueueConfig } from '../functions/core/config.js';
+import type { QueueConfig } from '../core/config.js';
 
-/** The thresholds of the alarms (docs/alarms.md), kept apart from CDK so they are tested without a stack. */
+/** The alarms' owners, thresholds and names (docs/alarms.md): the sweep's and the stack's alike. */
 
 /**
  * Whose each alarm is, (docs/alarms.md, "Why these thresholds"): what consumers do (or fail to) is the
@@ -20,6 +20,7 @@ export const ALARM_OWNERS = {
   'parked-keys': 'consuming_team',
   'expired-unprocessed': 'platform',
   'sweep-silent': 'platform',
+  'sweep-failing': 'platform',
   drift: 'platform',
   'iterator-age': 'platform',
   'write-throttled': 'platform',
@@ -48,28 +49,14 @@ export const PRODUCE_ANOMALY_STD_DEVS = 3;
 /** Redelivered over received above this share, in percent, for two minutes running. */
 export const REDELIVERY_PERCENT = 10;
 
-/** Below this many receives a minute the rate is noise (one redelivery of three is 33 %). */
+/** Below this many deliveries a minute the rate is noise (one redelivery of three is 33 %). */
 export const REDELIVERY_MIN_RECEIVED = 10;
-
-/**
- * The redelivery rate in percent of one minute. The api publishes a counter only when it is not
- * zero, so a minute with receives but no redelivery lacks `redelivered`, and an idle minute lacks
- * both: FILL makes them 0, and the IF answers 0 for a quiet minute (and never divides by zero).
- */
-export const REDELIVERY_EXPRESSION = `IF(FILL(received, 0) >= ${REDELIVERY_MIN_RECEIVED}, 100 * FILL(redelivered, 0) / FILL(received, 0), 0)`;
 
 /** Stale receipts over the receipts consumers sent back (ack, nack, stale), above this share in percent, two minutes running. */
 export const STALE_RECEIPT_PERCENT = 5;
 
 /** Below this many receipts a minute the share is noise. */
 export const STALE_RECEIPT_MIN = 10;
-
-/**
- * The stale-receipt share in percent of one minute: handlers that finished after their lease ran
- * out (their message was redelivered, or is on its retry path). FILL and IF as for redeliveries.
- */
-const RECEIPTS = 'FILL(acked, 0) + FILL(nacked, 0) + FILL(stale, 0)';
-export const STALE_RECEIPT_EXPRESSION = `IF(${RECEIPTS} >= ${STALE_RECEIPT_MIN}, 100 * FILL(stale, 0) / (${RECEIPTS}), 0)`;
 
 /**
  * An ordered queue whose oldest unacked message is older than this is stalled behind one key (a
@@ -105,3 +92,9 @@ export function backlogAgeLimitSeconds(queue: Pick<QueueConfig, 'retention_hours
 export function alarmName(tenant: string, queue: string, alarm: string): string {
   return `leaseq-${tenant}/${queue}/${alarm}`;
 }
+
+/**
+ * Handlers that ran past half their lease, above this share in percent of those that finished: the
+ * p99 of their run times passed half the lease.
+ */
+export const SLOW_HANDLED_PERCENT = 1;
