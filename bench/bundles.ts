@@ -52,7 +52,18 @@ export const BUNDLES: readonly LeaseqBundleSpec[] = [
   {
     name: 'sweep',
     entry: 'functions/sweep/handler.ts',
-    environment: { POWERTOOLS_SERVICE_NAME: SERVICE.sweep },
+    environment: {
+      POWERTOOLS_SERVICE_NAME: SERVICE.sweep,
+      [ENV.alarmTopicArn]: 'arn:aws:sns:eu-west-1:123456789012:Leaseq-local-AlarmsTopic',
+    },
+  },
+  {
+    name: 'alarm-relay',
+    entry: 'functions/alarm-relay/handler.ts',
+    environment: {
+      POWERTOOLS_SERVICE_NAME: 'leaseq-alarm-relay',
+      [ENV.alarmTopicArn]: 'arn:aws:sns:eu-west-1:123456789012:Leaseq-local-AlarmsTopic',
+    },
   },
   {
     name: 'consumer',

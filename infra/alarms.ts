@@ -1,14 +1,14 @@
 import { CfnOutput, Duration, Stack } from 'aws-cdk-lib';
 import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
-import { SnsAction } from 'aws-cdk-lib/aws-cloudwatch-actions';
 import * as iam from 'aws-cdk-lib/aws-iam';
-import type * as kms from 'aws-cdk-lib/aws-kms';
+import * as kms from 'aws-cdk-lib/aws-kms';
 import type * as lambda from 'aws-cdk-lib/aws-lambda';
 import * as scheduler from 'aws-cdk-lib/aws-scheduler';
 import * as sns from 'aws-cdk-lib/aws-sns';
 import { EmailSubscription } from 'aws-cdk-lib/aws-sns-subscriptions';
 import { Construct } from 'constructs';
 import type { AlarmsConfig, TenantConfig } from '../functions/core/config.js';
+import { ENV } from '../functions/core/runtime-config.js';
 import type { ExceptionConfig } from '../functions/core/tier-exceptions.js';
 import {
   ALARM_OWNERS,
@@ -23,6 +23,7 @@ import {
 import type { CounterName } from '../functions/observability/metrics.js';
 import { METRICS_NAMESPACE, SERVICE } from '../functions/observability/metrics.js';
 import { queueAlarms } from '../functions/observability/queue-alarms.js';
+import { leaseqFunction, ownHandler } from './leaseq-function.js';
 import type { LogStream, TenantQueue } from './log-stream.js';
 
 /**
@@ -38,8 +39,6 @@ const TENANT_ALARMS = 'tenant';
 const GAUGE_PERIOD = Duration.minutes(5);
 const SWEEP_PERIOD = GAUGE_PERIOD;
 
-const CLOUDWATCH = new iam.ServicePrincipal('cloudwatch.amazonaws.com');
-
 export interface TenantAlarmsProps {
   tenant: TenantConfig;
   queues: Iterable<TenantQueue>;
@@ -49,11 +48,8 @@ export interface TenantAlarmsProps {
   exceptions: readonly ExceptionConfig[];
   /** The sweep function, whose own metrics say it runs. */
   sweep: lambda.IFunction;
-  /**
-   * The tenant's key, which encrypts the topic: CloudWatch may use it only under the encryption
-   * context SNS gives this stack's topics, so nothing else the key seals is open to it.
-   */
-  key: kms.Key;
+  /** Replaces the alarm relay's bundle, for template tests. */
+  functionCode?: lambda.Code;
 }
 
 /**
@@ -65,36 +61,23 @@ export interface TenantAlarmsProps {
  */
 export class TenantAlarms extends Construct {
   readonly topic: sns.Topic;
+  /** Hands CloudWatch's alarm changes to the topic (functions/alarm-relay). */
+  readonly relay: lambda.IFunction;
   /** Every alarm, by its name (`leaseq-<tenant>/<queue>/<alarm>`). */
   readonly alarms = new Map<string, cloudwatch.Alarm>();
   private readonly tenant: string;
-  private readonly action: SnsAction;
+  private readonly action: cloudwatch.IAlarmAction;
   /** Names of the alarms that page (alarms.page hears them): set by the queues' tiers. */
   private readonly paging: string[] = [];
 
   constructor(scope: Construct, id: string, props: TenantAlarmsProps) {
     super(scope, id);
     this.tenant = props.tenant.tenant;
-    // A customer managed key: the AWS managed aws/sns key cannot admit CloudWatch, which has to
-    // encrypt what it publishes to the topic. SNS names the topic in the encryption context; the
-    // topic's name is CloudFormation's, `<stack>-…`, and its ARN cannot be named here (the topic
-    // names the key).
-    const key = props.key;
-    const stack = Stack.of(this);
-    const context = {
-      'kms:EncryptionContext:aws:sns:topicArn': `arn:${stack.partition}:sns:${stack.region}:${stack.account}:${stack.stackName}-*`,
-    };
-    key.addToResourcePolicy(
-      new iam.PolicyStatement({
-        principals: [CLOUDWATCH],
-        actions: ['kms:Decrypt', 'kms:GenerateDataKey*'],
-        resources: ['*'],
-        conditions: { StringLike: context, StringEquals: { 'aws:SourceAccount': stack.account } },
-      }),
-    );
+    // SNS's own key (alias/aws/sns), which bills nothing: CloudWatch cannot publish to a topic it
+    // encrypts, so CloudWatch's alarms invoke the relay, which publishes as the sweep does.
     this.topic = new sns.Topic(this, 'Topic', {
       displayName: `leaseq ${this.tenant} alarms`,
-      masterKey: key,
+      masterKey: kms.Alias.fromAliasName(this, 'SnsKey', 'alias/aws/sns'),
       enforceSSL: true,
     });
     for (const address of props.owners.email) this.topic.addSubscription(new EmailSubscription(address));
@@ -108,7 +91,24 @@ export class TenantAlarms extends Construct {
       for (const address of props.owners[owner])
         this.topic.addSubscription(new EmailSubscription(address, { filterPolicyWithMessageBody }));
     }
-    this.action = new SnsAction(this.topic);
+    this.relay = leaseqFunction(this, 'Relay', {
+      entry: ownHandler('alarm-relay'),
+      serviceName: 'leaseq-alarm-relay',
+      memorySize: 128,
+      timeout: Duration.seconds(10),
+      environment: { [ENV.alarmTopicArn]: this.topic.topicArn },
+      code: props.functionCode,
+    });
+    this.grantPublish(this.relay);
+    // One permission for every alarm of the tenant (they are all named `leaseq-<tenant>/…`), where
+    // LambdaAction would add one per alarm and per state.
+    const stack = Stack.of(this);
+    this.relay.addPermission('InvokedByAlarms', {
+      principal: new iam.ServicePrincipal('lambda.alarms.cloudwatch.amazonaws.com'),
+      sourceAccount: stack.account,
+      sourceArn: `arn:${stack.partition}:cloudwatch:${stack.region}:${stack.account}:alarm:${alarmName(this.tenant, '*', '*').replace('/*/*', '/*')}`,
+    });
+    this.action = { bind: () => ({ alarmActionArn: this.relay.functionArn }) };
 
     // Named like the sweep's queue alarms, which the paging filter lists too.
     for (const alarm of queueAlarms(props.tenant)) if (alarm.pages) this.paging.push(alarm.name);
@@ -117,20 +117,8 @@ export class TenantAlarms extends Construct {
     for (const queues of byStream.values()) this.addStreamAlarms(queues);
     this.addSweepAlarms(props.sweep);
     this.addProduceAnomalyAlarm();
-    this.addPaging(props, key);
+    this.addPaging(props);
 
-    // The topic policy replaces SNS's default one, so CloudWatch is admitted here, for these alarms only.
-    this.topic.addToResourcePolicy(
-      new iam.PolicyStatement({
-        principals: [CLOUDWATCH],
-        actions: ['sns:Publish'],
-        resources: [this.topic.topicArn],
-        conditions: {
-          StringEquals: { 'aws:SourceAccount': Stack.of(this).account },
-          ArnEquals: { 'aws:SourceArn': [...this.alarms.values()].map((a) => a.alarmArn) },
-        },
-      }),
-    );
     new CfnOutput(Stack.of(this), 'AlarmTopicArn', {
       value: this.topic.topicArn,
       description: 'SNS topic of the queue alarms: subscribe a pager or chat here too',
@@ -142,7 +130,7 @@ export class TenantAlarms extends Construct {
    * (core/tiers.ts), and each tier exception on the day it expires: a one-time EventBridge
    * schedule publishes to the topic then, so the lowered setting is looked at without a cron.
    */
-  private addPaging(props: TenantAlarmsProps, key: kms.Key): void {
+  private addPaging(props: TenantAlarmsProps): void {
     const pages = [
       ...this.paging,
       ...props.exceptions.map((e) => alarmName(this.tenant, e.queue, EXCEPTION_EXPIRED)),
@@ -161,7 +149,7 @@ export class TenantAlarms extends Construct {
       }),
       description: `leaseq-${this.tenant}: tells the alarm topic a tier exception has expired`,
     });
-    this.grantPublish(role, key);
+    this.grantPublish(role);
     props.exceptions.forEach((e, i) => {
       const name = alarmName(this.tenant, e.queue, EXCEPTION_EXPIRED);
       new scheduler.CfnSchedule(this, `ExceptionExpires${i}`, {
@@ -255,17 +243,10 @@ export class TenantAlarms extends Construct {
     });
   }
 
-  /** Publishing to the topic: SNS, and the key under this topic's encryption context only. */
-  grantPublish(grantee: iam.IGrantable, key: kms.IKey): void {
+  /** Publishing to the topic (SNS's own key admits every principal of the account, through SNS). */
+  grantPublish(grantee: iam.IGrantable): void {
     grantee.grantPrincipal.addToPrincipalPolicy(
       new iam.PolicyStatement({ actions: ['sns:Publish'], resources: [this.topic.topicArn] }),
-    );
-    grantee.grantPrincipal.addToPrincipalPolicy(
-      new iam.PolicyStatement({
-        actions: ['kms:Decrypt', 'kms:GenerateDataKey'],
-        resources: [key.keyArn],
-        conditions: { StringEquals: { 'kms:EncryptionContext:aws:sns:topicArn': this.topic.topicArn } },
-      }),
     );
   }
 

@@ -44,6 +44,14 @@ export function tenantConfigDefine(json: string): Record<string, string> {
  * there), resolved from this file: the sources in the repository, their JavaScript in the package.
  */
 const SOURCE_EXTENSION = import.meta.url.endsWith('.ts') ? '.ts' : '.js';
+
+/**
+ * leaseq's own handler modules, resolved from this module rather than the app's directory: the
+ * TypeScript sources in the repository (run through tsx), their compiled JavaScript beside this
+ * file in the package's dist/, which NodejsFunction bundles the same way.
+ */
+export const ownHandler = (name: 'api' | 'dispatch' | 'sweep' | 'alarm-relay') =>
+  fileURLToPath(new URL(`../functions/${name}/handler${SOURCE_EXTENSION}`, import.meta.url));
 const LAMBDA_CREDENTIALS = fileURLToPath(
   new URL(`../functions/aws/lambda-credentials${SOURCE_EXTENSION}`, import.meta.url),
 );

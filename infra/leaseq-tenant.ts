@@ -1,5 +1,4 @@
 import { resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { Annotations, CfnOutput, Duration, RemovalPolicy, Tags } from 'aws-cdk-lib';
 import { AccessLogFormat } from 'aws-cdk-lib/aws-apigateway';
 import * as apigw from 'aws-cdk-lib/aws-apigatewayv2';
@@ -39,7 +38,7 @@ import {
   grantTableItems,
   grantTableStreamRead,
 } from './grants.js';
-import { type LeaseqFunctionProps, leaseqFunction } from './leaseq-function.js';
+import { type LeaseqFunctionProps, leaseqFunction, ownHandler } from './leaseq-function.js';
 import { LogStream, TenantQueue } from './log-stream.js';
 import { acknowledgeNag } from './nag.js';
 import { loadTenantFile, parseTenantFile, refuseTierFindings } from './tenant-file.js';
@@ -68,15 +67,6 @@ export type TenantFunctionProps = Omit<LeaseqFunctionProps, 'environment' | 'cod
   /** Added to the runtime environment. */
   environment?: Record<string, string>;
 };
-
-/**
- * leaseq's own handler modules, resolved from this module rather than the app's directory: the
- * TypeScript sources in the repository (run through tsx), their compiled JavaScript beside this
- * file in the package's dist/, which NodejsFunction bundles the same way.
- */
-const OWN_EXTENSION = import.meta.url.endsWith('.ts') ? '.ts' : '.js';
-const ownHandler = (name: 'api' | 'dispatch' | 'sweep') =>
-  fileURLToPath(new URL(`../functions/${name}/handler${OWN_EXTENSION}`, import.meta.url));
 
 const projectRootOf = (props: LeaseqTenantProps) => resolve(props.projectRoot ?? process.cwd());
 
@@ -127,10 +117,13 @@ export class LeaseqTenant extends Construct {
   readonly httpApi: apigw.HttpApi;
   /** The wake channel: a WebSocket API on which Workers wait for their queues' admissions. */
   readonly channel: WakeChannelApi;
-  /** Every queue's alarms and the topic that tells the tenant's owner. */
+  /** The alarm topic that tells the tenant's owners, and the alarms CloudWatch evaluates. */
   readonly alarms: TenantAlarms;
-  /** Seals the secrets of SQS credentials in the table; only the api function may use it. */
-  readonly secretsKey: kms.Key;
+  /**
+   * Seals the secrets of SQS credentials in the table; only the api function may use it. Made only
+   * for a tenant file with `"sqs_credentials": true`: a key bills $1 a month.
+   */
+  readonly secretsKey?: kms.Key;
   private readonly runtimeEnvironment: Record<string, string>;
   /** The tenant file every function bundles (less what only the stack reads). */
   readonly tenantConfig: string;
@@ -251,15 +244,15 @@ export class LeaseqTenant extends Construct {
       [ENV.channelEndpoint]: this.channel.endpoint,
     };
 
-    // Sealed secrets are credentials, made again with POST /keys/{name}/sqs-credentials, and the
-    // alarm topic holds nothing that outlives it: the key goes with the stack (after KMS's shortest
-    // wait) rather than costing a month's fee forever. One key for both: a key bills $1 a month.
-    this.secretsKey = new kms.Key(this, 'SecretsKey', {
-      description: `leaseq-${config.tenant}: seals the secrets of SQS credentials, encrypts the alarm topic`,
-      enableKeyRotation: true,
-      removalPolicy: RemovalPolicy.DESTROY,
-      pendingWindow: Duration.days(7),
-    });
+    // Sealed secrets are credentials, made again with POST /keys/{name}/sqs-credentials: the key
+    // goes with the stack (after KMS's shortest wait) rather than costing a month's fee forever.
+    if (config.sqs_credentials)
+      this.secretsKey = new kms.Key(this, 'SecretsKey', {
+        description: `leaseq-${config.tenant}: seals the secrets of SQS credentials`,
+        enableKeyRotation: true,
+        removalPolicy: RemovalPolicy.DESTROY,
+        pendingWindow: Duration.days(7),
+      });
 
     this.apiFunction = this.addFunction('Api', {
       entry: ownHandler('api'),
@@ -267,10 +260,10 @@ export class LeaseqTenant extends Construct {
       memorySize: 512,
       // API Gateway gives up on the integration at 29 s (receive long-polls up to 20 s).
       timeout: Duration.seconds(29),
-      environment: { [ENV.secretsKeyId]: this.secretsKey.keyArn },
+      environment: this.secretsKey ? { [ENV.secretsKeyId]: this.secretsKey.keyArn } : {},
       bundleConsole: true,
     });
-    grantSecretSealing(this.secretsKey, this.apiFunction);
+    if (this.secretsKey) grantSecretSealing(this.secretsKey, this.apiFunction);
     grantTableItems(this.table, this.apiFunction);
     grantClaimObjects(this.bucket, this.apiFunction);
     grantSegments(this.bucket, this.apiFunction, 'read');
@@ -290,11 +283,11 @@ export class LeaseqTenant extends Construct {
       queues: this.queues.values(),
       owners: config.alarms,
       exceptions: file.exceptions,
-      key: this.secretsKey,
+      functionCode: this.functionCode,
     });
     // The sweep evaluates the queues' alarms and tells the topic of their changes.
     this.sweepFunction.addEnvironment(ENV.alarmTopicArn, this.alarms.topic.topicArn);
-    this.alarms.grantPublish(this.sweepFunction, this.secretsKey);
+    this.alarms.grantPublish(this.sweepFunction);
 
     new CfnOutput(this, 'TableName', { value: this.table.tableName });
     new CfnOutput(this, 'BucketName', { value: this.bucket.bucketName });

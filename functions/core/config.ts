@@ -345,6 +345,11 @@ const tenantFieldsSchema = z
       {},
     ),
     api_keys: z._default(z.array(apiKeyConfigSchema), []),
+    /**
+     * Whether API keys may have SQS credentials (docs/sqs-endpoint.md): their secrets are sealed
+     * with a KMS key of the stack, which bills $1 a month, so only a tenant that asks has one.
+     */
+    sqs_credentials: z._default(z.boolean(), false),
     alarms: z._default(alarmsConfigSchema, {
       email: [],
       consuming_team: [],

@@ -139,10 +139,6 @@ export class ConflictError extends LeaseqError {
 }
 
 /**
- * SQS credentials asked of a deployment that has no key to seal their secrets with
- * (RuntimeConfig.secrets): the request is refused before anything is made.
- */
-/**
  * A queue's ranges are of another stream than the tenant file now puts it on (docs/streams.md,
  * "Moving a queue to another stream"): produce and admission refuse it until it moves back.
  */
@@ -158,12 +154,17 @@ export class StreamMovedError extends LeaseqError {
   }
 }
 
+/**
+ * SQS credentials asked of a deployment that has no key to seal their secrets with
+ * (RuntimeConfig.secrets): the request is refused before anything is made.
+ */
 export class SqsCredentialsUnavailableError extends LeaseqError {
   constructor() {
     super(
       'SQS_CREDENTIALS_UNAVAILABLE',
       409,
-      'this deployment has no key to seal secrets with (LEASEQ_SECRETS_KEY_ID is unset), so it makes no SQS credentials',
+      'this deployment makes no SQS credentials: it has no key to seal their secrets with. ' +
+        'Set "sqs_credentials": true in the tenant file and deploy (the key bills $1 a month)',
     );
   }
 }

@@ -1,3 +1,4 @@
+import type { AlarmNotice } from './alarm-message.js';
 import type { AlarmReading, QueueAlarm } from './queue-alarms.js';
 
 /**
@@ -61,32 +62,19 @@ export function sameAlarmState(a: AlarmState, b: AlarmState): boolean {
   );
 }
 
-/**
- * A change as the alarm topic carries it: shaped like CloudWatch's alarm messages, so the owners'
- * and the pager's subscriptions filter on `AlarmName` alike for both.
- */
-export function alarmMessage(change: AlarmChange): { subject: string; body: Record<string, unknown> } {
+/** A change as the alarm topic tells it (observability/alarm-message.ts). */
+export function changeNotice(change: AlarmChange): AlarmNotice {
   const { alarm, state, value, at } = change;
-  const reason =
-    state === 'ALARM'
-      ? `${alarm.kind} of ${alarm.namespace} at ${round(value)}, above ${alarm.threshold}` +
-        (alarm.forSeconds ? ` for ${alarm.forSeconds} s` : '')
-      : `${alarm.kind} of ${alarm.namespace} at ${round(value)}, back to ${alarm.threshold} or under`;
+  const measured = `${alarm.kind} of ${alarm.namespace} at ${Math.round(value * 100) / 100}`;
   return {
-    // SNS takes a subject of at most 100 characters.
-    subject: `${state}: ${alarm.name}`.slice(0, 100),
-    body: {
-      AlarmName: alarm.name,
-      AlarmDescription: alarm.description,
-      NewStateValue: state,
-      OldStateValue: state === 'ALARM' ? 'OK' : 'ALARM',
-      NewStateReason: reason,
-      StateChangeTime: new Date(at).toISOString(),
-      Trigger: { MetricName: alarm.kind, Namespace: alarm.namespace, Threshold: alarm.threshold },
-    },
+    name: alarm.name,
+    description: alarm.description,
+    state,
+    previous: state === 'ALARM' ? 'OK' : 'ALARM',
+    reason:
+      state === 'ALARM'
+        ? `${measured}, above ${alarm.threshold}${alarm.forSeconds ? ` for ${alarm.forSeconds} s` : ''}`
+        : `${measured}, back to ${alarm.threshold} or under`,
+    at: new Date(at).toISOString(),
   };
-}
-
-function round(value: number): number {
-  return Math.round(value * 100) / 100;
 }

@@ -23,16 +23,18 @@ import type { AlarmedGauge } from './metrics.js';
  * a tenant's queues alarm for nothing while idle.
  */
 
-/** The running totals (store/counters.ts) the rates are read from. */
-export type AlarmCount =
-  | 'delivered'
-  | 'redelivered'
-  | 'acked'
-  | 'nacked'
-  | 'stale_receipts'
-  | 'handled'
-  | 'slow_handled'
-  | 'throttled';
+/** The running totals (store/counters.ts) whose growth the rates are read from. */
+export const ALARM_COUNTS = [
+  'delivered',
+  'redelivered',
+  'acked',
+  'nacked',
+  'stale_receipts',
+  'handled',
+  'slow_handled',
+  'throttled',
+] as const;
+export type AlarmCount = (typeof ALARM_COUNTS)[number];
 
 /** What the sweep measured of a queue (or a Lambda consumer's namespace) on one gauge pass. */
 export interface AlarmReading {

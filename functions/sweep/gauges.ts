@@ -4,7 +4,7 @@ import { hourOf, nextUsageSample, type UsageReading, usageSampleOf } from '../co
 import { type AlarmChange, evaluateAlarms, sameAlarmState } from '../observability/alarm-evaluation.js';
 import { type AlarmedGauge, publishGauges, type ShownGauge } from '../observability/metrics.js';
 import {
-  type AlarmCount,
+  ALARM_COUNTS,
   type AlarmReading,
   type QueueAlarm,
   queueAlarms,
@@ -26,18 +26,6 @@ export interface GaugesDeps {
   alarmStates: Pick<AlarmStates, 'get' | 'put'>;
   notify(change: AlarmChange): Promise<void>;
 }
-
-/** The running totals whose growth the alarms' rates read. */
-const ALARM_COUNTS: readonly AlarmCount[] = [
-  'delivered',
-  'redelivered',
-  'acked',
-  'nacked',
-  'stale_receipts',
-  'handled',
-  'slow_handled',
-  'throttled',
-];
 
 /**
  * The gauges the alarms read, for every queue and Lambda consumer: what its

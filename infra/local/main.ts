@@ -87,9 +87,13 @@ async function main(): Promise<void> {
       `admin key:   ${runtime.adminKey}`,
       `console:     ${runtime.url}/console (paste the admin key)`,
       `channel:     ${runtime.channelUrl} (the wake channel: a Worker's channelUrl)`,
-      'SQS credentials of the admin key (SigV4, any region):',
-      `  AWS_ACCESS_KEY_ID=${runtime.sqsCredentials.access_key_id}`,
-      `  AWS_SECRET_ACCESS_KEY=${runtime.sqsCredentials.secret_access_key}`,
+      ...(runtime.sqsCredentials
+        ? [
+            'SQS credentials of the admin key (SigV4, any region):',
+            `  AWS_ACCESS_KEY_ID=${runtime.sqsCredentials.access_key_id}`,
+            `  AWS_SECRET_ACCESS_KEY=${runtime.sqsCredentials.secret_access_key}`,
+          ]
+        : []),
       'queues:',
       queues,
       '',

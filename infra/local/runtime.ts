@@ -82,8 +82,11 @@ export interface Runtime {
   /** The wake channel's WebSocket URL (docs/wake-channel.md). */
   channelUrl: string;
   adminKey: string;
-  /** SQS credentials of the admin key (kept in the data folder), to sign SQS requests with. */
-  sqsCredentials: SqsCredentials;
+  /**
+   * SQS credentials of the admin key (kept in the data folder), to sign SQS requests with: a
+   * tenant file with `"sqs_credentials": true` only, as on AWS.
+   */
+  sqsCredentials?: SqsCredentials;
   config: RuntimeConfig;
   /** Clients of the runtime itself (metered), for tools and tests that inspect state. */
   clients: AwsClients;
@@ -110,8 +113,9 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
 
 async function startOn(options: RuntimeOptions, unlock: () => void): Promise<Runtime> {
   const adminKey = options.adminKey ?? loadOrCreateAdminKey(options.dataDir);
-  const secretsKey = loadOrCreateSecretsKey(options.dataDir);
-  const sqsCredentials = loadOrCreateSqsCredentials(options.dataDir);
+  const sqs = options.tenant.sqs_credentials;
+  const secretsKey = sqs ? loadOrCreateSecretsKey(options.dataDir) : undefined;
+  const sqsCredentials = sqs ? loadOrCreateSqsCredentials(options.dataDir) : undefined;
   const totalShards = [...tenantStreams(options.tenant).values()].reduce((n, s) => n + s.shards, 0);
   const emulators = await startEmulators({
     dataDir: options.dataDir,
@@ -136,7 +140,7 @@ async function startOn(options: RuntimeOptions, unlock: () => void): Promise<Run
     extraKeys: [
       { name: ADMIN_KEY_NAME, sha256: hashApiKey(adminKey), scopes: ['produce:*', 'consume:*', 'admin:*'] },
     ],
-    secrets: { kind: 'local', key: secretsKey },
+    ...(secretsKey ? { secrets: { kind: 'local', key: secretsKey } } : {}),
     admissionsInProcess: options.requestsIsolated !== true,
     requestsIsolated: options.requestsIsolated === true,
     // The table's stream wakes the sweep on AWS; here the arm's writer does.
@@ -167,10 +171,11 @@ async function startOn(options: RuntimeOptions, unlock: () => void): Promise<Run
       emulators.indexRepaired(config.tableName);
     }
     // Sealed again at every start, so a new secrets key (its file deleted) does not strand them.
-    await new SqsCredentialIssuer(
-      new SqsCredentialStore(clients.doc, config.tableName),
-      secretBoxFor(config),
-    ).register({ name: ADMIN_KEY_NAME, kind: 'fixed' }, sqsCredentials, 'leaseq-local');
+    if (sqsCredentials)
+      await new SqsCredentialIssuer(
+        new SqsCredentialStore(clients.doc, config.tableName),
+        secretBoxFor(config),
+      ).register({ name: ADMIN_KEY_NAME, kind: 'fixed' }, sqsCredentials, 'leaseq-local');
     const logger = (serviceName: string) => new Logger({ serviceName, logLevel: options.logLevel ?? 'WARN' });
     const log = logger('leaseq-local');
     const wake = options.wakePollers ?? true;

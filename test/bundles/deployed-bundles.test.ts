@@ -16,6 +16,7 @@ import type { SqsCredentials } from '../../functions/access/sqs-credentials.js';
 import { hashApiKey } from '../../functions/core/auth.js';
 import { ownStreamName, tableName } from '../../functions/core/config.js';
 import { ENV } from '../../functions/core/runtime-config.js';
+import { alarmsOf } from '../../functions/observability/alarm-rules.js';
 import { buildHostFiles, type HostFiles, LambdaProcess } from '../helpers/lambda-process.js';
 import { type MotoServer, motoServerCommand, startMotoServer } from '../helpers/moto-server.js';
 import { queueApi } from '../helpers/queue-api.js';
@@ -86,6 +87,8 @@ let harness: LambdaProcess;
 let role: RoleCredentials;
 let sharedEnv: Record<string, string>;
 const functions = new Map<string, { process: LambdaProcess; bundle: string }>();
+/** The alarm topic, and the platform team's queue subscribed to it. */
+let alarmTopic: { topicArn: string; queueUrl: string };
 
 beforeAll(async () => {
   motoServerCommand(); // fails first, naming what to install
@@ -130,6 +133,12 @@ beforeAll(async () => {
       TENANT,
       { table: tableName(TENANT.tenant), bucket: BUCKET, region: REGION },
     ));
+    alarmTopic = await admin.call<{ topicArn: string; queueUrl: string }>(
+      files.modules[PROVISION] as string,
+      'provisionAlarmTopic',
+      REGION,
+      alarmsOf('platform'),
+    );
     role = await admin.call<RoleCredentials>(
       files.modules[LAMBDA_ROLE] as string,
       'assumeFunctionRole',
@@ -141,7 +150,7 @@ beforeAll(async () => {
   sharedEnv = aws;
   harness = new LambdaProcess('stream-reader', files, { ...aws, ...role });
   for (const spec of BUNDLES) {
-    const env = functionEnvironment(spec, secretsKeyArn);
+    const env = functionEnvironment(spec, secretsKeyArn, alarmTopic.topicArn);
     functions.set(spec.name, {
       process: new LambdaProcess(spec.name, files, { ...aws, ...env, ...role }),
       bundle: staged.get(spec.name) as string,
@@ -157,7 +166,11 @@ afterAll(async () => {
 });
 
 /** A function's environment as the stack sets it (infra/leaseq-tenant.ts, infra/leaseq-function.ts). */
-function functionEnvironment(spec: LeaseqBundleSpec, secretsKeyArn: string): Record<string, string> {
+function functionEnvironment(
+  spec: LeaseqBundleSpec,
+  secretsKeyArn: string,
+  alarmTopicArn: string,
+): Record<string, string> {
   const env: Record<string, string> = {
     ...initEnvironment(spec),
     [ENV.table]: tableName(TENANT.tenant),
@@ -170,6 +183,7 @@ function functionEnvironment(spec: LeaseqBundleSpec, secretsKeyArn: string): Rec
     AWS_EXECUTION_ENV: 'AWS_Lambda_nodejs22.x',
   };
   if (ENV.secretsKeyId in env) env[ENV.secretsKeyId] = secretsKeyArn;
+  if (ENV.alarmTopicArn in env) env[ENV.alarmTopicArn] = alarmTopicArn;
   return env;
 }
 
@@ -493,6 +507,58 @@ describe('the deployed Lambda consumer', () => {
   });
 });
 
+describe('the alarm topic, as the deployed functions tell it', () => {
+  const alarmEvent = (alarmName: string) => {
+    const event = JSON.parse(
+      readFileSync(fileURLToPath(new URL('../../events/cloudwatch/alarm.json', import.meta.url)), 'utf8'),
+    );
+    event.alarmData.alarmName = alarmName;
+    return event;
+  };
+  /** What the platform team's queue was told since the last look. */
+  const heard = () =>
+    harness.call<Record<string, unknown>[]>(
+      files.modules[PROVISION] as string,
+      'platformHeard',
+      REGION,
+      alarmTopic.queueUrl,
+    );
+
+  it("hears the sweep's queue alarms: moto's table keeps no point-in-time recovery, which the stack sets, so each queue has drift", async () => {
+    await sweep();
+    const told = await eventually(async () => {
+      const got = await heard();
+      return got.length > 0 ? got : undefined;
+    }, 'the platform heard the drift');
+    expect(told.map((m) => [m.AlarmName, m.NewStateValue]).sort()).toEqual([
+      ['leaseq-bundles/events/drift', 'ALARM'],
+      ['leaseq-bundles/jobs/drift', 'ALARM'],
+    ]);
+  });
+
+  it("hears the relay tell of a CloudWatch alarm's change, shaped so the owners' filters route it", async () => {
+    const { process, bundle } = fn('alarm-relay');
+    // A consuming team's alarm: the platform's filter passes it by.
+    await process.invoke(bundle, alarmEvent('leaseq-bundles/jobs/dlq-oldest-age'), 10_000);
+    await process.invoke(bundle, alarmEvent('leaseq-bundles/tenant/sweep-silent'), 10_000);
+    const messages = await eventually(async () => {
+      const got = await heard();
+      return got.length > 0 ? got : undefined;
+    }, 'the platform heard the alarm');
+    expect(messages).toEqual([
+      {
+        AlarmName: 'leaseq-bundles/tenant/sweep-silent',
+        AlarmDescription: 'For the platform team: The sweep has not run for 15 minutes.',
+        NewStateValue: 'ALARM',
+        OldStateValue: 'OK',
+        NewStateReason: expect.stringMatching(/^Threshold Crossed/),
+        StateChangeTime: '2026-12-06T12:36:15.490+0000',
+      },
+    ]);
+    expect(await heard()).toEqual([]);
+  });
+});
+
 describe('the endpoints the deployed functions called', () => {
   it('are AWS’s regional ones, answered by moto under names its certificate was verified for', async () => {
     const hosts = Object.fromEntries(
@@ -501,12 +567,14 @@ describe('the endpoints the deployed functions called', () => {
     const dynamodb = `dynamodb.${REGION}.amazonaws.com`;
     const kinesis = `kinesis.${REGION}.amazonaws.com`;
     const s3 = `${BUCKET}.s3.${REGION}.amazonaws.com`;
+    const sns = `sns.${REGION}.amazonaws.com`;
     expect(hosts).toEqual({
       // Produce appends to the stream and claim-checks in S3; SQS credentials are sealed by KMS.
       api: [dynamodb, kinesis, `kms.${REGION}.amazonaws.com`, s3].sort(),
       dispatch: [dynamodb],
-      // The retries and redrives go back into the stream.
-      sweep: [dynamodb, kinesis],
+      // The retries and redrives go back into the stream; the queues' alarms to the topic.
+      sweep: [dynamodb, kinesis, sns],
+      'alarm-relay': [sns],
       // The claim-checked payload is read from S3.
       consumer: [dynamodb, s3],
     });

@@ -1,4 +1,12 @@
 import { CreateKeyCommand, KMSClient } from '@aws-sdk/client-kms';
+import { CreateTopicCommand, SNSClient, SubscribeCommand } from '@aws-sdk/client-sns';
+import {
+  CreateQueueCommand,
+  DeleteMessageCommand,
+  GetQueueAttributesCommand,
+  ReceiveMessageCommand,
+  SQSClient,
+} from '@aws-sdk/client-sqs';
 import { createClients } from '../../functions/aws/clients.js';
 import { parseTenantConfig } from '../../functions/core/config.js';
 import { createAdminClients } from '../../infra/local/admin-clients.js';
@@ -35,5 +43,63 @@ export async function provision(
     admin.destroy();
     clients.destroy();
     kms.destroy();
+  }
+}
+
+/**
+ * The tenant's alarm topic, encrypted with SNS's own key as the stack makes it, and an SQS queue
+ * subscribed to it as the platform team's addresses are: filtered on the message body's
+ * `AlarmName` by the platform's alarms (observability/alarm-rules.ts), so the messages that
+ * arrive are the ones the stack's owner filters would route.
+ */
+export async function provisionAlarmTopic(
+  region: string,
+  platformAlarms: string[],
+): Promise<{ topicArn: string; queueUrl: string }> {
+  const sns = new SNSClient({ region });
+  const sqs = new SQSClient({ region });
+  try {
+    const { TopicArn: topicArn } = await sns.send(
+      new CreateTopicCommand({
+        Name: 'leaseq-bundles-alarms',
+        Attributes: { KmsMasterKeyId: 'alias/aws/sns' },
+      }),
+    );
+    const { QueueUrl: queueUrl } = await sqs.send(new CreateQueueCommand({ QueueName: 'platform-team' }));
+    if (!topicArn || !queueUrl) throw new Error('moto made no topic or queue');
+    const { Attributes } = await sqs.send(
+      new GetQueueAttributesCommand({ QueueUrl: queueUrl, AttributeNames: ['QueueArn'] }),
+    );
+    await sns.send(
+      new SubscribeCommand({
+        TopicArn: topicArn,
+        Protocol: 'sqs',
+        Endpoint: Attributes?.QueueArn,
+        Attributes: {
+          RawMessageDelivery: 'true',
+          FilterPolicyScope: 'MessageBody',
+          FilterPolicy: JSON.stringify({ AlarmName: platformAlarms.map((kind) => ({ suffix: `/${kind}` })) }),
+        },
+      }),
+    );
+    return { topicArn, queueUrl };
+  } finally {
+    sns.destroy();
+    sqs.destroy();
+  }
+}
+
+/** The alarm messages the platform's queue holds now, taken off it. */
+export async function platformHeard(region: string, queueUrl: string): Promise<unknown[]> {
+  const sqs = new SQSClient({ region });
+  try {
+    const { Messages = [] } = await sqs.send(
+      new ReceiveMessageCommand({ QueueUrl: queueUrl, MaxNumberOfMessages: 10, WaitTimeSeconds: 0 }),
+    );
+    for (const m of Messages)
+      await sqs.send(new DeleteMessageCommand({ QueueUrl: queueUrl, ReceiptHandle: m.ReceiptHandle }));
+    return Messages.map((m) => JSON.parse(m.Body ?? 'null'));
+  } finally {
+    sqs.destroy();
   }
 }

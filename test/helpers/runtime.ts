@@ -47,6 +47,7 @@ export interface StreamRecord {
 
 export const TEST_TENANT = {
   tenant: 'test',
+  sqs_credentials: true,
   queues: {
     jobs: { shards: 2 },
     ledger: { ordered: true, shards: 2 },

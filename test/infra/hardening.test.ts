@@ -26,6 +26,7 @@ const tenantFile = (tenant: string) =>
       },
     },
     api_keys: [{ name: 'admin', sha256: 'a'.repeat(64), scopes: ['admin:*'] }],
+    sqs_credentials: true,
   });
 
 // Both tenants in one app, as one `cdk synth` would hold them: nothing may tie them together.
@@ -129,7 +130,8 @@ describe('cdk-nag AwsSolutions', () => {
       .filter((c) => c instanceof lambda.Function)
       .map((c) => `${c.node.path}/Resource`);
     expect(byRule('AwsSolutions-L1').sort()).toEqual(fnResources.sort());
-    expect(fnResources).toHaveLength(4);
+    // api, dispatch, sweep, the alarm relay and the Lambda consumer.
+    expect(fnResources).toHaveLength(5);
     expect(byRule('AwsSolutions-APIG4').sort()).toEqual([
       'Leaseq-acme/Default/HttpApi/ANY--queues--events--{proxy+}/Resource',
       'Leaseq-acme/Default/HttpApi/ANY--queues--orders--{proxy+}/Resource',
@@ -167,7 +169,7 @@ describe('cdk-nag AwsSolutions', () => {
     ]);
     // Nothing else: no IAM4 (no managed policies), no IAM5 but the claim and segment prefixes and
     // the wake channel's connections.
-    expect(acks).toHaveLength(4 + 10 + 2 + 4 + 3);
+    expect(acks).toHaveLength(5 + 10 + 2 + 4 + 3);
   });
 
   it.each([
@@ -194,7 +196,7 @@ describe('cdk-nag AwsSolutions', () => {
           (s) => `${r.Type} ${id} ${s.id}`,
         ),
     );
-    expect(suppressed.filter((s) => s.includes('AwsSolutions-L1'))).toHaveLength(4);
+    expect(suppressed.filter((s) => s.includes('AwsSolutions-L1'))).toHaveLength(5);
     expect(suppressed.filter((s) => s.includes('AwsSolutions-APIG4'))).toHaveLength(10);
     expect(suppressed.filter((s) => s.includes('AwsSolutions-IAM5'))).toHaveLength(9);
   });
@@ -315,7 +317,7 @@ describe('tenant isolation (acme and globex in one app)', () => {
               break;
             case 'kms':
               // The tenant's one key: it seals the SQS credentials and encrypts the alarm topic.
-              expect(own.id).toBe(logicalId(stack.tenant.secretsKey));
+              expect(own.id).toBe(logicalId(stack.tenant.secretsKey as IConstruct));
               expect(own.suffix).toBe('');
               break;
             case 'sns':
@@ -455,7 +457,7 @@ describe('per-tenant names', () => {
         expect(ofType.length).toBeGreaterThan(0);
         for (const r of ofType) expect(r.Properties?.[key]).toBeUndefined();
       }
-      expect(Object.values(resources).filter((r) => r.Type === 'AWS::Lambda::Function')).toHaveLength(4);
+      expect(Object.values(resources).filter((r) => r.Type === 'AWS::Lambda::Function')).toHaveLength(5);
       expect(`Leaseq-${tenant}`).toMatch(/^Leaseq-[a-z0-9-]{1,32}$/);
     },
   );
@@ -512,8 +514,8 @@ describe('on delete', () => {
       expect(count('AWS::S3::Bucket')).toBe(2); // claims and their access logs
       expect(count('AWS::Kinesis::Stream')).toBe(QUEUES.length);
       // each function's, and the access logs of the API and of the wake channel
-      expect(count('AWS::Logs::LogGroup')).toBe(4 + 2);
-      expect(retained).toHaveLength(1 + 2 + QUEUES.length + 6);
+      expect(count('AWS::Logs::LogGroup')).toBe(5 + 2);
+      expect(retained).toHaveLength(1 + 2 + QUEUES.length + 7);
     },
   );
 });

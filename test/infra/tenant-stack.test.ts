@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { type CfnElement, Stack } from 'aws-cdk-lib';
 import { Annotations, Match, Template } from 'aws-cdk-lib/assertions';
+import type * as kms from 'aws-cdk-lib/aws-kms';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
 import { describe, expect, it } from 'vitest';
 import { ConfigError } from '../../functions/core/config.js';
@@ -293,7 +294,8 @@ describe('TenantStack (tenants/local.json)', () => {
     { service: 'leaseq-dispatch', timeout: 60 },
     { service: 'leaseq-sweep', timeout: 60 },
   ])('has the function $service on Node 22 / arm64 with the runtime environment', ({ service, timeout }) => {
-    template.resourceCountIs('AWS::Lambda::Function', 3);
+    // And the alarm relay (test/infra/alarms.test.ts).
+    template.resourceCountIs('AWS::Lambda::Function', 4);
     const fn = template.toJSON().Resources[functionId(template, service)];
     expect(fn.Properties).toMatchObject({
       Runtime: 'nodejs22.x',
@@ -419,7 +421,7 @@ describe('TenantStack (tenants/local.json)', () => {
     // Seals and opens SQS credentials' secrets with the stack's key, and does nothing else with it.
     const kms = serviceStatements(statements, 'kms:');
     expect(actionsOf(kms)).toEqual(new Set(['kms:Encrypt', 'kms:Decrypt']));
-    expect(resourcesOf(kms)).toEqual([arnOf(logicalId(local.tenant.secretsKey))]);
+    expect(resourcesOf(kms)).toEqual([arnOf(logicalId(local.tenant.secretsKey as kms.Key))]);
 
     // Nothing else: every statement is one of the four services above, or its own logs.
     // Wakes the receivers waiting on the channel when its fast path admits.
@@ -430,14 +432,14 @@ describe('TenantStack (tenants/local.json)', () => {
     );
   });
 
-  it('has one rotated KMS key: SQS credentials sealed by the api function only, the alarm topic by CloudWatch only', () => {
-    const keyId = logicalId(local.tenant.secretsKey);
+  it('has one rotated KMS key, for the SQS credentials it asks for, which only the api function may use', () => {
+    const keyId = logicalId(local.tenant.secretsKey as kms.Key);
     template.resourceCountIs('AWS::KMS::Key', 1);
     template.hasResource('AWS::KMS::Key', {
       Properties: {
         EnableKeyRotation: true,
         PendingWindowInDays: 7,
-        Description: 'leaseq-local: seals the secrets of SQS credentials, encrypts the alarm topic',
+        Description: 'leaseq-local: seals the secrets of SQS credentials',
       },
       DeletionPolicy: 'Delete',
     });
@@ -447,27 +449,11 @@ describe('TenantStack (tenants/local.json)', () => {
       if (id === apiId) expect(env.LEASEQ_SECRETS_KEY_ID).toEqual(arnOf(keyId));
       else expect(env.LEASEQ_SECRETS_KEY_ID).toBeUndefined();
     }
-    // Dispatch may not use it; the sweep only to publish to the alarm topic, under its encryption
-    // context (the sealed secrets carry one of their own).
-    expect(
-      serviceStatements(functionStatements(template, functionId(template, 'leaseq-dispatch')), 'kms:'),
-    ).toEqual([]);
-    expect(
-      serviceStatements(functionStatements(template, functionId(template, 'leaseq-sweep')), 'kms:'),
-    ).toEqual([
-      expect.objectContaining({
-        Action: ['kms:Decrypt', 'kms:GenerateDataKey'],
-        Resource: arnOf(keyId),
-        Condition: {
-          StringEquals: {
-            'kms:EncryptionContext:aws:sns:topicArn': { Ref: logicalId(local.tenant.alarms.topic) },
-          },
-        },
-      }),
-    ]);
-    // Its key policy is CDK's default (the account's IAM decides, and only the grant above says
-    // yes) and CloudWatch's use under the encryption context SNS gives this stack's topics: the
-    // sealed secrets carry a context of their own, so CloudWatch cannot open them.
+    for (const service of ['leaseq-dispatch', 'leaseq-sweep'])
+      expect(serviceStatements(functionStatements(template, functionId(template, service)), 'kms:')).toEqual(
+        [],
+      );
+    // Its key policy is CDK's default: the account's IAM decides, and only the api's grant says yes.
     const key = template.toJSON().Resources[keyId];
     expect(key.Properties.KeyPolicy.Statement).toEqual([
       expect.objectContaining({
@@ -476,20 +462,20 @@ describe('TenantStack (tenants/local.json)', () => {
         Action: 'kms:*',
         Resource: '*',
       }),
-      expect.objectContaining({
-        Effect: 'Allow',
-        Principal: { Service: 'cloudwatch.amazonaws.com' },
-        Action: ['kms:Decrypt', 'kms:GenerateDataKey*'],
-        Condition: {
-          StringLike: {
-            'kms:EncryptionContext:aws:sns:topicArn': {
-              'Fn::Join': ['', expect.arrayContaining([':sns:', ':Leaseq-local-*'])],
-            },
-          },
-          StringEquals: { 'aws:SourceAccount': { Ref: 'AWS::AccountId' } },
-        },
-      }),
     ]);
+  });
+
+  it('has no KMS key for a tenant file that does not ask for SQS credentials: $1 a month saved', () => {
+    const { sqs_credentials: _, ...file } = localFile as { sqs_credentials?: boolean };
+    const { stack } = buildApp(file, { functionCode });
+    const plain = Template.fromStack(stack);
+    plain.resourceCountIs('AWS::KMS::Key', 0);
+    expect(stack.tenant.secretsKey).toBeUndefined();
+    for (const fn of Object.values(plain.findResources('AWS::Lambda::Function')))
+      expect(fn.Properties.Environment.Variables.LEASEQ_SECRETS_KEY_ID).toBeUndefined();
+    // The alarm topic uses SNS's own key, which bills nothing.
+    const [topic] = Object.values(plain.findResources('AWS::SNS::Topic'));
+    expect(JSON.stringify(topic?.Properties.KmsMasterKeyId)).toMatch(/:alias\/aws\/sns"/);
   });
 
   it('subscribes dispatch to every queue stream: oldest first, one batch per shard, never skipping', () => {
@@ -617,7 +603,7 @@ describe('TenantStack (tenants/local.json)', () => {
     ]);
     const wake = expectWakeGrant(template, statements);
     const logs = expectOwnLogs(template, sweepId, statements);
-    // It tells the alarm topic of the queues' alarms (the key's statement is the KMS test's).
+    // It tells the alarm topic of the queues' alarms.
     const sns = serviceStatements(statements, 'sns:');
     expect(sns).toEqual([
       expect.objectContaining({
@@ -625,10 +611,9 @@ describe('TenantStack (tenants/local.json)', () => {
         Resource: { Ref: logicalId(local.tenant.alarms.topic) },
       }),
     ]);
-    const kms = serviceStatements(statements, 'kms:');
-    expect(
-      dynamo.length + kinesis.length + s3.length + wake.length + logs.length + sns.length + kms.length,
-    ).toBe(statements.length);
+    expect(dynamo.length + kinesis.length + s3.length + wake.length + logs.length + sns.length).toBe(
+      statements.length,
+    );
   });
 
   it('scopes every data action of every policy to a resource, never "*"', () => {

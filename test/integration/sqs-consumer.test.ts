@@ -19,6 +19,7 @@ let sqs: SQSClient;
 beforeAll(async () => {
   t = await startTestRuntime({
     tenant: 'sqsc',
+    sqs_credentials: true,
     queues: {
       work: { shards: 2, backoff_seconds: [0, 0], max_attempts: 3, lease_seconds: 10 },
       batches: { shards: 1 },

@@ -1,4 +1,4 @@
-import { readFileSync, statSync } from 'node:fs';
+import { existsSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { Logger } from '@aws-lambda-powertools/logger';
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
@@ -11,7 +11,7 @@ import { hasScope } from '../../functions/core/auth.js';
 import { buildSqsAccess } from '../../functions/services.js';
 import { SqsAuthError } from '../../functions/sqs/errors.js';
 import { lambdaContext } from '../../infra/local/lambda-context.js';
-import { startTestRuntime, type TestRuntime } from '../helpers/runtime.js';
+import { startTestRuntime, TEST_TENANT, type TestRuntime } from '../helpers/runtime.js';
 import { sdkSignedRequest } from '../helpers/sqs-signing.js';
 
 /**
@@ -27,6 +27,13 @@ beforeAll(async () => {
 afterAll(async () => {
   await t?.close();
 });
+
+/** The runtime's admin credentials: its tenant file asks for SQS credentials. */
+function adminCredentials(): SqsCredentials {
+  const credentials = t.runtime.sqsCredentials;
+  if (!credentials) throw new Error('the test tenant has sqs_credentials: true');
+  return credentials;
+}
 
 /** A verifier as a new api function instance has it (nothing cached). */
 const fresh = (): SqsAuthenticator => buildSqsAccess(t.runtime.config, t.runtime.clients).sqsAuth;
@@ -97,7 +104,7 @@ describe('SQS credentials', () => {
     const table = await tableText();
     expect(table).toContain(creds.access_key_id);
     expect(table).not.toContain(creds.secret_access_key);
-    expect(table).not.toContain(t.runtime.sqsCredentials.secret_access_key);
+    expect(table).not.toContain(adminCredentials().secret_access_key);
   });
 
   it('are made for an existing key, rotate (the old pair stops), and end with the key', async () => {
@@ -162,7 +169,7 @@ describe('SQS credentials', () => {
   });
 
   it("let the local admin sign with the runtime's own credentials, kept in the data folder", async () => {
-    const admin = t.runtime.sqsCredentials;
+    const admin = adminCredentials();
     await expect(fresh().authenticate(await sdkSignedRequest(admin))).resolves.toEqual({
       name: 'local-admin',
       scopes: ['produce:*', 'consume:*', 'admin:*'],
@@ -177,7 +184,7 @@ describe('SQS credentials', () => {
     const made = await t.api('/keys', {
       body: { name: 'sqs-durable', scopes: ['produce:jobs'], sqs_credentials: true },
     });
-    const admin = t.runtime.sqsCredentials;
+    const admin = adminCredentials();
     await t.restart();
     expect(t.runtime.sqsCredentials).toEqual(admin);
     await expect(fresh().authenticate(await sdkSignedRequest(admin))).resolves.toMatchObject({
@@ -226,5 +233,28 @@ describe('SQS credentials', () => {
       lambdaContext('api'),
     );
     expect(plain.statusCode).toBe(201);
+  });
+});
+
+describe('a tenant file without "sqs_credentials": true', () => {
+  it('has no secrets key and no admin credentials, and refuses to make any with a 409 naming the setting', async () => {
+    const { sqs_credentials: _, ...tenant } = TEST_TENANT;
+    const plain = await startTestRuntime({ ...tenant, tenant: 'no-sqs' });
+    try {
+      expect(plain.runtime.sqsCredentials).toBeUndefined();
+      expect(plain.runtime.config.secrets).toBeUndefined();
+      expect(existsSync(join(plain.dataDir, 'secrets.key'))).toBe(false);
+      const res = await plain.api('/keys', {
+        body: { name: 'sqs-worker', scopes: ['produce:jobs'], sqs_credentials: true },
+      });
+      expect(res.status).toBe(409);
+      expect(res.body.error).toMatchObject({
+        code: 'SQS_CREDENTIALS_UNAVAILABLE',
+        message: expect.stringContaining('"sqs_credentials": true'),
+      });
+      expect((await plain.api('/keys')).body.keys).toEqual([]);
+    } finally {
+      await plain.close();
+    }
   });
 });

@@ -63,6 +63,7 @@ async function failure(call: Promise<unknown>): Promise<string> {
 beforeAll(async () => {
   t = await startTestRuntime({
     tenant: 'sqs',
+    sqs_credentials: true,
     queues: {
       jobs: { shards: 2, lease_seconds: 30 },
       batch: { shards: 1 },

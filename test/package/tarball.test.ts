@@ -261,9 +261,10 @@ console.log(JSON.stringify({
         testing: 'function',
         retryAfter: true,
         queues: ['jobs', 'events'],
-        functions: 4, // api, dispatch, sweep and the consumer: each bundled from the installed package
+        // api, dispatch, sweep, the alarm relay and the consumer: each bundled from the installed package
+        functions: 5,
       });
-      expect(out.bundles).toHaveLength(4);
+      expect(out.bundles).toHaveLength(5);
       for (const size of out.bundles) expect(size).toBeGreaterThan(10_000);
       for (const size of [...out.s3Clients, ...out.validators, ...out.kmsClients, ...out.openApis])
         expect(size).toBeGreaterThan(10_000);

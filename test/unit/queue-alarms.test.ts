@@ -2,10 +2,11 @@ import { describe, expect, it } from 'vitest';
 import { parseTenantConfig } from '../../functions/core/config.js';
 import {
   type AlarmState,
-  alarmMessage,
+  changeNotice,
   evaluateAlarms,
   sameAlarmState,
 } from '../../functions/observability/alarm-evaluation.js';
+import { alarmMessage } from '../../functions/observability/alarm-message.js';
 import { ALARM_OWNERS, OWNER_LABEL } from '../../functions/observability/alarm-rules.js';
 import {
   type AlarmReading,
@@ -173,7 +174,7 @@ describe('evaluating them', () => {
       Date.UTC(2026, 11, 6),
     ).changes;
     if (!change) throw new Error('no change');
-    const { subject, body } = alarmMessage(change);
+    const { subject, body } = alarmMessage(changeNotice(change));
     expect(subject).toBe('ALARM: leaseq-acme/orders/dlq-oldest-age');
     expect(body).toMatchObject({
       AlarmName: 'leaseq-acme/orders/dlq-oldest-age',
