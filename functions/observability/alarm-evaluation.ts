@@ -8,10 +8,14 @@ import type { AlarmReading, QueueAlarm } from './queue-alarms.js';
  * and tells the alarm topic of each change.
  */
 
-/** An alarm whose measure is above its threshold: since when, and whether it has fired. */
+/**
+ * An alarm whose measure is above its threshold: since when, and whether it has fired; and, for a
+ * firing one whose measure went back under, since when it has been (it clears after its clearSeconds).
+ */
 export interface Breach {
   since: number;
   firing: boolean;
+  under?: number;
 }
 
 /** The tenant's breaching alarms, by name; an alarm not here is OK. */
@@ -42,7 +46,10 @@ export function evaluateAlarms(
       continue;
     }
     if (value <= alarm.threshold) {
-      if (was?.firing) changes.push({ alarm, state: 'OK', value, at: now });
+      if (!was?.firing) continue;
+      const under = was.under ?? now;
+      if (now - under < alarm.clearSeconds * 1000) next[alarm.name] = { ...was, under };
+      else changes.push({ alarm, state: 'OK', value, at: now });
       continue;
     }
     const since = was?.since ?? now;
@@ -58,7 +65,9 @@ export function sameAlarmState(a: AlarmState, b: AlarmState): boolean {
   const names = Object.keys(a);
   return (
     names.length === Object.keys(b).length &&
-    names.every((k) => b[k]?.since === a[k]?.since && b[k]?.firing === a[k]?.firing)
+    names.every(
+      (k) => b[k]?.since === a[k]?.since && b[k]?.firing === a[k]?.firing && b[k]?.under === a[k]?.under,
+    )
   );
 }
 

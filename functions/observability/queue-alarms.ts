@@ -52,6 +52,12 @@ export interface QueueAlarm {
   threshold: number;
   /** ...on every pass for this long (0: on the first pass that sees it). */
   forSeconds: number;
+  /**
+   * A firing alarm clears once its measure has stayed under for this long (0: on the first pass
+   * under): a count of what happened since the pass before would otherwise clear a minute after
+   * each event, and page again at the next.
+   */
+  clearSeconds: number;
   /** alarms.page hears it too (the queue's tier). */
   pages: boolean;
   /** Its owner first, then what it means and the first thing to look at. */
@@ -59,6 +65,9 @@ export interface QueueAlarm {
   /** The measure, or undefined when this pass has no data for it (the alarm keeps its state). */
   measure(reading: AlarmReading): number | undefined;
 }
+
+/** An alarm on a count of events clears after 5 minutes without one, as a 5-minute period did. */
+const COUNTED_CLEAR_SECONDS = 300;
 
 const gauge =
   (name: AlarmedGauge) =>
@@ -95,9 +104,10 @@ function alarmsOfQueue(tenant: string, q: string, config: QueueConfig): QueueAla
   const add = (
     namespace: string,
     kind: AlarmKind,
-    rule: Omit<QueueAlarm, 'name' | 'namespace' | 'kind' | 'pages' | 'forSeconds'> & {
+    rule: Omit<QueueAlarm, 'name' | 'namespace' | 'kind' | 'pages' | 'forSeconds' | 'clearSeconds'> & {
       pages?: boolean;
       forSeconds?: number;
+      clearSeconds?: number;
     },
   ) =>
     alarms.push({
@@ -107,6 +117,7 @@ function alarmsOfQueue(tenant: string, q: string, config: QueueConfig): QueueAla
       kind,
       pages: rule.pages ?? false,
       forSeconds: rule.forSeconds ?? 0,
+      clearSeconds: rule.clearSeconds ?? 0,
       description: `${OWNER_LABEL[ALARM_OWNERS[kind]]}: ${rule.description}`,
     });
   const tier = TIER_STANDARDS[config.tier];
@@ -178,6 +189,7 @@ function alarmsOfQueue(tenant: string, q: string, config: QueueConfig): QueueAla
       add(ns, 'dlq-expired', {
         description: `Dead letters of ${where} reached the end of their DLQ retention unhandled: they are gone.`,
         threshold: 0,
+        clearSeconds: COUNTED_CLEAR_SECONDS,
         pages: true,
         measure: gauge('dlq_expired'),
       });
@@ -228,14 +240,16 @@ function alarmsOfQueue(tenant: string, q: string, config: QueueConfig): QueueAla
   add(q, 'quota-throttled', {
     description:
       `Requests to ${q} were refused over its quota (429 QUOTA_EXCEEDED: rate_limits, or the storage ` +
-      'quota while consumers fall behind) since the last pass. Slow the producers (honour Retry-After), ' +
+      'quota while consumers fall behind) in the last 5 minutes. Slow the producers (honour Retry-After), ' +
       'or raise the quota in the tenant file.',
     threshold: 0,
+    clearSeconds: COUNTED_CLEAR_SECONDS,
     measure: (r) => (r.counts ? n(r.counts, 'throttled') : undefined),
   });
   add(q, 'expired-unprocessed', {
     description: `Records of ${q} expired from its stream before they were admitted: messages were lost.`,
     threshold: 0,
+    clearSeconds: COUNTED_CLEAR_SECONDS,
     // On a critical queue a lost message is an incident.
     pages: tier.expiredPages,
     measure: gauge('expired_unprocessed'),

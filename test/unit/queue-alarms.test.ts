@@ -153,6 +153,30 @@ describe('evaluating them', () => {
     expect(evaluateAlarms([age], above, state, 10 * minute).changes).toEqual([]);
   });
 
+  it('clears an alarm on a count only after 5 minutes without one, and never tells a second ALARM meanwhile', () => {
+    const throttled = byName('leaseq-acme/orders/quota-throttled');
+    const counts = (n: number) =>
+      new Map([['orders', { gauges: {}, counts: { seconds: 60, throttled: n } }]]);
+    const told: string[] = [];
+    let state: AlarmState = {};
+    for (const [minutes, n] of [
+      [0, 3],
+      [1, 0],
+      [2, 0],
+      [3, 1],
+      [4, 0],
+      [8, 0],
+      [9, 0],
+    ] as const) {
+      const pass = evaluateAlarms([throttled], counts(n), state, minutes * minute);
+      told.push(...pass.changes.map((c) => `${minutes}: ${c.state}`));
+      state = pass.state;
+    }
+    // Under from minute 4 on: cleared at 9, not at 8.
+    expect(told).toEqual(['0: ALARM', '9: OK']);
+    expect(state).toEqual({});
+  });
+
   it('keeps an alarm as it was on a pass with no data for it, as CloudWatch keeps a missing period', () => {
     const high = new Map([
       ['orders', { gauges: {}, counts: { seconds: 60, delivered: 100, redelivered: 50 } }],
