@@ -1,4 +1,5 @@
 import { Command, CommanderError, Option } from 'commander';
+import { registerAlarms } from './commands/alarms.js';
 import { registerDeadLetters } from './commands/dead-letters.js';
 import { registerInspect } from './commands/inspect.js';
 import { registerKeys } from './commands/keys.js';
@@ -49,6 +50,7 @@ export function buildProgram(): Command {
   registerKeys(program);
   registerSize(program);
   registerUsage(program);
+  registerAlarms(program);
   return program;
 }
 

@@ -1,6 +1,7 @@
 import { monotonicFactory } from 'ulid';
 import type {
   AckResponse,
+  AlarmsResponse,
   AuditResponse,
   Health,
   KeysResponse,
@@ -392,6 +393,11 @@ export class LeaseqClient {
     const query = new URLSearchParams({ from: time(request.from), to: time(request.to) });
     if (request.queue !== undefined) query.set('queue', request.queue);
     return this.get(`/usage?${query}`, options);
+  }
+
+  /** The queues' alarms above their threshold now, as the sweep last evaluated them. Scope `admin:*`. */
+  alarms(options: CallOptions = {}): Promise<AlarmsResponse> {
+    return this.get('/alarms', options);
   }
 
   health(options: CallOptions = {}): Promise<Health> {

@@ -22,6 +22,7 @@ import type * as wire from '../functions/wire/responses.js';
 export type {
   AckResult,
   AckStatus,
+  AlarmsResponse,
   ApiKeyInfo,
   AuditEntry,
   ConsumerStats,

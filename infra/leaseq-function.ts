@@ -65,7 +65,7 @@ const LAMBDA_CREDENTIALS = fileURLToPath(
  * the OpenAPI generator (api/app.ts: only `GET /openapi.json`), the DLQ's grouping by error
  * (operations/dead-letter-errors.ts: only `GET /queues/{queue}/dlq-errors`), the SQS-compatible
  * endpoint (sqs/route.ts: only `POST /`), the usage's reading and arithmetic (operations/usage.ts:
- * only `GET /usage`), a message's trace (operations/traces.ts: only
+ * only `GET /usage`), the queues' alarm rules (operations/alarm-list.ts: only `GET /alarms`), a message's trace (operations/traces.ts: only
  * `GET /queues/{queue}/messages/{id}`) and the console's assets (console/assets.ts: only the
  * console's pages).
  */
@@ -78,6 +78,7 @@ const LAZY_MODULES = [
   'operations/dead-letter-grouping',
   'sqs/endpoint',
   'operations/usage-report',
+  'operations/alarm-list',
   'operations/trace',
   'console/bundled-assets',
 ].map((path) => ({

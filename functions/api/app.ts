@@ -16,17 +16,20 @@ import { PullDelivery } from '../delivery/pull-delivery.js';
 import { RangeReceiver } from '../delivery/range-receiver.js';
 import { WaitPlaces } from '../delivery/wait-places.js';
 import { countFor, flushMetrics, metricsOptions, SERVICE } from '../observability/metrics.js';
+import { Alarms } from '../operations/alarms.js';
 import { DeadLetterErrors } from '../operations/dead-letter-errors.js';
 import { Usage } from '../operations/usage.js';
 import { Producer } from '../produce/producer.js';
 import { buildServices, buildSqsAccess } from '../services.js';
 import { sqsRoute } from '../sqs/route.js';
+import { AlarmStates } from '../store/alarm-states.js';
 import { RateWindows } from '../store/rate-windows.js';
 import { loadReceiptSecret } from '../store/secret.js';
 import { WaitingPolls } from '../store/waiting-polls.js';
 import { type ChannelEvent, type ChannelResult, createChannelHandler } from './channel.js';
 import { errorResponse, type HttpResponse, json } from './http.js';
 import type { ApiServices, Route } from './route.js';
+import { alarmsRoute } from './routes/alarms.js';
 import { ackRoute, cancelReceiveRoute, extendRoute, nackRoute, receiveRoute } from './routes/consume.js';
 import { healthRoute } from './routes/health.js';
 import { createKeyRoute, createSqsCredentialsRoute, listKeysRoute, revokeKeyRoute } from './routes/keys.js';
@@ -108,6 +111,7 @@ export const routes: Route[] = [
   revokeKeyRoute,
   createSqsCredentialsRoute,
   usageRoute,
+  alarmsRoute,
 ];
 
 export type ApiHandler = ((event: APIGatewayProxyEventV2, context: Context) => Promise<HttpResponse>) & {
@@ -162,6 +166,7 @@ export function createApiHandler(
     retentions: built.retentions,
     trace: built.trace,
     usage: new Usage({ doc: clients.doc, table: config.tableName, samples: built.samples }),
+    alarms: new Alarms({ tenant: config.tenant, states: new AlarmStates(clients.doc, config.tableName) }),
     counters: built.counters,
   };
   // The SQS endpoint (POST /) and the console's files beside this API's routes; they answer in

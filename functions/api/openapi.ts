@@ -255,6 +255,12 @@ export const ROUTE_DOCS: Record<string, RouteDoc> = {
     ok: [200, 'Each queue’s usage and the total; `accuracy` says which figures are exact'],
     answer: r.usageResponseSchema,
   },
+  'GET /alarms': {
+    summary: "The queues' alarms above their threshold now, as the sweep last evaluated them",
+    scope: 'admin:*',
+    ok: [200, 'Each alarm that fired (ALARM) or is waiting out the time it must last (PENDING)'],
+    answer: r.alarmsResponseSchema,
+  },
   'DELETE /keys/{name}': {
     summary: 'Revoke an API key and its SQS credentials',
     scope: 'admin:*',

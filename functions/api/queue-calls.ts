@@ -1,6 +1,6 @@
 import { byteDemands, messageDemands } from '../access/limits.js';
+import { slowHandlers } from '../observability/alarm-rules.js';
 import { countFor, countProducedForTenant, recordDurations } from '../observability/metrics.js';
-import { slowHandlers } from '../observability/queue-alarms.js';
 import type { ExtendRequest, NackRequest, ProduceMessage, ReceiveRequest } from '../wire/requests.js';
 import type { DeliveredMessage, ProduceResult } from '../wire/responses.js';
 import type { QueueRequest } from './route.js';

@@ -12,6 +12,7 @@ import type { RequestKind } from '../core/request-kinds.js';
 import type { RuntimeConfig } from '../core/runtime-config.js';
 import type { PullDelivery } from '../delivery/pull-delivery.js';
 import { countThrottled } from '../observability/metrics.js';
+import type { Alarms } from '../operations/alarms.js';
 import type { DeadLetterErrors } from '../operations/dead-letter-errors.js';
 import type { DeadLetters } from '../operations/dead-letters.js';
 import type { DlqRetentions } from '../operations/dlq-retention.js';
@@ -46,6 +47,8 @@ export interface ApiServices {
   retentions: DlqRetentions;
   trace: Traces;
   usage: Usage;
+  /** The queues' alarms as the sweep last evaluated them. */
+  alarms: Alarms;
   /** The queue totals a request adds to outside the services above (its 429s). */
   counters: Counters;
   /** Who signed a request to the SQS endpoint (its SQS credentials). */

@@ -98,3 +98,11 @@ export function alarmName(tenant: string, queue: string, alarm: string): string 
  * p99 of their run times passed half the lease.
  */
 export const SLOW_HANDLED_PERCENT = 1;
+
+/**
+ * Handlers that ran past half their lease (the handler-duration alarm's count), counted by the api
+ * and the Lambda consumer as they finish.
+ */
+export function slowHandlers(heldSeconds: readonly number[], leaseSeconds: number): number {
+  return heldSeconds.filter((s) => s > leaseSeconds / 2).length;
+}

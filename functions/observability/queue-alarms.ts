@@ -89,11 +89,6 @@ const share =
 type Counts = NonNullable<AlarmReading['counts']>;
 const n = (c: Counts, name: AlarmCount) => c[name] ?? 0;
 
-/** Handlers that ran past half their lease (the handler-duration alarm's count). */
-export function slowHandlers(heldSeconds: readonly number[], leaseSeconds: number): number {
-  return heldSeconds.filter((s) => s > leaseSeconds / 2).length;
-}
-
 /** Every alarm the sweep evaluates for the tenant's queues and their Lambda consumers. */
 export function queueAlarms(tenant: TenantConfig): QueueAlarm[] {
   return Object.entries(tenant.queues).flatMap(([q, config]) => alarmsOfQueue(tenant.tenant, q, config));

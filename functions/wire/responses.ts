@@ -444,3 +444,24 @@ export type SqsCredentialsCreated = z.infer<typeof sqsCredentialsCreatedSchema>;
 export type Health = z.infer<typeof healthSchema>;
 export type QueueUsage = z.infer<typeof queueUsageSchema>;
 export type UsageResponse = z.infer<typeof usageResponseSchema>;
+
+/** GET /alarms: the queues' alarms above their threshold, as the sweep last evaluated them. */
+export const alarmsResponseSchema = z.lazy(() =>
+  z.object({
+    alarms: z.array(
+      z.object({
+        /** `leaseq-<tenant>/<queue or queue~consumer>/<kind>`, as the alarm topic names it. */
+        name: z.string(),
+        queue: z.string(),
+        kind: z.string(),
+        /** `ALARM`: it fired; `PENDING`: above its threshold, not yet for as long as it must be. */
+        state: z.enum(['ALARM', 'PENDING']),
+        since: time(),
+        /** Whether alarms.page hears it. */
+        pages: z.boolean(),
+        description: z.string(),
+      }),
+    ),
+  }),
+);
+export type AlarmsResponse = z.infer<typeof alarmsResponseSchema>;

@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { Logger } from '@aws-lambda-powertools/logger';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { alarmsTable } from '../../cli/commands/alarms.js';
 import { BENCH_FIGURES } from '../../cli/sizing.js';
 import { metricsOptions, SERVICE } from '../../functions/observability/metrics.js';
 import { createSweepHandler } from '../../functions/sweep/app.js';
@@ -281,6 +282,31 @@ describe('leaseq against a local runtime', { timeout: 90_000 }, () => {
     expect(lines(low.stderr)).toEqual([
       'leaseq: --peak 20 is below --rate 50: the peak is the busiest rate, at least the sustained one',
     ]);
+  });
+
+  it("leaseq alarms: the API's answer with --json, one line when nothing is above its threshold", async () => {
+    const json = await leaseq(['alarms', '--json']);
+    expect([json.code, json.stderr]).toEqual([0, '']);
+    expect(JSON.parse(json.stdout)).toEqual({ alarms: [] });
+    const text = await leaseq(['alarms']);
+    expect([text.code, text.stdout.trim()]).toEqual([0, 'No alarm is above its threshold.']);
+  });
+
+  it('leaseq alarms: a row per alarm, its queue, kind and state', () => {
+    const row = alarmsTable({
+      alarms: [
+        {
+          name: 'leaseq-cli/jobs/dlq-oldest-age',
+          queue: 'jobs',
+          kind: 'dlq-oldest-age',
+          state: 'ALARM',
+          since: '2026-12-06T12:00:00.000Z',
+          pages: true,
+          description: 'For the consuming team: …',
+        },
+      ],
+    });
+    expect(row).toContain('│ jobs  │ dlq-oldest-age │ ALARM │ 2026-12-06T12:00:00.000Z │ yes   │');
   });
 
   it('leaseq usage: a table of each queue and the total by default, the API’s answer with --json', async () => {

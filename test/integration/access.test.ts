@@ -33,8 +33,9 @@ afterAll(async () => {
 function required(path: string, method: string): string | undefined {
   // GET /queues takes any key: it answers the queues the key's scopes name (none is no error).
   if (path === '/health' || path === '/openapi.json' || path === '/queues') return undefined;
-  // GET /usage without ?queue= is the tenant's (admin:<queue> with ?queue=: test/integration/usage.test.ts).
-  if (path.startsWith('/keys') || path === '/usage') return 'admin:*';
+  // GET /usage without ?queue= is the tenant's (admin:<queue> with ?queue=: test/integration/usage.test.ts);
+  // GET /alarms is every queue's.
+  if (path.startsWith('/keys') || path === '/usage' || path === '/alarms') return 'admin:*';
   if (path === '/queues/{queue}/messages' && method === 'POST') return 'produce';
   if (/\/(receive|receive\/cancel|ack|nack|extend)$/.test(path)) return 'consume';
   return 'admin';

@@ -85,8 +85,26 @@ describe("the sweep's queue alarms", () => {
       firing: true,
       under: expect.any(Number),
     });
-    // Nothing else changed: the slow queue's alarms were not touched by the limited one's.
-    expect(told.filter((m) => m.includes('/slow/'))).toEqual([]);
+    // What an operator reads of it: GET /alarms, for admin:* keys only.
+    const listed = await t.api('/alarms');
+    expect(listed.status).toBe(200);
+    // (DynamoDB Local reports the table's point-in-time recovery off: a drift alarm beside it.)
+    expect(listed.body.alarms.filter((a: { kind: string }) => a.kind !== 'drift')).toEqual([
+      {
+        name: 'leaseq-alarmed/limited/quota-throttled',
+        queue: 'limited',
+        kind: 'quota-throttled',
+        state: 'ALARM',
+        since: expect.any(String),
+        pages: false,
+        description: expect.stringMatching(/^For the producing team: Requests to limited were refused/),
+      },
+    ]);
+    const producer = await t.api('/keys', { body: { name: 'producer', scopes: ['produce:limited'] } });
+    const refused = await t.api('/alarms', { key: producer.body.key });
+    expect([refused.status, refused.body.error.code]).toEqual([403, 'FORBIDDEN']);
+    // The other queue's quota alarm was not touched by this one's.
+    expect(told.filter((m) => m.endsWith('/slow/quota-throttled'))).toEqual([]);
   });
 
   it('fire when handlers ack past half their lease, from what the api counted of each ack', async () => {

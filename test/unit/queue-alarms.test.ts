@@ -7,12 +7,11 @@ import {
   sameAlarmState,
 } from '../../functions/observability/alarm-evaluation.js';
 import { alarmMessage } from '../../functions/observability/alarm-message.js';
-import { ALARM_OWNERS, OWNER_LABEL } from '../../functions/observability/alarm-rules.js';
+import { ALARM_OWNERS, OWNER_LABEL, slowHandlers } from '../../functions/observability/alarm-rules.js';
 import {
   type AlarmReading,
   type QueueAlarm,
   queueAlarms,
-  slowHandlers,
 } from '../../functions/observability/queue-alarms.js';
 import { owned } from '../helpers/owned.js';
 
