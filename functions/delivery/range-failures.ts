@@ -319,6 +319,15 @@ export class RangeFailures {
   }
 
   /**
+   * Whether the message of `env` went on past that entry: its item names a later entry of the same
+   * life (a retry written from it), so what still names `env` (a hold item) is left over.
+   */
+  async movedOn(queue: string, env: Envelope): Promise<boolean> {
+    const item = await this.deps.messages.get(queue, env.message_id);
+    return item !== undefined && item.produced_at === Date.parse(env.produced_at) && item.entry > env.entry;
+  }
+
+  /**
    * The gap cap: moves a live lease out of its range into the message's item, then finishes the
    * entry in the range so the commit point can pass it. Taken back if the lease was acked first.
    */

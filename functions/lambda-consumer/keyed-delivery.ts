@@ -179,14 +179,23 @@ export class KeyedDelivery {
     this.inv.ackedElsewhere(h.envelope);
   }
 
-  /** A failed delivery of a held message: the key marked, then the failure, then out of the hold area. */
-  private failHeld(
+  /**
+   * A failed delivery of a held message: the key marked, then the failure, then out of the hold
+   * area. A hold item whose message went on already (its failure from here landed before and its
+   * retry was written, as when the item's removal failed) names nothing to deliver: it goes,
+   * without marking the key, which would then wait for a retry that never comes.
+   */
+  private async failHeld(
     h: HeldMessage,
     state: KeyState,
     f: { reason: FailureReason; error?: string | undefined; retryAfterSeconds?: number },
     lease: 'live' | 'expired',
   ): Promise<Outcome | undefined> {
     const { holds, namespace } = this.deps;
+    if (await this.deps.failures.movedOn(namespace, h.envelope)) {
+      await holds.remove(namespace, h.key, h.sequence);
+      return undefined;
+    }
     return this.fail(state, h.envelope, f, async () => {
       const outcome = await this.deps.failures.failHeld(
         this.deps.config,

@@ -230,6 +230,47 @@ describe('an ordered queue with a Lambda consumer', () => {
     expect(trace.attempts.map((a) => a.reason)).toEqual(['lease_expired']);
   });
 
+  it('drops a hold item its message went on from, without holding its key, so the messages behind it go', async () => {
+    const q = queueApi(t, 'ledger');
+    await q.produce([{ message_id: 'lo-1', key: 'lok', payload: { n: 1, failFirst: 1 } }]);
+    await until(() => allIn(['lo-1'], 'acked'));
+    // As under faults: lo-1, delivered from the hold area, failed and its retry was written, and the
+    // removal of its hold item failed; the retry was acked since, and the key is free.
+    const first = (await t.records('ledger')).find(
+      (r) => r.envelope.message_id === 'lo-1' && r.envelope.entry === 1,
+    );
+    expect(first).toBeDefined();
+    const { keys, holds } = services();
+    await holds.put(
+      NS,
+      [
+        {
+          key: 'lok',
+          shard: first?.shardId as string,
+          sequence: first?.sequenceNumber as string,
+          position: 0,
+          envelope: first?.envelope as StreamRecord['envelope'],
+        },
+      ],
+      Math.floor(Date.now() / 1000) + 3600,
+      await keys.setHolding(NS, 'lok'),
+    );
+    // A later message of the key goes behind the leftover, which is delivered again (attempt 1,
+    // which the handler fails), dropped, and does not hold the key.
+    await q.produce([{ message_id: 'lo-2', key: 'lok', payload: { n: 2 } }]);
+    await until(() => allIn(['lo-2'], 'acked'));
+    expect(calls.filter((c) => c.key === 'lok').map((c) => [c.message_id, c.attempt, c.ok])).toEqual([
+      ['lo-1', 1, false],
+      ['lo-1', 2, true],
+      ['lo-1', 1, false],
+      ['lo-2', 1, true],
+    ]);
+    expect((await keys.getMany(NS, ['lok'])).get('lok')?.busy_with).toBeUndefined();
+    expect(await holds.first(NS, 'lok', 10)).toEqual([]);
+    // lo-1 ends as its retry did: nothing of the leftover was written to it.
+    expect((await statesOf(['lo-1']))['lo-1']).toBe('acked');
+  });
+
   it('redrives a dead holder first, then the messages held behind it, in order', async () => {
     const q = queueApi(t, 'ledger');
     const poisoned = (key: string) => [
