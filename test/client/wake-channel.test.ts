@@ -227,8 +227,12 @@ describe('the wake channel', () => {
     expect(deleted.status).toBe(204);
     // The old registration stays until an admission finds its connection gone (410) and wakes the
     // next one in its place.
-    await until('registered again on a new connection', async () =>
-      (await registrations('jobs')).some((id) => id !== old),
+    // The Worker reconnects with backoff: on a loaded machine (the DynamoDB Local pass) that can
+    // pass the 10 s default.
+    await until(
+      'registered again on a new connection',
+      async () => (await registrations('jobs')).some((id) => id !== old),
+      30_000,
     );
     const reconnectedAt = Date.now();
     await client.produce('jobs', [{ payload: 'after' }]);
