@@ -1,6 +1,6 @@
 import { Logger } from '@aws-lambda-powertools/logger';
 import { secretBoxFor } from './access/secret-box.js';
-import { SqsAuthenticator } from './access/sigv4-verifier.js';
+import type { SqsAuthenticatorDeps } from './access/sigv4-verifier.js';
 import { SqsCredentialIssuer } from './access/sqs-credentials.js';
 import { type LeaseTerms, processAdmissions } from './admission/admitted-signal.js';
 import { FastAdmission } from './admission/fast-admission.js';
@@ -221,23 +221,27 @@ function wakeChannel(connections: ConnectionsClient, registrations: WakeRegistra
 }
 
 /**
- * SQS credentials: the issuer (POST /keys) and the verifier of signed requests (the SQS endpoint),
- * built by the api function only. Apart from buildServices, so the other functions' bundles (and
- * a tenant's Lambda consumers') leave the KMS client out; the secret box exists only where the
- * config has secrets.
+ * SQS credentials: the issuer (POST /keys), and what the verifier of signed requests reads, built
+ * by the api function only. Apart from buildServices, so the other functions' bundles (and a
+ * tenant's Lambda consumers') leave the KMS client out; the secret box exists only where the
+ * config has secrets. The verifier itself is built by the SQS endpoint, a file loaded on the
+ * first SQS request (sqs/endpoint.ts).
  */
-export function buildSqsAccess(config: RuntimeConfig, clients: AwsClients) {
+export function buildSqsAccess(
+  config: RuntimeConfig,
+  clients: AwsClients,
+): { apiKeys: ApiKeyStore; sqsCredentials: SqsCredentialIssuer; sqsAuth: SqsAuthenticatorDeps } {
   const box = secretBoxFor(config);
   const apiKeys = new ApiKeyStore(clients.doc, config.tableName);
   const credentials = new SqsCredentialStore(clients.doc, config.tableName);
   return {
     apiKeys,
     sqsCredentials: new SqsCredentialIssuer(credentials, box),
-    sqsAuth: new SqsAuthenticator({
+    sqsAuth: {
       ring: new KeyRing([...config.tenant.api_keys, ...(config.extraKeys ?? [])]),
       apiKeys,
       credentials,
       box,
-    }),
+    },
   };
 }

@@ -64,7 +64,7 @@ const LAMBDA_CREDENTIALS = fileURLToPath(
  * the api's SQS credentials), the SNS client (aws/sns.ts: only the sweep, when an alarm changes), Ajv (core/payload-check.ts: only for queues with a payload schema),
  * the OpenAPI generator (api/app.ts: only `GET /openapi.json`), the DLQ's grouping by error
  * (operations/dead-letter-errors.ts: only `GET /queues/{queue}/dlq-errors`), the SQS-compatible
- * endpoint (sqs/route.ts: only `POST /`), the usage's reading and arithmetic (operations/usage.ts:
+ * endpoint with its verifier of signed requests (sqs/route.ts: only `POST /`), the usage's reading and arithmetic (operations/usage.ts:
  * only `GET /usage`), the queues' alarm rules (operations/alarm-list.ts: only `GET /alarms`), a message's trace (operations/traces.ts: only
  * `GET /queues/{queue}/messages/{id}`) and the console's assets (console/assets.ts: only the
  * console's pages).

@@ -5,6 +5,7 @@ import type { Authenticator } from '../access/authenticator.js';
 import type { KeyAdmin } from '../access/key-admin.js';
 import { demandsFor } from '../access/limits.js';
 import type { Demand, RateQuotas } from '../access/quotas.js';
+import type { SqsAuthenticatorDeps } from '../access/sigv4-verifier.js';
 import { type Action, type Principal, requireScope } from '../core/auth.js';
 import { consumerNamespace, type QueueConfig } from '../core/config.js';
 import { ConsumerNotFoundError, QueueNotFoundError, QuotaExceededError } from '../core/errors.js';
@@ -24,7 +25,6 @@ import type { Replays } from '../operations/replay.js';
 import type { Traces } from '../operations/traces.js';
 import type { Usage } from '../operations/usage.js';
 import type { Producer } from '../produce/producer.js';
-import type { SqsRequestAuth } from '../sqs/endpoint.js';
 import type { Counters } from '../store/counters.js';
 import { consumerQuerySchema } from '../wire/requests.js';
 import { type HttpResponse, header, pathParam, validate } from './http.js';
@@ -52,7 +52,8 @@ export interface ApiServices {
   /** The queue totals a request adds to outside the services above (its 429s). */
   counters: Counters;
   /** Who signed a request to the SQS endpoint (its SQS credentials). */
-  sqsAuth: SqsRequestAuth;
+  /** What the SQS endpoint's verifier of signed requests reads (access/sigv4-verifier.ts). */
+  sqsAuth: SqsAuthenticatorDeps;
   logger: Logger;
   metrics: Metrics;
 }

@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
+import { SqsAuthenticator, type SqsAuthenticatorDeps } from '../access/sigv4-verifier.js';
 import { type HttpResponse, header } from '../api/http.js';
 import type { ApiServices } from '../api/route.js';
 import { isTransientAwsError } from '../aws/transient.js';
-import type { Principal } from '../core/auth.js';
 import { isLeaseqError } from '../core/errors.js';
 import { MAX_BODY_BYTES } from '../wire/requests.js';
 import { ACTIONS, USAGE_KINDS } from './actions.js';
@@ -16,15 +16,19 @@ import { isSqsError, SqsError } from './errors.js';
  * shape, never leaseq's: an SQS client must understand every answer.
  */
 
-/** What the endpoint needs to tell who signed a request. */
-export interface SqsRequestAuth {
-  authenticate(request: {
-    method: string;
-    path: string;
-    query: Record<string, string>;
-    headers: Record<string, string | undefined>;
-    body: string;
-  }): Promise<Principal>;
+/**
+ * The verifier of each function instance's signed requests, built here, in the file the first SQS
+ * request loads: it keeps what it read (credentials, opened secrets) for later requests.
+ */
+const verifiers = new WeakMap<SqsAuthenticatorDeps, SqsAuthenticator>();
+
+function verifierOf(deps: SqsAuthenticatorDeps): SqsAuthenticator {
+  let verifier = verifiers.get(deps);
+  if (!verifier) {
+    verifier = new SqsAuthenticator(deps);
+    verifiers.set(deps, verifier);
+  }
+  return verifier;
 }
 
 const TARGET_PREFIX = 'AmazonSQS.';
@@ -61,7 +65,7 @@ export async function sqsEndpoint(
         `The request is ${bytes.byteLength} bytes; the limit is ${MAX_BODY_BYTES}.`,
       );
     const body = bytes.toString('utf8');
-    const principal = await services.sqsAuth.authenticate({
+    const principal = await verifierOf(services.sqsAuth).authenticate({
       method: event.requestContext.http.method,
       path: event.rawPath,
       query: Object.fromEntries(

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { Logger } from '@aws-lambda-powertools/logger';
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { SqsAuthenticator } from '../../functions/access/sigv4-verifier.js';
+import { SqsAuthenticator } from '../../functions/access/sigv4-verifier.js';
 import type { SqsCredentials } from '../../functions/access/sqs-credentials.js';
 import { createApiHandler } from '../../functions/api/app.js';
 import { ScanCommand } from '../../functions/aws/dynamodb.js';
@@ -36,7 +36,8 @@ function adminCredentials(): SqsCredentials {
 }
 
 /** A verifier as a new api function instance has it (nothing cached). */
-const fresh = (): SqsAuthenticator => buildSqsAccess(t.runtime.config, t.runtime.clients).sqsAuth;
+const fresh = (): SqsAuthenticator =>
+  new SqsAuthenticator(buildSqsAccess(t.runtime.config, t.runtime.clients).sqsAuth);
 
 async function refusedAs(auth: SqsAuthenticator, credentials: SqsCredentials): Promise<string> {
   const err = await auth.authenticate(await sdkSignedRequest(credentials)).then(
