@@ -1,6 +1,6 @@
 import { byteDemands, messageDemands } from '../access/limits.js';
 import { slowHandlers } from '../observability/alarm-rules.js';
-import { countFor, countProducedForTenant, recordDurations } from '../observability/metrics.js';
+import { countFor, countProduced, recordDurations } from '../observability/metrics.js';
 import type { ExtendRequest, NackRequest, ProduceMessage, ReceiveRequest } from '../wire/requests.js';
 import type { DeliveredMessage, ProduceResult } from '../wire/responses.js';
 import type { QueueRequest } from './route.js';
@@ -18,11 +18,8 @@ export async function produceMessages(
   await req.services.quotas.admit(messageDemands(principal, queue.name, queue.config, messages.length));
   const results = await req.services.producer.produce(req.queue.name, req.queue.config, messages);
   const produced = results.filter((r) => r.status === 'accepted').length;
-  countFor(req.services.metrics, req.queue.name, {
-    produced,
-    duplicate: results.filter((r) => r.status === 'duplicate').length,
-  });
-  countProducedForTenant(req.services.metrics, produced);
+  const duplicate = results.filter((r) => r.status === 'duplicate').length;
+  countProduced(req.services.metrics, req.queue.name, produced, duplicate);
   return results;
 }
 

@@ -70,9 +70,12 @@ export type DurationName = 'handler_seconds';
 /** The dimensions each Metrics' stored metrics are for: one EMF document holds one set's. */
 const storedFor = new WeakMap<Metrics, string>();
 
-/** Publishes what was stored under other dimensions, then stores under `dimensions`. */
-function forDimensions(metrics: Metrics, dimensions: Record<string, string>): void {
-  const label = JSON.stringify(dimensions);
+/**
+ * Publishes what was stored under other dimensions, then stores under `dimensions` (and under the
+ * tenant's own set as well, with `andTenant`).
+ */
+function forDimensions(metrics: Metrics, dimensions: Record<string, string>, andTenant = false): void {
+  const label = JSON.stringify(dimensions) + (andTenant ? '+tenant' : '');
   const current = storedFor.get(metrics);
   if (current === label) return;
   if (current !== undefined) {
@@ -80,6 +83,7 @@ function forDimensions(metrics: Metrics, dimensions: Record<string, string>): vo
     else metrics.clearDimensions();
   }
   for (const [name, value] of Object.entries(dimensions)) metrics.addDimension(name, value);
+  if (andTenant) metrics.addDimensions({});
   storedFor.set(metrics, label);
 }
 
@@ -104,13 +108,17 @@ export function countFor(
 }
 
 /**
- * Messages produced to any of the tenant's queues, without a queue dimension: the tenant's
- * produce-rate-anomaly alarm reads the sum (infra/alarms.ts).
+ * A produce's counts for its queue. `produced` goes in the same EMF document under a second
+ * dimension set without the queue, which the tenant's produce-rate-anomaly alarm reads
+ * (infra/alarms.ts): one line a request, where a document of its own would be a second.
+ * Duplicates are counted for the queue alone, so the tenant set carries no metric nobody reads.
  */
-export function countProducedForTenant(metrics: Metrics, produced: number): void {
-  if (!produced) return;
-  forDimensions(metrics, {});
-  metrics.addMetric('produced' satisfies CounterName, MetricUnit.Count, produced);
+export function countProduced(metrics: Metrics, queue: string, produced: number, duplicate: number): void {
+  if (produced) {
+    forDimensions(metrics, { queue }, true);
+    metrics.addMetric('produced' satisfies CounterName, MetricUnit.Count, produced);
+  }
+  countFor(metrics, queue, { duplicate });
 }
 
 /**

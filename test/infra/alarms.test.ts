@@ -5,8 +5,7 @@ import type { IConstruct } from 'constructs';
 import { describe, expect, it } from 'vitest';
 import { ALARM_OWNERS, type AlarmKind } from '../../functions/observability/alarm-rules.js';
 import {
-  countFor,
-  countProducedForTenant,
+  countProduced,
   METRICS_NAMESPACE,
   metricsOptions,
   SERVICE,
@@ -358,21 +357,25 @@ describe('the owner', () => {
 });
 
 describe('what the functions emit', () => {
-  it("counts the tenant's produced messages under the namespace and dimensions its anomaly alarm watches", () => {
+  it("counts the tenant's produced messages under the namespace and dimensions its anomaly alarm watches, in the queue's one document", () => {
     // As functions/api/queue-calls.ts counts a produce.
     const api = new CapturedMetrics(metricsOptions(SERVICE.api, 'acme'));
-    countFor(api, 'orders', { produced: 4 });
-    countProducedForTenant(api, 4);
+    countProduced(api, 'orders', 4, 1);
     api.publishStoredMetrics();
-    const tenantDocs = api.documents.filter((d) => (d as Record<string, unknown>).queue === undefined);
-    expect(tenantDocs).toHaveLength(1);
-    const [doc] = tenantDocs;
-    expect(doc).toMatchObject({ produced: 4, tenant: 'acme', service: SERVICE.api });
+    const [doc, duplicates, ...rest] = api.documents;
+    expect(rest).toEqual([]);
+    expect(doc).toMatchObject({ produced: 4, queue: 'orders', tenant: 'acme', service: SERVICE.api });
     const [set] = doc?._aws.CloudWatchMetrics ?? [];
     const a = alarm('leaseq-acme/tenant/produce-rate-anomaly');
     const watched = a.Metrics.find((m: { MetricStat?: unknown }) => m.MetricStat).MetricStat.Metric;
     expect(set?.Namespace).toBe(watched.Namespace);
-    expect(set?.Dimensions.flat().sort()).toEqual(watched.Dimensions.map((d: { Name: string }) => d.Name));
+    expect(set?.Dimensions.map((d) => [...d].sort())).toEqual([
+      ['queue', 'service', 'tenant'],
+      watched.Dimensions.map((d: { Name: string }) => d.Name).sort(),
+    ]);
+    // Duplicates stay the queue's: no tenant-wide metric of them.
+    expect(duplicates).toMatchObject({ duplicate: 1, queue: 'orders' });
+    expect(duplicates?._aws.CloudWatchMetrics[0]?.Dimensions).toHaveLength(1);
   });
 });
 
