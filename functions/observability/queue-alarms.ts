@@ -23,6 +23,9 @@ import type { AlarmedGauge } from './metrics.js';
  * a tenant's queues alarm for nothing while idle.
  */
 
+/** Totals kept for the alarms alone, beside the stats' own (store/counters.ts addHandling). */
+export type HandlingCount = 'delivered' | 'redelivered' | 'handled' | 'slow_handled';
+
 /** The running totals (store/counters.ts) whose growth the rates are read from. */
 export const ALARM_COUNTS = [
   'delivered',

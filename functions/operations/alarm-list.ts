@@ -1,6 +1,6 @@
 import type { TenantConfig } from '../core/config.js';
 import type { AlarmState } from '../observability/alarm-evaluation.js';
-import { queueAlarms } from '../observability/queue-alarms.js';
+import { type QueueAlarm, queueAlarms } from '../observability/queue-alarms.js';
 import type { AlarmsResponse } from '../wire/responses.js';
 
 /**
@@ -8,7 +8,7 @@ import type { AlarmsResponse } from '../wire/responses.js';
  * (operations/alarms.ts): the rules' descriptions are the sweep's, not every api request's.
  */
 export function alarmList(tenant: TenantConfig, state: AlarmState): AlarmsResponse['alarms'] {
-  return queueAlarms(tenant).flatMap((alarm) => {
+  return rulesOf(tenant).flatMap((alarm) => {
     const breach = state[alarm.name];
     if (!breach) return [];
     return [
@@ -23,4 +23,16 @@ export function alarmList(tenant: TenantConfig, state: AlarmState): AlarmsRespon
       },
     ];
   });
+}
+
+/** A tenant's rules, made once: its config does not change while the function runs. */
+const rules = new WeakMap<TenantConfig, QueueAlarm[]>();
+
+function rulesOf(tenant: TenantConfig): QueueAlarm[] {
+  let made = rules.get(tenant);
+  if (!made) {
+    made = queueAlarms(tenant);
+    rules.set(tenant, made);
+  }
+  return made;
 }

@@ -1,5 +1,6 @@
 import { BatchGetCommand, type DocumentClient } from '../aws/dynamodb.js';
 import { type RequestKind, requestCounter } from '../core/request-kinds.js';
+import type { HandlingCount } from '../observability/queue-alarms.js';
 import type { BufferedAdds } from './buffered-adds.js';
 import { STATS_SHARDS, statsKey, storageKey } from './keys.js';
 import { retryUnprocessed } from './util.js';
@@ -31,9 +32,6 @@ export type Totals = Record<StatName, number> & {
   throttledByKey: Record<string, number>;
   all: Record<string, number>;
 };
-
-/** Counted for the alarms' rates beside the stats' own (addHandling). */
-export type HandlingCount = 'delivered' | 'redelivered' | 'handled' | 'slow_handled';
 
 const BY_KEY = 'throttled@';
 
