@@ -24,6 +24,8 @@ export class DedupStore {
   constructor(
     private readonly doc: DocumentClient,
     private readonly table: string,
+    /** How long admission waits for a producer still writing its record (claimPositions). */
+    private readonly markingWaitMs = MARKING_WAIT_MS,
   ) {}
 
   /** The ids among `ids` already accepted within their dedup window. */
@@ -111,7 +113,7 @@ export class DedupStore {
     // after a moment instead; what is still missing then is claimed.
     const marking = copies.filter((c) => !known.has(c.messageId) && (c.markedBy ?? 0) > now);
     if (marking.length) {
-      await sleep(MARKING_WAIT_MS);
+      await sleep(this.markingWaitMs);
       for (const [id, record] of await this.records(
         queue,
         marking.map((c) => c.messageId),
