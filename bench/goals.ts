@@ -236,12 +236,15 @@ function isolationRows(isolation: IsolationReport | PhaseFailure | undefined): G
   return phases.map(([id, figure, phase]) => {
     if (!isolation) return notMeasured(id, figure, goal, 'skipped (--only)');
     if ('failed' in isolation) return notMeasured(id, figure, goal, 'phase failed (see above)');
-    const value = slowdown(isolation)[phase];
+    const ratios = slowdown(isolation);
+    const value = ratios[phase];
+    // The same flood refused by a bare server elsewhere: what it costs this machine without leaseq.
+    const control = phase === 'flood' ? `; at a bare server ${ratios.floodElsewhere.toFixed(2)}×` : '';
     return {
       id,
       figure,
       value,
-      measured: `${value.toFixed(2)}× (${Math.round(isolation[phase].p99)} / ${Math.round(isolation.alone.p99)} ms)`,
+      measured: `${value.toFixed(2)}× (${Math.round(isolation[phase].p99)} / ${Math.round(isolation.alone.p99)} ms${control})`,
       goal,
       met: atMost(value, LIMITS.isolationSlowdown, true),
     };

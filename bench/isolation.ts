@@ -1,6 +1,9 @@
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { parseTenantConfig } from '../functions/core/config.js';
 import type { DynamoDbEmulator } from '../infra/local/emulators.js';
@@ -15,7 +18,9 @@ import { endToEnd, produce, type ReceiveAnswer, WORKLOAD } from './workload.js';
  * (t1's workload), and `noisy` with a produce quota. Quiet's produce → first delivery latency is
  * measured alone, then beside a flood of noisy far past its quota (FLOOD, on a thread of its own),
  * then beside noisy produced at its quota while its one slow consumer lets a backlog grow past
- * its window. The two queues share a stream.
+ * its window. The two queues share a stream. Quiet is warmed up first, so `alone` is not its cold
+ * start; and the same flood at a bare server of its own (flood-sink.mjs) says what the flood costs
+ * this machine whoever refuses it.
  */
 
 export const ISOLATION = 'isolation';
@@ -35,6 +40,8 @@ const FLOOD = {
 };
 /** Quiet's workload in each phase: t1's pace, long enough for a p99 of its own. */
 const QUIET = { messages: 450, perSecond: 10 };
+/** Quiet's messages before `alone`: a new process's first seconds (compiling, connecting) are not its steady state. */
+const WARM_UP_MESSAGES = 100;
 const TIMEOUT_MS = 3 * 60_000;
 /** Noisy's slow consumer: a receive of 10 every this long, so its backlog grows at its quota. */
 const SLOW_CONSUMER_PAUSE_MS = 1000;
@@ -56,10 +63,14 @@ export interface QuietLatency {
   messages: number;
 }
 
+export type FloodLatency = QuietLatency & { answers: Record<string, number>; requestsPerSecond: number };
+
 export interface IsolationReport {
   alone: QuietLatency;
   /** Noisy flooded far past its quota. */
-  flood: QuietLatency & { answers: Record<string, number>; requestsPerSecond: number };
+  flood: FloodLatency;
+  /** The same flood at a bare server refusing everything, in a process of its own: the machine's share. */
+  floodElsewhere: FloodLatency;
   /** Noisy produced at 90 % of its quota, its backlog growing behind a slow consumer. */
   atQuota: QuietLatency & { produced: number; backlog: number };
 }
@@ -78,23 +89,16 @@ export async function runIsolation(
   );
   const api: Endpoint = { url: runtime.url, key: ADMIN_KEY };
   try {
+    await quiet(api, WARM_UP_MESSAGES);
     progress(`${ISOLATION}: quiet alone, ${QUIET.messages} messages at ${QUIET.perSecond} msg/s`);
     const alone = await quiet(api);
 
     progress(
       `${ISOLATION}: quiet beside noisy flooded at ${FLOOD.perSecond} req/s by ${FLOOD.senders} senders`,
     );
-    const flood = new Worker(new URL('./flood.mjs', import.meta.url), {
-      workerData: { url: runtime.url, key: ADMIN_KEY, queue: 'noisy', ...FLOOD },
-    });
-    const floodDone = new Promise<{ answers: Record<string, number>; seconds: number }>((resolve, reject) => {
-      flood.once('message', resolve);
-      flood.once('error', reject);
-    });
-    const underFlood = await quiet(api);
-    flood.postMessage('stop');
-    const floodAnswers = await floodDone;
-    await flood.terminate();
+    const flood = await beside(api, runtime.url);
+    progress(`${ISOLATION}: quiet beside the same flood at a bare server of its own`);
+    const floodElsewhere = await besideSink(api);
     // The flood emptied noisy's buckets, the gateway's and the quota's: let them fill again.
     await new Promise((r) => setTimeout(r, 2000));
 
@@ -132,12 +136,8 @@ export async function runIsolation(
 
     return {
       alone,
-      flood: {
-        ...underFlood,
-        answers: floodAnswers.answers,
-        requestsPerSecond:
-          Object.values(floodAnswers.answers).reduce((a, b) => a + b, 0) / floodAnswers.seconds,
-      },
+      flood,
+      floodElsewhere,
       atQuota: { ...atQuota, produced, backlog: produced - consumed },
     };
   } finally {
@@ -146,10 +146,40 @@ export async function runIsolation(
   }
 }
 
+/** Quiet's latency while FLOOD's senders post to noisy at `url`. */
+async function beside(api: Endpoint, url: string): Promise<FloodLatency> {
+  const flood = new Worker(new URL('./flood.mjs', import.meta.url), {
+    workerData: { url, key: ADMIN_KEY, queue: 'noisy', ...FLOOD },
+  });
+  const done = new Promise<{ answers: Record<string, number>; seconds: number }>((resolve, reject) => {
+    flood.once('message', resolve);
+    flood.once('error', reject);
+  });
+  const latency = await quiet(api);
+  flood.postMessage('stop');
+  const { answers, seconds } = await done;
+  await flood.terminate();
+  const requests = Object.values(answers).reduce((a, b) => a + b, 0);
+  return { ...latency, answers, requestsPerSecond: requests / seconds };
+}
+
+/** `beside` with the flood sent to flood-sink.mjs, started for it and stopped after. */
+async function besideSink(api: Endpoint): Promise<FloodLatency> {
+  const sink = spawn(process.execPath, [fileURLToPath(new URL('./flood-sink.mjs', import.meta.url))], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  try {
+    const [port] = (await once(sink.stdout, 'data')) as [Buffer];
+    return await beside(api, `http://127.0.0.1:${port.toString().trim()}`);
+  } finally {
+    sink.kill();
+  }
+}
+
 /** Quiet's t1 workload once: endToEnd fails unless every message arrives and is acked. */
-async function quiet(api: Endpoint): Promise<QuietLatency> {
+async function quiet(api: Endpoint, messages = QUIET.messages): Promise<QuietLatency> {
   const run = await endToEnd(api, 'quiet', {
-    messages: QUIET.messages,
+    messages,
     workers: 1,
     ids: 'server',
     nackFirstAttempt: false,
@@ -165,8 +195,16 @@ async function quiet(api: Endpoint): Promise<QuietLatency> {
 }
 
 /** Quiet's p99 beside noisy ÷ alone. */
-export function slowdown(report: IsolationReport): { flood: number; atQuota: number } {
-  return { flood: report.flood.p99 / report.alone.p99, atQuota: report.atQuota.p99 / report.alone.p99 };
+export function slowdown(report: IsolationReport): {
+  flood: number;
+  floodElsewhere: number;
+  atQuota: number;
+} {
+  return {
+    flood: report.flood.p99 / report.alone.p99,
+    floodElsewhere: report.floodElsewhere.p99 / report.alone.p99,
+    atQuota: report.atQuota.p99 / report.alone.p99,
+  };
 }
 
 export function printIsolation(report: IsolationReport): void {
@@ -179,15 +217,8 @@ export function printIsolation(report: IsolationReport): void {
       ['phase', 'p50', 'p99', 'p99 ÷ alone', 'noisy'],
       [
         ['alone', formatNumber(report.alone.p50), formatNumber(report.alone.p99), '1', '—'],
-        [
-          'flood',
-          formatNumber(report.flood.p50),
-          formatNumber(report.flood.p99),
-          formatNumber(ratio.flood),
-          `${formatNumber(report.flood.requestsPerSecond)} req/s: ${Object.entries(report.flood.answers)
-            .map(([k, n]) => `${k} ${n}`)
-            .join(', ')}`,
-        ],
+        floodRow('flood', report.flood, ratio.flood),
+        floodRow('flood at a bare server', report.floodElsewhere, ratio.floodElsewhere),
         [
           'at quota',
           formatNumber(report.atQuota.p50),
@@ -198,4 +229,15 @@ export function printIsolation(report: IsolationReport): void {
       ],
     ),
   );
+}
+
+function floodRow(phase: string, flood: FloodLatency, ratio: number): string[] {
+  const answers = Object.entries(flood.answers).map(([k, n]) => `${k} ${n}`);
+  return [
+    phase,
+    formatNumber(flood.p50),
+    formatNumber(flood.p99),
+    formatNumber(ratio),
+    `${formatNumber(flood.requestsPerSecond)} req/s: ${answers.join(', ')}`,
+  ];
 }
