@@ -48,6 +48,18 @@ export interface ApiTallySnapshot {
   emptyReceives: number;
 }
 
+/** A workload request answered other than 200: the run fails with it, unless its caller retries. */
+export class AnsweredError extends Error {
+  constructor(
+    message: string,
+    readonly status: number,
+    /** Retry-After in seconds, where the answer gave one. */
+    readonly retryAfter: number | undefined,
+  ) {
+    super(message);
+  }
+}
+
 /** Far above a receive's 1 s long poll or a 500-message produce on a loaded machine. */
 const REQUEST_TIMEOUT_MS = 30_000;
 
@@ -65,7 +77,14 @@ export async function post<T>(api: Endpoint, path: string, body: unknown): Promi
   const route = path.endsWith('/messages') ? 'produce' : path.slice(path.lastIndexOf('/') + 1);
   api.tally?.record(route, performance.now() - startedAt);
   // A benchmark that silently counts errors as throughput would measure the wrong thing.
-  if (res.status !== 200) throw new Error(`POST ${path} answered ${res.status}: ${text}`);
+  if (res.status !== 200) {
+    const retryAfter = res.headers.get('retry-after');
+    throw new AnsweredError(
+      `POST ${path} answered ${res.status}: ${text}`,
+      res.status,
+      retryAfter === null ? undefined : Number(retryAfter),
+    );
+  }
   return JSON.parse(text) as T;
 }
 

@@ -112,6 +112,7 @@ export async function runIsolation(
       inFlight: 2,
       ids: 'server',
       perSecond,
+      retryThrottled: true,
       stopped: () => stop,
       onAccepted: (orders) => {
         produced += orders.length;

@@ -1,7 +1,7 @@
 import { performance } from 'node:perf_hooks';
 import { seededRandom } from '../chaos/random.js';
 import { WakeChannel } from '../client/wake-channel.js';
-import { type Endpoint, post } from './http.js';
+import { AnsweredError, type Endpoint, post } from './http.js';
 
 /**
  * The load a user puts on leaseq over its HTTP API: producers sending batches, and worker loops
@@ -115,6 +115,28 @@ export interface ProduceOptions {
   onAccepted?: (orders: readonly number[], at: number) => void;
   /** Checked before each batch: a failed run stops producing. */
   stopped?: () => boolean;
+  /**
+   * Sends a batch refused over its quota (429) again after Retry-After, as a producer following
+   * the contract does, instead of failing the run: a paced sender that fell behind catches up in
+   * a burst its quota may refuse.
+   */
+  retryThrottled?: boolean;
+}
+
+async function sendBatch(
+  api: Endpoint,
+  queue: string,
+  messages: readonly object[],
+  retryThrottled: boolean,
+): Promise<ProduceAnswer> {
+  for (;;) {
+    try {
+      return await post<ProduceAnswer>(api, `/queues/${queue}/messages`, { messages });
+    } catch (err) {
+      if (!retryThrottled || !(err instanceof AnsweredError) || err.status !== 429) throw err;
+      await new Promise((r) => setTimeout(r, (err.retryAfter ?? 1) * 1000));
+    }
+  }
 }
 
 /** Produces messages 0 … messages-1 (producer ids: `${queue}-${order}`); all must be accepted. */
@@ -139,7 +161,7 @@ export async function produce(api: Endpoint, queue: string, options: ProduceOpti
         payload: payload(order),
       }));
       options.onSend?.(orders, performance.now());
-      const { results } = await post<ProduceAnswer>(api, `/queues/${queue}/messages`, { messages });
+      const { results } = await sendBatch(api, queue, messages, options.retryThrottled === true);
       const refused = results.find((r) => r.status !== 'accepted');
       if (refused) throw new Error(`produce to ${queue}: ${JSON.stringify(refused)}`);
       options.onAccepted?.(orders, performance.now());
