@@ -28,6 +28,12 @@ export interface LagCatchUpDeps {
 /** Records read from the shared stream per call, and calls per catch-up. */
 const PAGE = 1000;
 const PAGES = 4;
+/**
+ * A page is twice the window's room, at least this: a lagging queue's consumers free a few
+ * entries a pass, and a page of a thousand records read for ten held up the shard's other
+ * readers for nothing (locally, the emulator thread every queue's calls wait on).
+ */
+const MIN_PAGE = 100;
 /** Lags caught up at once. */
 const AT_ONCE = 4;
 
@@ -63,10 +69,11 @@ export class LagCatchUp {
     let readTo: string | undefined;
     let atTip = false;
     let lastOwn: string | undefined;
+    const limit = Math.min(PAGE, Math.max(MIN_PAGE, room * 2));
     const read = async (after: string | undefined): Promise<LogRecord[]> => {
       const own: LogRecord[] = [];
       const from = after === undefined ? 'oldest' : { after };
-      for await (const page of this.deps.reader.pages(config.stream, lag.shard, from, PAGE, PAGES)) {
+      for await (const page of this.deps.reader.pages(config.stream, lag.shard, from, limit, PAGES)) {
         readTo = page.records.at(-1)?.sequence ?? readTo;
         atTip = page.atTip;
         own.push(...toLogRecords(page.records, lag.queue, config));

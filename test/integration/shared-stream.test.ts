@@ -25,6 +25,7 @@ beforeAll(async () => {
       stuck: { window_size: 5, fast_admission: 'off' },
       free: { fast_admission: 'off' },
       sorted: { ordered: true, window_size: 4, fast_admission: 'off' },
+      narrow: { window_size: 5, fast_admission: 'off' },
     },
   });
 });
@@ -146,5 +147,37 @@ describe('queues sharing a stream', () => {
     // Another queue's message is not found on this one, though its record is on the same shard.
     const other = (await queueApi(t, 'full').produce([{ payload: { i: 99 } }]))[0]?.message_id;
     expect((await t.api(`/queues/free/messages/${other}`)).status).toBe(404);
+  });
+
+  // Last: it stops the runtime's sweep, so its own catch-ups are the only ones.
+  it('reads the shard for a lagging queue in pages sized to its room, not a thousand records for a few', async () => {
+    const sent = await queueApi(t, 'narrow').produce(
+      Array.from({ length: 20 }, (_, i) => ({ payload: { i } })),
+    );
+    expect(sent.every((r) => r.status === 'accepted')).toBe(true);
+    await until('narrow to lag', lags, (all) => all.some((l) => l.queue === 'narrow'));
+    t.runtime.sweep.stop();
+    const limits: number[] = [];
+    const reader = new (class extends ShardReader {
+      override pages(...args: Parameters<ShardReader['pages']>) {
+        limits.push(args[3]);
+        return super.pages(...args);
+      }
+    })(t.runtime.clients.kinesis);
+    const services = buildServices(t.runtime.config, t.runtime.clients);
+    const catchUp = new LagCatchUp({ ...services, tenant: t.runtime.config.tenant, reader });
+    const api = queueApi(t, 'narrow');
+    const got: Received[] = [];
+    const deadline = Date.now() + 30_000;
+    while (got.length < 20 && Date.now() < deadline) {
+      const batch = await api.receive({ max_messages: 10, wait_seconds: 0 });
+      got.push(...batch);
+      if (batch.length) await api.ack(batch.map((m) => m.receipt));
+      await catchUp.run();
+    }
+    expect(got.map((m) => m.message_id).sort()).toEqual(sent.map((r) => r.message_id).sort());
+    // A window of five has room for five at most: each read is the smallest page, never PAGE's thousand.
+    expect(limits.length).toBeGreaterThan(0);
+    expect(limits.every((limit) => limit === 100)).toBe(true);
   });
 });
