@@ -260,8 +260,8 @@ function perTenant(f: (t: FixedTenant) => number): Record<FixedTenant, number> {
 
 /**
  * What leaseq costs a month with no messages at all, for each goal tenant: its stack as deployed
- * (bench/deployed-stack.ts: the resources `cdk synth` makes that bill idle, and the sweep's
- * gauges as custom metrics), the sweep at each minute's tick (a pass that rests and the gauges,
+ * (bench/deployed-stack.ts: the resources `cdk synth` makes that bill idle), the sweep at each
+ * minute's tick (a pass that rests and the gauges,
  * measured idle), and its pull workers that keep waiting on the wake channel.
  */
 export function fixedMonthly(deployed: Record<FixedTenant, DeployedTenant>, tick: IdleTick): FixedMonthly[] {

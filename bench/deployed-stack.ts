@@ -1,18 +1,14 @@
 import * as lambda from 'aws-cdk-lib/aws-lambda';
 import { parseTenantConfig } from '../functions/core/config.js';
-import { metricsOptions, SERVICE } from '../functions/observability/metrics.js';
-import { Gauges, type GaugesDeps } from '../functions/sweep/gauges.js';
 import { buildApp } from '../infra/build-app.js';
-import { CapturedMetrics } from '../test/helpers/captured-metrics.js';
 import { DEPLOYMENT, PRICES } from './prices.js';
 
 /**
  * What a tenant's stack costs a month with no messages, read from the stack as deployed: the
  * CloudFormation template `cdk synth` makes of a tenant file (infra/build-app.ts, with inline code
  * for the functions: the bundles do not change what bills), each resource that bills while idle
- * priced with bench/prices.ts. Beside them, the custom metrics the sweep publishes each minute with
- * nothing happening (functions/sweep/gauges.ts), counted by running the gauges once against stores
- * that hold nothing.
+ * priced with bench/prices.ts. The sweep publishes no custom metrics: its gauges are log lines,
+ * written only while one is not zero (functions/sweep/gauges.ts).
  *
  * What runs (the sweep's tick, an idle worker) is measured, not read here: bench/cost.ts adds it.
  */
@@ -26,7 +22,7 @@ export interface Template {
   Resources: Record<string, TemplateResource>;
 }
 
-/** One line of a stack's idle bill: a kind of resource (or the custom metrics), how many, what they cost. */
+/** One line of a stack's idle bill: a kind of resource, how many, what they cost. */
 export interface IdleItem {
   item: string;
   /** The resources (or metrics) the line counts. */
@@ -68,7 +64,8 @@ export const FREE_IDLE: Readonly<Record<string, string>> = {
   'AWS::SNS::Topic': 'by messages published (none while no alarm fires)',
   'AWS::SNS::TopicPolicy': 'free',
   'AWS::SNS::Subscription': 'by deliveries',
-  'AWS::Logs::LogGroup': 'by the GB ingested and stored (the gauges’ EMF lines are priced apart)',
+  'AWS::Logs::LogGroup':
+    'by the GB ingested and stored: nothing idle (the gauges write a line only while one is not zero)',
   'AWS::IAM::Role': 'free',
   'AWS::IAM::Policy': 'free',
   'AWS::KMS::Alias': 'free',
@@ -246,76 +243,6 @@ export function readTemplate(template: Template): {
   return { items, resourceTypes, unclassified };
 }
 
-export interface IdleMetrics {
-  /** Custom metrics: a name under a dimension set (queue, service, tenant). */
-  metrics: number;
-  /** EMF documents (log lines) a minute: one a queue, and one a Lambda consumer. */
-  documentsPerMinute: number;
-  emfBytesPerMinute: number;
-}
-
-/**
- * The custom metrics the sweep publishes each minute for a tenant with nothing in it: its gauges
- * run once, every store answering empty. Each name under each dimension set is a metric of its own.
- */
-export async function idleCustomMetrics(tenantFile: unknown): Promise<IdleMetrics> {
-  const tenant = parseTenantConfig(tenantFile, 'bench tenant');
-  const metrics = new CapturedMetrics(metricsOptions(SERVICE.sweep, tenant.tenant));
-  // Every figure a store reads back is 0: nothing stored.
-  const zeros = new Proxy({}, { get: () => 0 });
-  const services = {
-    retentions: { follow: async () => {} },
-    storage: { expireDeadLetters: async () => ({ letters: 0, held: 0 }) },
-    stats: {
-      sweepLook: async () => ({ stats: zeros, totals: zeros, sampled: undefined }),
-      sweepConsumerLook: async () => ({ stats: zeros, totals: zeros }),
-    },
-    samples: { record: async () => {} },
-  } as unknown as GaugesDeps['services'];
-  await new Gauges({
-    tenant,
-    services,
-    rollups: { put: async () => {} },
-    expiryWatch: { check: async () => new Map() },
-    drift: { check: async () => new Map() },
-    metrics,
-    alarmStates: { get: async () => ({ alarms: {}, version: 0 }), put: async () => true },
-    notify: async () => {},
-  }).publish();
-  const unique = new Set<string>();
-  let bytes = 0;
-  for (const doc of metrics.documents) {
-    bytes += JSON.stringify(doc).length + 1;
-    const { Namespace, Dimensions, Metrics: defs } = doc._aws.CloudWatchMetrics[0] ?? {};
-    for (const set of Dimensions ?? []) {
-      const values = set.map((d) => `${d}=${String((doc as Record<string, unknown>)[d])}`).join(',');
-      for (const m of defs ?? []) unique.add(`${Namespace}/${m.Name}/${values}`);
-    }
-  }
-  return { metrics: unique.size, documentsPerMinute: metrics.documents.length, emfBytesPerMinute: bytes };
-}
-
-const GB = 1024 ** 3;
-
-/** The custom metrics' line and their EMF lines' log ingestion. */
-function customMetricItems(found: IdleMetrics): IdleItem[] {
-  const gbPerMonth = (found.emfBytesPerMinute * 60 * HOURS) / GB;
-  return [
-    {
-      item: "CloudWatch custom metrics (the sweep's gauges)",
-      count: found.metrics,
-      usdPerMonth: found.metrics * PRICES.cloudwatchCustomMetric.usd,
-      note: `${found.metrics} published each minute idle (a queue's gauges, only while not 0); $${PRICES.cloudwatchCustomMetric.usd} a metric-month`,
-    },
-    {
-      item: "CloudWatch Logs ingestion (the gauges' EMF lines)",
-      count: found.documentsPerMinute,
-      usdPerMonth: gbPerMonth * PRICES.cloudwatchLogsIngestGb.usd,
-      note: `${found.documentsPerMinute} lines, ${(found.emfBytesPerMinute / 1024).toFixed(1)} KB a minute, ${(gbPerMonth * 1024).toFixed(0)} MB a month`,
-    },
-  ];
-}
-
 /** A tenant of `queues` queues with every default, as synth accepts it (standard tier: an owner, a page). */
 export function benchTenantFile(queues: number): unknown {
   const names = queues === 1 ? ['work'] : Array.from({ length: queues }, (_, i) => `q${i}`);
@@ -342,7 +269,7 @@ export async function deployedTenant(
   const config = parseTenantConfig(tenantFile, 'bench tenant');
   const queues = Object.keys(config.queues).length;
   const read = readTemplate(template);
-  const items = [...read.items, ...customMetricItems(await idleCustomMetrics(tenantFile))];
+  const items = read.items;
   return {
     tenant: config.tenant,
     queues,

@@ -1,7 +1,5 @@
 import { Logger } from '@aws-lambda-powertools/logger';
-import { Metrics } from '@aws-lambda-powertools/metrics';
 import type { MeterSnapshot } from '../functions/aws/meter.js';
-import { metricsOptions, SERVICE } from '../functions/observability/metrics.js';
 import { buildServices } from '../functions/services.js';
 import { ExpiryMarks } from '../functions/store/expiry-marks.js';
 import { createGauges } from '../functions/sweep/app.js';
@@ -31,7 +29,6 @@ export async function measureIdleTick(runtime: Runtime): Promise<IdleTick> {
       marks: new ExpiryMarks(runtime.clients.doc, runtime.config.tableName),
     }),
     logger: new Logger({ logLevel: 'SILENT' }),
-    metrics: new Metrics(metricsOptions(SERVICE.sweep, runtime.config.tenant.tenant)),
   });
   meter.reset();
   const start = performance.now();

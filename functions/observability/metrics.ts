@@ -3,7 +3,8 @@ import type { MetricsOptions } from '@aws-lambda-powertools/metrics/types';
 
 /**
  * Queue metrics (named as in docs/contract.md, "Observability"), emitted in CloudWatch embedded metric format by
- * Powertools. Counters come from the requests that caused them; gauges from the sweep.
+ * Powertools. Counters come from the requests that caused them. The sweep's gauges are log lines
+ * (sweep/gauges.ts): no alarm in CloudWatch reads them.
  */
 
 export const METRICS_NAMESPACE = 'leaseq';
@@ -42,8 +43,8 @@ export type CounterName =
   | 'unavailable';
 
 /**
- * Gauges the queues' alarms read (observability/queue-alarms.ts): CloudWatch metrics too, for
- * graphs, published only while not 0.
+ * Gauges the queues' alarms read (observability/queue-alarms.ts). Like every gauge, the sweep
+ * writes them in a log line, not as CloudWatch metrics (sweep/gauges.ts).
  */
 export type AlarmedGauge =
   | 'oldest_unacked_age'
@@ -57,12 +58,10 @@ export type AlarmedGauge =
   /** The longest a shard's commit point has not moved with something unfinished (core/commit-stall.ts). */
   | 'commit_stalled_seconds';
 
-/** Gauges no alarm reads: in the EMF line beside the others, for Logs Insights, not billed as metrics. */
+/** Gauges no alarm reads: in the sweep's gauge line beside the others, and in stats. */
 export type ShownGauge = 'depth' | 'in_flight' | 'delayed' | 'dlq_depth';
 
 export type GaugeName = AlarmedGauge | ShownGauge;
-
-const SHOWN: ReadonlySet<GaugeName> = new Set<ShownGauge>(['depth', 'in_flight', 'delayed', 'dlq_depth']);
 
 /** Timings kept value by value, so CloudWatch can take percentiles of them. */
 export type DurationName = 'handler_seconds';
@@ -144,28 +143,6 @@ export function recordDurations(
   if (!seconds.length) return;
   forQueue(metrics, queue);
   for (const value of seconds) metrics.addMetric(name, MetricUnit.Seconds, value);
-}
-
-/**
- * Gauges of one queue, as one EMF document with the queue as its dimension. A custom metric bills
- * each hour it is published in, so only the alarmed gauges that are not 0 are metrics, and a
- * queue with none (an idle one) publishes nothing: its alarms treat silence as 0, and the
- * heartbeat says the sweep runs. A Lambda consumer's state publishes the gauges it has under its
- * namespace (`<queue>~<consumer>`).
- */
-export function publishGauges(
-  metrics: Metrics,
-  queue: string,
-  gauges: Partial<Record<GaugeName, number>>,
-): void {
-  const entries = Object.entries(gauges) as [GaugeName, number][];
-  const alarmed = entries.filter(([name, value]) => !SHOWN.has(name) && value);
-  if (!alarmed.length) return;
-  forQueue(metrics, queue);
-  for (const [name, value] of alarmed)
-    metrics.addMetric(name, /_age$|_seconds$/.test(name) ? MetricUnit.Seconds : MetricUnit.Count, value);
-  for (const [name, value] of entries) if (SHOWN.has(name)) metrics.addMetadata(name, String(value));
-  publish(metrics);
 }
 
 /**

@@ -1,12 +1,11 @@
 import { Logger } from '@aws-lambda-powertools/logger';
-import { Metrics } from '@aws-lambda-powertools/metrics';
 import type { Context } from 'aws-lambda';
 import type { AwsClients } from '../aws/clients.js';
 import { lazySnsPublish } from '../aws/sns.js';
 import { sleep } from '../core/async.js';
 import type { RuntimeConfig } from '../core/runtime-config.js';
 import { armSettled } from '../core/sweep-rest.js';
-import { metricsOptions, SERVICE } from '../observability/metrics.js';
+import { SERVICE } from '../observability/metrics.js';
 import { buildServices, type Services } from '../services.js';
 import { AlarmStates } from '../store/alarm-states.js';
 import { ExpiryMarks } from '../store/expiry-marks.js';
@@ -46,7 +45,7 @@ export function createGauges(
   config: RuntimeConfig,
   clients: AwsClients,
   services: Services,
-  { expiryWatch, logger, metrics }: { expiryWatch: ExpiryWatch; logger: Logger; metrics: Metrics },
+  { expiryWatch, logger }: { expiryWatch: ExpiryWatch; logger: Logger },
 ): Gauges {
   return new Gauges({
     tenant: config.tenant,
@@ -60,7 +59,8 @@ export function createGauges(
       streamMarks: services.streamMarks,
       logger,
     }),
-    metrics,
+    // One line a namespace a gauge pass, for Logs Insights' graphs: `queue` names the namespace.
+    record: (queue, gauges) => logger.info('gauges', { queue, ...gauges }),
     // Only the sweep keeps the usage's hourly rollups (GET /usage reads them in a file of its own).
     rollups: new UsageRollups(clients.doc, config.tableName),
     alarmStates: new AlarmStates(clients.doc, config.tableName),
@@ -83,7 +83,6 @@ export function createSweepHandler(
   clients: AwsClients,
   options: SweepOptions = {},
   logger = new Logger({ serviceName: SERVICE.sweep }),
-  metrics = new Metrics(metricsOptions(SERVICE.sweep, config.tenant.tenant)),
 ): SweepHandler {
   const services = buildServices(config, clients);
   // Only the sweep watches for expiries: built here, not in every function's services.
@@ -97,7 +96,7 @@ export function createSweepHandler(
   });
   const gaugeInterval = options.gaugeIntervalMs ?? 60_000;
   let gaugesAt = 0;
-  const tenantGauges = createGauges(config, clients, services, { expiryWatch, logger, metrics });
+  const tenantGauges = createGauges(config, clients, services, { expiryWatch, logger });
   const publishAllGauges = async () => {
     if (Date.now() - gaugesAt < gaugeInterval) return;
     gaugesAt = Date.now();

@@ -1,8 +1,7 @@
-import type { Metrics } from '@aws-lambda-powertools/metrics';
 import { consumerNamespace, type TenantConfig } from '../core/config.js';
 import { hourOf, nextUsageSample, type UsageReading, usageSampleOf } from '../core/usage-sample.js';
 import { type AlarmChange, evaluateAlarms, sameAlarmState } from '../observability/alarm-evaluation.js';
-import { type AlarmedGauge, publishGauges, type ShownGauge } from '../observability/metrics.js';
+import type { AlarmedGauge, GaugeName, ShownGauge } from '../observability/metrics.js';
 import {
   ALARM_COUNTS,
   type AlarmReading,
@@ -21,7 +20,11 @@ export interface GaugesDeps {
   rollups: Pick<UsageRollups, 'put'>;
   expiryWatch: Pick<ExpiryWatch, 'check'>;
   drift: Pick<DriftCheck, 'check'>;
-  metrics: Metrics;
+  /**
+   * Where a namespace's gauges go, on a pass where any is not 0: a log line (sweep/app.ts). As
+   * CloudWatch metrics they billed $0.30 a gauge-month while not 0, for graphs nobody alarms on.
+   */
+  record(namespace: string, gauges: Partial<Record<GaugeName, number>>): void;
   /** The queues' alarms' state, and who hears of each change (the tenant's alarm topic). */
   alarmStates: Pick<AlarmStates, 'get' | 'put'>;
   notify(change: AlarmChange): Promise<void>;
@@ -30,7 +33,7 @@ export interface GaugesDeps {
 /**
  * The gauges the alarms read, for every queue and Lambda consumer: what its
  * stats count, the records that left the log unadmitted, and the settings found lowered (drift).
- * The sweep publishes them about once a minute; on the way it frees the bytes of dead letters
+ * The sweep records them about once a minute; on the way it frees the bytes of dead letters
  * whose retention ended (counting them) and samples the totals the stats' drain rates and the
  * usage come from (core/usage-sample.ts). Then it evaluates the queues' alarms on what it read
  * (observability/queue-alarms.ts) and tells the alarm topic what changed.
@@ -45,16 +48,17 @@ export class Gauges {
   }
 
   async publish(): Promise<void> {
-    const { services, metrics } = this.deps;
+    const { services } = this.deps;
     const readings = new Map<string, AlarmReading>();
-    /** A namespace's gauges, published (`shown` ride as metadata), and what its alarms read. */
+    /** A namespace's gauges, recorded, and what its alarms read. */
     const read = (
       namespace: string,
       shown: Partial<Record<ShownGauge, number>>,
       gauges: Partial<Record<AlarmedGauge, number>>,
       totals: Record<string, number>,
     ) => {
-      publishGauges(metrics, namespace, { ...shown, ...gauges });
+      const all = { ...shown, ...gauges };
+      if (Object.values(all).some((value) => value)) this.deps.record(namespace, all);
       readings.set(namespace, { gauges, ...this.countsSince(namespace, totals) });
     };
     const drift = await this.deps.drift.check();

@@ -6,10 +6,8 @@ import { Logger } from '@aws-lambda-powertools/logger';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { alarmsTable } from '../../cli/commands/alarms.js';
 import { BENCH_FIGURES } from '../../cli/sizing.js';
-import { metricsOptions, SERVICE } from '../../functions/observability/metrics.js';
 import { createSweepHandler } from '../../functions/sweep/app.js';
 import { lambdaContext } from '../../infra/local/lambda-context.js';
-import { CapturedMetrics } from '../helpers/captured-metrics.js';
 import { queueApi } from '../helpers/queue-api.js';
 import { startTestRuntime, type TestRuntime } from '../helpers/runtime.js';
 
@@ -317,7 +315,6 @@ describe('leaseq against a local runtime', { timeout: 90_000 }, () => {
       t.runtime.clients,
       { gaugeIntervalMs: 0, passIntervalMs: 0, reserveMs: 0 },
       new Logger({ logLevel: 'SILENT' }),
-      new CapturedMetrics(metricsOptions(SERVICE.sweep, 'cli')),
     );
     await sweep({}, lambdaContext('sweep', 1));
     const range = [

@@ -1,18 +1,24 @@
 import { Logger } from '@aws-lambda-powertools/logger';
-import { metricsOptions, SERVICE } from '../../functions/observability/metrics.js';
 import { createSweepHandler } from '../../functions/sweep/app.js';
-import { CapturedMetrics } from './captured-metrics.js';
 import type { TestRuntime } from './runtime.js';
 
-/** A sweep of the runtime's tenant that publishes its gauges at every invocation, into `metrics`. */
+/** The sweep's Logger, keeping the gauge lines it writes (sweep/app.ts) instead of printing them. */
+class GaugeLines extends Logger {
+  readonly lines: Record<string, unknown>[] = [];
+  override info(message: unknown, ...rest: unknown[]): void {
+    if (message === 'gauges') this.lines.push(Object.assign({}, ...(rest as object[])));
+    else super.info(message as string, ...(rest as []));
+  }
+}
+
+/** A sweep of the runtime's tenant that records its gauges at every invocation, into `lines`. */
 export function gaugedSweep(t: TestRuntime) {
-  const metrics = new CapturedMetrics(metricsOptions(SERVICE.sweep, t.runtime.config.tenant.tenant));
+  const logger = new GaugeLines({ logLevel: 'SILENT' });
   const sweep = createSweepHandler(
     t.runtime.config,
     t.runtime.clients,
     { gaugeIntervalMs: 0, passIntervalMs: 0, reserveMs: 0 },
-    new Logger({ logLevel: 'SILENT' }),
-    metrics,
+    logger,
   );
-  return { metrics, sweep };
+  return { lines: logger.lines, sweep };
 }

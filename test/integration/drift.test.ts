@@ -66,15 +66,12 @@ describe('the drift check', () => {
         observed: '24 h',
       },
     ]);
-    // The sweep publishes it as the queue's `drift` gauge, which its alarm reads.
-    const { metrics, sweep } = gaugedSweep(t);
+    // The sweep records it as the queue's `drift` gauge, which its alarm reads.
+    const { lines, sweep } = gaugedSweep(t);
     await sweep({}, lambdaContext('sweep', 1));
     await sweep.published();
-    const gauges = (queue: string) =>
-      metrics.documents.find((d) => (d as Record<string, unknown>).queue === queue) as
-        | Record<string, number>
-        | undefined;
-    // A queue whose alarmed gauges are all 0 publishes none (a metric bills by the hour it is published in).
+    const gauges = (queue: string) => lines.find((line) => line.queue === queue);
+    // A queue whose gauges are all 0 writes no line.
     expect(gauges('kept')).toBeUndefined();
     expect(gauges('lowered')?.drift).toBe(1);
   });

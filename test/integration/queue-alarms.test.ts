@@ -1,11 +1,9 @@
 import { Logger } from '@aws-lambda-powertools/logger';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sleep } from '../../functions/core/async.js';
-import { metricsOptions, SERVICE } from '../../functions/observability/metrics.js';
 import { AlarmStates } from '../../functions/store/alarm-states.js';
 import { createSweepHandler } from '../../functions/sweep/app.js';
 import { lambdaContext } from '../../infra/local/lambda-context.js';
-import { CapturedMetrics } from '../helpers/captured-metrics.js';
 import { queueApi } from '../helpers/queue-api.js';
 import { startTestRuntime, type TestRuntime } from '../helpers/runtime.js';
 
@@ -50,7 +48,6 @@ beforeAll(async () => {
     t.runtime.clients,
     { gaugeIntervalMs: 0, passIntervalMs: 0, reserveMs: 0 },
     new TellingLogger({ logLevel: 'SILENT' }),
-    new CapturedMetrics(metricsOptions(SERVICE.sweep, 'alarmed')),
   );
   // The first pass reads the totals the next ones' counts are measured from.
   await gaugePass();

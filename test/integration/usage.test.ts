@@ -4,12 +4,10 @@ import { InvalidRangeError, LeaseqClient } from '../../client/index.js';
 import { sleep } from '../../functions/core/async.js';
 import { payloadBytes } from '../../functions/core/envelope.js';
 import { HOURS_PER_MONTH, USAGE_PRICES } from '../../functions/core/prices.js';
-import { metricsOptions, SERVICE } from '../../functions/observability/metrics.js';
 import { buildServices } from '../../functions/services.js';
 import { UsageRollups } from '../../functions/store/usage-rollups.js';
 import { createSweepHandler } from '../../functions/sweep/app.js';
 import { lambdaContext } from '../../infra/local/lambda-context.js';
-import { CapturedMetrics } from '../helpers/captured-metrics.js';
 import { queueApi, type Received } from '../helpers/queue-api.js';
 import { FAST, startTestRuntime, type TestRuntime } from '../helpers/runtime.js';
 
@@ -51,7 +49,6 @@ async function sample(): Promise<void> {
     t.runtime.clients,
     { gaugeIntervalMs: 0, passIntervalMs: 0, reserveMs: 0 },
     new Logger({ logLevel: 'SILENT' }),
-    new CapturedMetrics(metricsOptions(SERVICE.sweep, 'usage')),
   );
   await sweep({}, lambdaContext('sweep', 1));
 }
