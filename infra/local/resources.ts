@@ -15,10 +15,12 @@ import type { AwsClients } from '../../functions/aws/clients.js';
 import { type TenantConfig, tenantStreams } from '../../functions/core/config.js';
 import { GSI1, TTL_ATTRIBUTE } from '../../functions/store/keys.js';
 import type { AdminClients } from './admin-clients.js';
+import { listOpenShards, reshardStream } from './reshard.js';
 
 /**
  * Creates locally what the tenant stack creates on AWS, and leaves what already exists as
- * it is (a restart on the same data folder keeps every record and item). Answers once the
+ * it is (a restart on the same data folder keeps every record and item), but for a stream whose
+ * shards the file changed, which it reshards as the stack would. Answers once the
  * table and every stream are ACTIVE, whoever created them: until then the emulators, like AWS,
  * answer ResourceNotFoundException to reads and writes (dynalite flips a new table to ACTIVE
  * on a timer, which a loaded machine runs late).
@@ -101,16 +103,28 @@ async function ensureBucket(clients: AwsClients, bucket: string): Promise<void> 
   }
 }
 
-async function ensureStream(
+/**
+ * Creates the stream with the file's shards, or waits for the one that exists and reshards it
+ * when the file now names another count of shards (its retention stays as it is).
+ */
+export async function ensureStream(
   clients: AdminClients,
   stream: string,
   shards: number,
   retentionHours: number,
+  log: (line: string) => void = console.log,
 ): Promise<void> {
   const waitActive = () =>
     waitUntilStreamExists({ client: clients.kinesis, ...ACTIVE_WAIT }, { StreamName: stream });
   if (await exists(() => clients.kinesis.send(new DescribeStreamSummaryCommand({ StreamName: stream })))) {
     await waitActive();
+    const open = (await listOpenShards(clients.kinesis, stream)).length;
+    if (open !== shards) {
+      const done = await reshardStream(clients.kinesis, stream, shards);
+      log(
+        `stream ${stream}: resharded from ${done.before} to ${done.after} shards (${done.steps.length} steps)`,
+      );
+    }
     return;
   }
   await clients.kinesis.send(new CreateStreamCommand({ StreamName: stream, ShardCount: shards }));
