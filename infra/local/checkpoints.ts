@@ -3,9 +3,9 @@ import { join } from 'node:path';
 
 /**
  * Where one event source mapping has got to in its stream: the sequence number of the last
- * record handled, per shard. Lambda keeps this for a mapping on AWS; locally it is one JSON
- * file per mapping, replaced atomically (tmp file + rename) so a crash leaves the old or the
- * new file, never half of one.
+ * record handled, per shard, and which closed shards it has finished. Lambda keeps this for a
+ * mapping on AWS; locally it is one JSON file per mapping, replaced atomically (tmp file +
+ * rename) so a crash leaves the old or the new file, never half of one.
  */
 
 interface CheckpointFile {
@@ -13,6 +13,11 @@ interface CheckpointFile {
   /** When the mapping was first started: where a LATEST mapping begins, on every start. */
   createdAt: number;
   shards: Record<string, string>;
+  /**
+   * Closed shards read to their end with every record handled: they are not read again, and
+   * their child shards need not wait for them. Absent from files written before shards could end.
+   */
+  ended?: string[];
 }
 
 export class CheckpointStore {
@@ -43,6 +48,16 @@ export class CheckpointStore {
     return this.file.shards[shardId];
   }
 
+  isEnded(shardId: string): boolean {
+    return this.file.ended?.includes(shardId) ?? false;
+  }
+
+  /** Resolves once it is on disk. */
+  markEnded(shardId: string): Promise<void> {
+    if (!this.isEnded(shardId)) this.file.ended = [...(this.file.ended ?? []), shardId];
+    return this.write();
+  }
+
   /** Resolves once the position is on disk. Writes are chained so an older one never lands after a newer one. */
   set(shardId: string, sequenceNumber: string): Promise<void> {
     this.file.shards[shardId] = sequenceNumber;
@@ -71,7 +86,12 @@ async function readCheckpointFile(path: string): Promise<CheckpointFile | undefi
     throw err;
   }
   const file = JSON.parse(text) as Partial<CheckpointFile>;
-  if (typeof file.streamName !== 'string' || typeof file.createdAt !== 'number' || !file.shards) {
+  if (
+    typeof file.streamName !== 'string' ||
+    typeof file.createdAt !== 'number' ||
+    !file.shards ||
+    (file.ended !== undefined && !Array.isArray(file.ended))
+  ) {
     throw new Error(`${path} is not a checkpoint file`);
   }
   return file as CheckpointFile;

@@ -1,4 +1,4 @@
-import type { _Record } from '@aws-sdk/client-kinesis';
+import type { _Record, Shard } from '@aws-sdk/client-kinesis';
 import type {
   Context,
   KinesisStreamBatchResponse,
@@ -19,6 +19,14 @@ import { lambdaContext } from './lambda-context.js';
  * one poller per shard, batches in shard order, one invocation at a time per shard, retries
  * and partial batch responses as Lambda handles them, and checkpoints on disk so a restart
  * resumes where the last successful batch ended (at-least-once, as on AWS).
+ *
+ * It follows resharding as Lambda does: each mapping lists its stream's shards again every
+ * second (shardListIntervalMs) and whenever a shard reaches its end, and starts a poller for
+ * each new one. A child shard (of a split or a merge) is not read until each parent still
+ * listed has been read to its end and all of the parent's records are handled (or skipped
+ * after the last retry), so a partition key's records reach the function in the order they
+ * were put. A finished shard's poller stops and the checkpoint file remembers it, so a restart
+ * neither reads it again nor holds its children back.
  */
 
 export type KinesisHandler = (
@@ -60,13 +68,28 @@ export interface EventSourceOptions {
   /** Retry backoff after a failed invocation: starts here, doubles, capped at maxRetryBackoffMs. Defaults 100 / 2000. */
   retryBackoffMs?: number;
   maxRetryBackoffMs?: number;
-  onError?: (err: unknown, info: { functionName: string; shardId: string }) => void;
+  /**
+   * How often each mapping lists its stream's shards to find those a split or a merge made.
+   * Default 1000 ms, cheap against a local emulator. A shard reaching its end and drained() list them at once too.
+   */
+  shardListIntervalMs?: number;
+  onError?: (err: unknown, info: ErrorInfo) => void;
+}
+
+/** shardId is absent when listing the stream's shards failed. */
+export interface ErrorInfo {
+  functionName: string;
+  shardId?: string;
 }
 
 export interface EventSource {
   /** Wakes every idle poller now (the api calls this after a produce, so local latency is low). */
   nudge(): void;
-  /** Resolves when every shard of every mapping has handed all records currently in the stream to its handler successfully (for tests and benchmarks). Rejects after timeoutMs. */
+  /**
+   * Resolves when every shard of every mapping, including shards listed after this call, has
+   * handed all records currently in the stream to its handler successfully, or has ended (for
+   * tests and benchmarks). Rejects after timeoutMs.
+   */
   drained(timeoutMs?: number): Promise<void>;
   /** Stops polling; waits for in-flight invocations to finish; checkpoints are already on disk. */
   stop(): Promise<void>;
@@ -97,8 +120,9 @@ export async function startEventSource(options: EventSourceOptions): Promise<Eve
   const region = options.region ?? 'us-east-1';
   const report =
     options.onError ??
-    ((err, info) => console.error(`[event-source] ${info.functionName} ${info.shardId}:`, err));
-  // Bumped by each drained() call and each read's start, so "this read began after that call" is exact.
+    ((err, info) =>
+      console.error(`[event-source] ${info.functionName}${info.shardId ? ` ${info.shardId}` : ''}:`, err));
+  // Bumped by each drained() call and each read's or listing's start, so "this began after that call" is exact.
   let clock = 0;
   const watchers = new Set<{ check: () => void; fail: (err: Error) => void }>();
   const tick = () => ++clock;
@@ -106,38 +130,38 @@ export async function startEventSource(options: EventSourceOptions): Promise<Eve
     for (const w of watchers) w.check();
   };
 
-  const pollers: ShardPoller[] = [];
-  for (const mapping of options.mappings) {
-    const [store, listed] = await Promise.all([
-      CheckpointStore.open(options.checkpointDir, mapping.functionName, mapping.streamName),
-      // One page: kinesalite neither pages nor reshards.
-      options.kinesis.send(new ListShardsCommand({ StreamName: mapping.streamName })),
-    ]);
-    for (const shard of listed.Shards ?? []) {
-      pollers.push(
-        new ShardPoller({
-          kinesis: options.kinesis,
-          mapping,
-          shardId: shard.ShardId as string,
-          store,
-          eventSourceARN: `arn:aws:kinesis:${region}:${ACCOUNT}:stream/${mapping.streamName}`,
-          region,
-          idlePollMs: options.idlePollMs ?? 100,
-          retryBackoffMs: options.retryBackoffMs ?? 100,
-          maxRetryBackoffMs: options.maxRetryBackoffMs ?? 2000,
-          report,
-          tick,
-          progressed,
-        }),
+  const mappings = await Promise.all(
+    options.mappings.map(async (mapping) => {
+      const store = await CheckpointStore.open(
+        options.checkpointDir,
+        mapping.functionName,
+        mapping.streamName,
       );
-    }
-  }
-  const loops = pollers.map((p) => p.run());
+      const shards = new MappingShards({
+        kinesis: options.kinesis,
+        mapping,
+        store,
+        eventSourceARN: `arn:aws:kinesis:${region}:${ACCOUNT}:stream/${mapping.streamName}`,
+        region,
+        idlePollMs: options.idlePollMs ?? 100,
+        retryBackoffMs: options.retryBackoffMs ?? 100,
+        maxRetryBackoffMs: options.maxRetryBackoffMs ?? 2000,
+        listIntervalMs: options.shardListIntervalMs ?? 1000,
+        report,
+        tick,
+        progressed,
+      });
+      // The first listing is part of starting: a stream that cannot be listed fails the start.
+      await shards.list();
+      return shards;
+    }),
+  );
+  for (const m of mappings) m.start();
   let stopped = false;
 
   return {
     nudge() {
-      for (const p of pollers) p.nudge();
+      for (const m of mappings) m.nudge();
     },
     drained(timeoutMs = 10_000) {
       if (stopped) return Promise.reject(new Error('event source is stopped'));
@@ -145,7 +169,7 @@ export async function startEventSource(options: EventSourceOptions): Promise<Eve
       return new Promise<void>((resolve, reject) => {
         const watcher = {
           check() {
-            if (!pollers.every((p) => p.idleAt > since)) return;
+            if (!mappings.every((m) => m.settledSince(since))) return;
             done();
             resolve();
           },
@@ -163,18 +187,34 @@ export async function startEventSource(options: EventSourceOptions): Promise<Eve
           watchers.delete(watcher);
         };
         watchers.add(watcher);
-        // Idle pollers read again now rather than after their idle wait.
-        for (const p of pollers) p.nudge();
+        // Shards made since the last listing count too; idle pollers read again now rather than after their idle wait.
+        for (const m of mappings) {
+          m.relist();
+          m.nudge();
+        }
         watcher.check();
       });
     },
     async stop() {
       stopped = true;
-      for (const p of pollers) p.stop();
-      await Promise.all(loops);
+      await Promise.all(mappings.map((m) => m.stop()));
       for (const w of watchers) w.fail(new Error('event source stopped'));
     },
   };
+}
+
+/** Every shard of the stream, open and closed (until trimmed), page after page. */
+async function listShards(kinesis: KinesisClient, streamName: string): Promise<Shard[]> {
+  const shards: Shard[] = [];
+  let nextToken: string | undefined;
+  do {
+    const out = await kinesis.send(
+      new ListShardsCommand(nextToken ? { NextToken: nextToken } : { StreamName: streamName }),
+    );
+    shards.push(...(out.Shards ?? []));
+    nextToken = out.NextToken;
+  } while (nextToken);
+  return shards;
 }
 
 function checkMappings(mappings: EventSourceMapping[]): void {
@@ -193,19 +233,139 @@ function checkMappings(mappings: EventSourceMapping[]): void {
   }
 }
 
-interface PollerDeps {
+interface MappingDeps {
   kinesis: KinesisClient;
   mapping: EventSourceMapping;
-  shardId: string;
   store: CheckpointStore;
   eventSourceARN: string;
   region: string;
   idlePollMs: number;
   retryBackoffMs: number;
   maxRetryBackoffMs: number;
-  report: (err: unknown, info: { functionName: string; shardId: string }) => void;
+  listIntervalMs: number;
+  report: (err: unknown, info: ErrorInfo) => void;
   tick: () => number;
   progressed: () => void;
+}
+
+/** The shards of one mapping's stream and their pollers: lists them, starts a poller per new shard, orders children after parents. */
+class MappingShards {
+  /** By shard id, every shard of the latest listing. */
+  private readonly pollers = new Map<string, ShardPoller>();
+  private readonly loops: Promise<void>[] = [];
+  /** Clock value at the start of the latest listing that completed. */
+  private listedAt = 0;
+  private running = false;
+  private stopping = false;
+  private requested = false;
+  private listLoop: Promise<void> | undefined;
+  private wake: (() => void) | undefined;
+
+  constructor(private readonly d: MappingDeps) {}
+
+  /** Starts the pollers listed so far, and from now on those of shards listed later. */
+  start(): void {
+    this.running = true;
+    for (const poller of this.pollers.values()) this.loops.push(poller.run());
+    this.listLoop = this.loop();
+  }
+
+  async list(): Promise<void> {
+    this.requested = false;
+    const startedAt = this.d.tick();
+    const shards = await listShards(this.d.kinesis, this.d.mapping.streamName);
+    const listed = new Set<string>();
+    const added: ShardPoller[] = [];
+    for (const shard of shards) {
+      const shardId = shard.ShardId as string;
+      listed.add(shardId);
+      if (this.pollers.has(shardId)) continue;
+      const parents = [shard.ParentShardId, shard.AdjacentParentShardId].filter((p): p is string => !!p);
+      const poller = new ShardPoller({
+        ...this.d,
+        shardId,
+        // A parent no longer listed has been trimmed: nothing of it is left to come first.
+        waitsForParent: () => parents.some((p) => this.pollers.get(p)?.ended === false),
+        reachedEnd: () => this.relist(),
+        ended: () => {
+          this.nudge();
+          this.d.progressed();
+        },
+      });
+      this.pollers.set(shardId, poller);
+      added.push(poller);
+    }
+    let trimmed = false;
+    for (const [shardId, poller] of this.pollers) {
+      if (listed.has(shardId)) continue;
+      poller.stop();
+      this.pollers.delete(shardId);
+      trimmed = true;
+    }
+    if (trimmed) this.nudge();
+    // Started once all are known: a child listed before its parent must still find it.
+    if (this.running) for (const poller of added) this.loops.push(poller.run());
+    this.listedAt = startedAt;
+    this.d.progressed();
+  }
+
+  /** Lists the shards now rather than at the next interval. */
+  relist(): void {
+    this.requested = true;
+    this.wake?.();
+  }
+
+  nudge(): void {
+    for (const poller of this.pollers.values()) poller.nudge();
+  }
+
+  /** A listing began after `since`, and every listed shard has handled all it read since then, or has ended. */
+  settledSince(since: number): boolean {
+    if (this.listedAt <= since) return false;
+    for (const poller of this.pollers.values()) if (!poller.ended && poller.idleAt <= since) return false;
+    return true;
+  }
+
+  async stop(): Promise<void> {
+    this.stopping = true;
+    this.wake?.();
+    // The listing in flight ends first, so no poller starts after the others were told to stop.
+    await this.listLoop;
+    for (const poller of this.pollers.values()) poller.stop();
+    await Promise.all(this.loops);
+  }
+
+  private async loop(): Promise<void> {
+    while (!this.stopping) {
+      if (!this.requested) {
+        await new Promise<void>((resolve) => {
+          const timer = setTimeout(() => this.wake?.(), this.d.listIntervalMs);
+          this.wake = () => {
+            clearTimeout(timer);
+            this.wake = undefined;
+            resolve();
+          };
+        });
+      }
+      if (this.stopping) return;
+      try {
+        await this.list();
+      } catch (err) {
+        // The pollers go on with the shards they have; the next interval lists again.
+        this.d.report(err, { functionName: this.d.mapping.functionName });
+      }
+    }
+  }
+}
+
+interface PollerDeps extends MappingDeps {
+  shardId: string;
+  /** A parent shard is still to be finished: this one must not be read yet. */
+  waitsForParent: () => boolean;
+  /** A read found the shard's end: its children may be new. */
+  reachedEnd: () => void;
+  /** The shard is finished, and that is on disk. */
+  ended: () => void;
 }
 
 interface Pending {
@@ -216,10 +376,12 @@ interface Pending {
 
 type Outcome = { ok: true } | { ok: false; error: unknown; failedAt?: number };
 
-/** One shard of one mapping: read, invoke, checkpoint, strictly in order. */
+/** One shard of one mapping: read, invoke, checkpoint, strictly in order; after its parents, until its end. */
 class ShardPoller {
   /** Clock value of the latest read that found nothing new with nothing pending: all before it is handled. */
   idleAt = 0;
+  /** Closed, read to its end and every record handled (now or before a restart): it is not read again. */
+  ended: boolean;
   private readonly batchSize: number;
   private readonly windowMs: number;
   private readonly maxRetries: number;
@@ -229,6 +391,10 @@ class ShardPoller {
   private iterator: string | undefined;
   /** The last read found nothing new: wait before the next one. */
   private emptyRead = false;
+  /** A read answered no next iterator: the shard is closed and everything in it has been read. */
+  private closed = false;
+  /** Until the parents are finished; once they are, they stay so. */
+  private waiting = true;
   /**
    * Sizes of the batches at the head of `pending` that failed and must be redelivered as they were,
    * in order: one entry per failed batch, or its two halves when bisecting (AWS's recursive split).
@@ -247,6 +413,7 @@ class ShardPoller {
     this.windowMs = d.mapping.maximumBatchingWindowMs ?? 0;
     const max = d.mapping.maximumRetryAttempts ?? -1;
     this.maxRetries = max < 0 ? Number.POSITIVE_INFINITY : max;
+    this.ended = d.store.isEnded(d.shardId);
   }
 
   nudge(): void {
@@ -260,7 +427,7 @@ class ShardPoller {
   }
 
   async run(): Promise<void> {
-    while (!this.stopping) {
+    while (!this.stopping && !this.ended) {
       try {
         await this.step();
       } catch (err) {
@@ -277,18 +444,38 @@ class ShardPoller {
   }
 
   private async step(): Promise<void> {
+    if (this.waiting) {
+      // Cleared before the check: a parent that ends from here on nudges, and the wait below returns at once.
+      this.nudged = false;
+      if (this.d.waitsForParent()) return this.sleep(this.d.idlePollMs, true);
+      this.waiting = false;
+    }
     if (this.held.length === 0) await this.gather();
     if (this.stopping) return;
     const batch = this.nextBatch();
     if (batch.length > 0) await this.settle(batch, await this.invoke(batch));
+    else if (this.closed) await this.end();
     else if (this.emptyRead) await this.sleep(this.d.idlePollMs, true);
+  }
+
+  /** Everything is read and handled: remembered on disk before the children may start. */
+  private async end(): Promise<void> {
+    await this.d.store.markEnded(this.d.shardId);
+    this.ended = true;
+    this.d.ended();
   }
 
   /** Reads until there is a batch: at once, or, with a batching window, until full or the window has passed. */
   private async gather(): Promise<void> {
-    if (this.pending.length >= this.batchSize) return;
+    // A closed shard read to its end hands over what it holds without waiting for a window.
+    if (this.pending.length >= this.batchSize || this.closed) return;
     await this.read();
-    while (this.windowMs > 0 && this.pending.length > 0 && this.pending.length < this.batchSize) {
+    while (
+      this.windowMs > 0 &&
+      !this.closed &&
+      this.pending.length > 0 &&
+      this.pending.length < this.batchSize
+    ) {
       const left = this.gatherStartedAt + this.windowMs - Date.now();
       if (left <= 0) return;
       await this.sleep(Math.min(this.d.idlePollMs, left), true);
@@ -305,9 +492,13 @@ class ShardPoller {
       new GetRecordsCommand({ ShardIterator: this.iterator, Limit: this.batchSize - this.pending.length }),
     );
     this.readFailures = 0;
-    // A closed shard answers no next iterator; the next read starts again after the last record
-    // (kinesalite does not reshard, so there are no child shards to move on to).
+    // A closed shard answers no next iterator once read past its end (AWS names the child shards
+    // too; kinesalite does not, so the listing finds them).
     this.iterator = out.NextShardIterator;
+    if (this.iterator === undefined) {
+      this.closed = true;
+      this.d.reachedEnd();
+    }
     const records = out.Records ?? [];
     this.emptyRead = records.length === 0;
     if (this.emptyRead && this.pending.length === 0) {
@@ -315,7 +506,9 @@ class ShardPoller {
       this.d.progressed();
       return;
     }
-    // A LATEST mapping starts at its creation: records that arrived before it are passed over.
+    // A LATEST mapping starts at its creation: records that arrived before it are passed over. A
+    // shard made after it (a split's or a merge's child) is read from its start, as on AWS: all it
+    // holds arrived later.
     const notBefore = this.d.mapping.startingPosition === 'LATEST' ? this.d.store.createdAt / 1000 : 0;
     const fresh = records
       .map((r) => this.toEventRecord(r))

@@ -1,7 +1,12 @@
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { CreateStreamCommand, DescribeStreamSummaryCommand } from '@aws-sdk/client-kinesis';
+import {
+  CreateStreamCommand,
+  DescribeStreamSummaryCommand,
+  MergeShardsCommand,
+  SplitShardCommand,
+} from '@aws-sdk/client-kinesis';
 import type { Context, KinesisStreamBatchResponse, KinesisStreamRecord } from 'aws-lambda';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type AwsClients, createClients } from '../../functions/aws/clients.js';
@@ -31,7 +36,7 @@ let dataDir: string;
 beforeAll(async () => {
   dataDir = mkdtempSync(join(tmpdir(), 'leaseq-esm-'));
   // Only Kinesis is under test here: the DynamoDB emulator does not matter.
-  emulators = await startEmulators({ dataDir, shardLimit: 20, dynamodb: 'dynalite' });
+  emulators = await startEmulators({ dataDir, shardLimit: 40, dynamodb: 'dynalite' });
   clients = createClients({ region: 'us-east-1', endpoints: emulators.endpoints });
   admin = createAdminClients(emulators.endpoints);
 });
@@ -42,16 +47,60 @@ afterAll(async () => {
   rmSync(dataDir, { recursive: true, force: true });
 });
 
-/** Two shards by default; one where a test follows a single shard (kinesalite's shard limit is 20 in all). */
+/** Two shards by default; one where a test follows a single shard (kinesalite's limit is 40 open shards in all). */
 async function createStream(name: string, shards = 2): Promise<string> {
   await admin.kinesis.send(new CreateStreamCommand({ StreamName: name, ShardCount: shards }));
+  await waitActive(name);
+  return name;
+}
+
+async function waitActive(name: string): Promise<void> {
   for (let i = 0; i < 100; i++) {
     const out = await admin.kinesis.send(new DescribeStreamSummaryCommand({ StreamName: name }));
-    if (out.StreamDescriptionSummary?.StreamStatus === 'ACTIVE') return name;
+    if (out.StreamDescriptionSummary?.StreamStatus === 'ACTIVE') return;
     await sleep(20);
   }
   throw new Error(`stream ${name} did not become ACTIVE`);
 }
+
+/** Retried while the stream is UPDATING (briefly, after its creation or the last reshard, even with updateStreamMs 0), then waits until the new shards take records. */
+async function reshard(stream: string, send: () => Promise<unknown>): Promise<void> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      await send();
+      break;
+    } catch (err) {
+      if ((err as Error).name !== 'ResourceInUseException' || attempt >= 100) throw err;
+      await sleep(20);
+    }
+  }
+  await waitActive(stream);
+}
+
+/** Splits at the middle of the hash key range: the children take what `put` pins to 0 and to 1. */
+const split = (stream: string, shardId: string) =>
+  reshard(stream, () =>
+    admin.kinesis.send(
+      new SplitShardCommand({
+        StreamName: stream,
+        ShardToSplit: shardId,
+        NewStartingHashKey: (2n ** 127n).toString(),
+      }),
+    ),
+  );
+
+const merge = (stream: string, shardId: string, adjacentShardId: string) =>
+  reshard(stream, () =>
+    admin.kinesis.send(
+      new MergeShardsCommand({
+        StreamName: stream,
+        ShardToMerge: shardId,
+        AdjacentShardToMerge: adjacentShardId,
+      }),
+    ),
+  );
+
+const shardName = (n: number) => `shardId-${String(n).padStart(12, '0')}`;
 
 interface Put {
   shardId: string;
@@ -69,6 +118,22 @@ async function put(stream: string, datas: string[], shard?: 0 | 1): Promise<Put[
         PartitionKey: data,
         ...(shard === undefined ? {} : { ExplicitHashKey: shard === 0 ? '0' : (2n ** 127n).toString() }),
       })),
+    }),
+  );
+  expect(out.FailedRecordCount ?? 0).toBe(0);
+  return (out.Records ?? []).map((r, i) => ({
+    shardId: r.ShardId as string,
+    sequenceNumber: r.SequenceNumber as string,
+    data: datas[i] as string,
+  }));
+}
+
+/** Puts `datas` in order under one partition key: one ordered sequence, on whichever shard holds the key. */
+async function putKeyed(stream: string, key: string, datas: string[]): Promise<Put[]> {
+  const out = await clients.kinesis.send(
+    new PutRecordsCommand({
+      StreamName: stream,
+      Records: datas.map((data) => ({ Data: Buffer.from(data), PartitionKey: key })),
     }),
   );
   expect(out.FailedRecordCount ?? 0).toBe(0);
@@ -103,6 +168,22 @@ function recorder(
 const decode = (r: KinesisStreamRecord) => Buffer.from(r.kinesis.data, 'base64').toString();
 const datas = (calls: Invocation[]) => calls.flatMap((c) => c.records.map(decode));
 const names = (prefix: string, n: number) => Array.from({ length: n }, (_, i) => `${prefix}-${i}`);
+/** Where the invocations of these shards came in the order the handler was called. */
+const positions = (calls: Invocation[], shardIds: string[]) =>
+  calls.flatMap((c, i) => (shardIds.includes(c.shardId) ? [i] : []));
+/** Every invocation of `children` came after every invocation of `parents`, and each group had some. */
+function expectAfter(calls: Invocation[], parents: string[], children: string[]): void {
+  const before = positions(calls, parents);
+  const after = positions(calls, children);
+  expect(before.length).toBeGreaterThan(0);
+  expect(after.length).toBeGreaterThan(0);
+  expect(Math.min(...after)).toBeGreaterThan(Math.max(...before));
+}
+/** The handler, a little slow: a parent still has batches to go when its children could start. */
+const slow =
+  (handler: EventSourceMapping['handler']): EventSourceMapping['handler'] =>
+  (event, context) =>
+    sleep(5).then(() => handler(event, context));
 
 function start(
   mapping: Omit<EventSourceMapping, 'functionName'> & { functionName?: string },
@@ -343,6 +424,28 @@ describe('checkpoints and lifecycle', () => {
     expect(datas(after.invocations)).toEqual([...names('r', 10).slice(6), ...names('s', 3)]);
   });
 
+  it('resumes from a checkpoint file written before shards could end', async () => {
+    const stream = await createStream('old-file', 1);
+    const puts = await put(stream, names('o', 5));
+    const dir = mkdtempSync(join(dataDir, 'checkpoints-'));
+    writeFileSync(
+      join(dir, 'old-file-fn.json'),
+      JSON.stringify({
+        streamName: stream,
+        createdAt: Date.now(),
+        shards: { [shardName(0)]: puts[1]?.sequenceNumber },
+      }),
+    );
+    const { invocations, handler } = recorder();
+    const es = await start(
+      { functionName: 'old-file-fn', streamName: stream, handler },
+      { checkpointDir: dir },
+    );
+    await es.drained();
+    await es.stop();
+    expect(datas(invocations)).toEqual(names('o', 5).slice(2));
+  });
+
   it('starts a LATEST mapping at its first start, and keeps that position across restarts', async () => {
     const stream = await createStream('latest');
     await put(stream, names('old', 3));
@@ -396,6 +499,208 @@ describe('checkpoints and lifecycle', () => {
     });
     await expect(stuck.drained(300)).rejects.toThrow(/not drained/);
     await stuck.stop();
+  });
+});
+
+describe('resharding', () => {
+  it('finds the children of a split while running and hands a key over once each, in put order, the children after the parent', async () => {
+    const stream = await createStream('split', 1);
+    const { invocations, handler } = recorder();
+    // The parent's first batch waits until its children hold records and have been listed, so they could start early.
+    let release = () => {};
+    const released = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const es = await start(
+      {
+        streamName: stream,
+        handler: (event, context) =>
+          (event.Records[0]?.eventID.startsWith(shardName(0)) ? released : Promise.resolve()).then(() =>
+            handler(event, context),
+          ),
+        batchSize: 3,
+      },
+      { shardListIntervalMs: 20 },
+    );
+    const onParent = await putKeyed(stream, 'key', names('a', 12));
+    await split(stream, shardName(0));
+    const onChild = await putKeyed(stream, 'key', names('b', 12));
+    const others = [...(await put(stream, names('c', 4), 0)), ...(await put(stream, names('d', 4), 1))];
+    await sleep(200);
+    release();
+    expect(new Set(onParent.map((p) => p.shardId))).toEqual(new Set([shardName(0)]));
+    expect(new Set([...onChild, ...others].map((p) => p.shardId))).toEqual(
+      new Set([shardName(1), shardName(2)]),
+    );
+
+    // No drained() here: it lists the shards itself, and the children must be found without it.
+    const total = onParent.length + onChild.length + others.length;
+    await expect.poll(() => datas(invocations).length, { timeout: 10_000 }).toBe(total);
+    await es.drained();
+    await es.stop();
+
+    const delivered = datas(invocations);
+    expect([...delivered].sort()).toEqual(
+      [...names('a', 12), ...names('b', 12), ...names('c', 4), ...names('d', 4)].sort(),
+    );
+    expect(delivered.filter((d) => /^[ab]-/.test(d))).toEqual([...names('a', 12), ...names('b', 12)]);
+    expectAfter(invocations, [shardName(0)], [shardName(1), shardName(2)]);
+  });
+
+  it("holds the children back while the parent's last batch fails, until it succeeds", async () => {
+    const stream = await createStream('split-retry', 1);
+    const onParent = await putKeyed(stream, 'key', names('p', 5));
+    await split(stream, shardName(0));
+    await putKeyed(stream, 'key', names('q', 5));
+    await put(stream, names('r', 3), 0);
+    await put(stream, names('s', 3), 1);
+    const last = onParent.at(-1)?.sequenceNumber as string;
+    let failures = 0;
+    const { invocations, handler } = recorder((call) =>
+      call.records.some((r) => r.kinesis.sequenceNumber === last) && failures++ < 3
+        ? { batchItemFailures: [{ itemIdentifier: last }] }
+        : undefined,
+    );
+    const es = await start({ streamName: stream, handler: slow(handler), batchSize: 2 });
+    await es.drained();
+    await es.stop();
+
+    const offersOfLast = positions(invocations, [shardName(0)]).filter((i) =>
+      invocations[i]?.records.some((r) => r.kinesis.sequenceNumber === last),
+    );
+    expect(offersOfLast).toHaveLength(4);
+    expectAfter(invocations, [shardName(0)], [shardName(1), shardName(2)]);
+    const children = invocations.filter((c) => c.shardId !== shardName(0));
+    expect(datas(children).sort()).toEqual([...names('q', 5), ...names('r', 3), ...names('s', 3)].sort());
+  });
+
+  it("lets the children go once the parent's last batch is skipped after the last retry", async () => {
+    const stream = await createStream('split-skip', 1);
+    const onParent = await put(stream, names('p', 4));
+    await split(stream, shardName(0));
+    await put(stream, names('q', 2), 0);
+    await put(stream, names('r', 2), 1);
+    const last = onParent.at(-1)?.sequenceNumber as string;
+    const errors: unknown[] = [];
+    const { invocations, handler } = recorder((call) => {
+      if (call.records.some((r) => r.kinesis.sequenceNumber === last)) throw new Error('poison');
+      return undefined;
+    });
+    const es = await start(
+      { streamName: stream, handler, batchSize: 2, maximumRetryAttempts: 2 },
+      { onError: (err) => errors.push(err) },
+    );
+    await es.drained();
+    await es.stop();
+
+    expect(errors).toHaveLength(1);
+    expect(errors[0]).toBeInstanceOf(DiscardedBatchError);
+    expect(invocations.filter((c) => c.shardId === shardName(0)).map((c) => c.records.map(decode))).toEqual([
+      ['p-0', 'p-1'],
+      ['p-2', 'p-3'],
+      ['p-2', 'p-3'],
+      ['p-2', 'p-3'],
+    ]);
+    expectAfter(invocations, [shardName(0)], [shardName(1), shardName(2)]);
+    expect(datas(invocations.filter((c) => c.shardId !== shardName(0))).sort()).toEqual(
+      [...names('q', 2), ...names('r', 2)].sort(),
+    );
+  });
+
+  it('hands over both parents of a merge before the merged child', async () => {
+    const stream = await createStream('merge', 2);
+    await put(stream, names('m0', 6), 0);
+    await put(stream, names('m1', 6), 1);
+    await merge(stream, shardName(0), shardName(1));
+    const onChild = await put(stream, names('m2', 6));
+    expect(new Set(onChild.map((p) => p.shardId))).toEqual(new Set([shardName(2)]));
+    const { invocations, handler } = recorder();
+    const es = await start({ streamName: stream, handler: slow(handler), batchSize: 2 });
+    await es.drained();
+    await es.stop();
+
+    expect(datas(invocations).sort()).toEqual(
+      [...names('m0', 6), ...names('m1', 6), ...names('m2', 6)].sort(),
+    );
+    expectAfter(invocations, [shardName(0), shardName(1)], [shardName(2)]);
+    expect(datas(invocations.filter((c) => c.shardId === shardName(2)))).toEqual(onChild.map((p) => p.data));
+  });
+
+  it('reads a child made after a LATEST mapping started from its beginning', async () => {
+    const stream = await createStream('split-latest', 1);
+    await put(stream, names('old', 3));
+    const { invocations, handler } = recorder();
+    const es = await start({ streamName: stream, handler, startingPosition: 'LATEST' });
+    await es.drained();
+    await put(stream, names('new', 3));
+    await split(stream, shardName(0));
+    // Put before the children are read (they wait for their parent), so a child read from LATEST would miss them.
+    await put(stream, names('child', 2), 0);
+    await put(stream, names('kid', 2), 1);
+    await es.drained();
+    await es.stop();
+    expect(datas(invocations).sort()).toEqual(
+      [...names('new', 3), ...names('child', 2), ...names('kid', 2)].sort(),
+    );
+  });
+
+  it('after a restart, reads no ended parent again and resumes the children from their checkpoints', async () => {
+    const stream = await createStream('split-restart', 1);
+    await put(stream, names('r', 4));
+    await split(stream, shardName(0));
+    const onChildren = [...(await put(stream, names('s', 6), 0)), ...(await put(stream, names('t', 6), 1))];
+    const dir = mkdtempSync(join(dataDir, 'checkpoints-'));
+    const mapping = { functionName: 'split-restart-fn', streamName: stream, batchSize: 2 };
+    let first: EventSource | undefined;
+    let stopped: Promise<void> | undefined;
+    const before = recorder((call) => {
+      // Stop while a child's first batch is in flight: the parent has ended and the children have started.
+      if (call.shardId !== shardName(0)) stopped ??= first?.stop();
+      return undefined;
+    });
+    first = await start({ ...mapping, handler: before.handler }, { checkpointDir: dir });
+    await expect.poll(() => stopped !== undefined).toBe(true);
+    await stopped;
+    expect(datas(before.invocations.filter((c) => c.shardId === shardName(0)))).toEqual(names('r', 4));
+    expect(JSON.parse(readFileSync(join(dir, 'split-restart-fn.json'), 'utf8')).ended).toEqual([
+      shardName(0),
+    ]);
+
+    // The parent cannot be read now: were it read again, it would never end and hold the children back.
+    const faults = new FaultInjector();
+    const guarded = createClients({
+      region: 'us-east-1',
+      endpoints: emulators.endpoints,
+      faults,
+      maxAttempts: 1,
+    });
+    faults.callFault = {
+      match: (op, input) =>
+        op === 'Kinesis.GetShardIterator' && (input as { ShardId?: string }).ShardId === shardName(0),
+      errorName: 'InternalFailure',
+    };
+    const errors: unknown[] = [];
+    const after = recorder();
+    try {
+      const second = await start(
+        { ...mapping, handler: after.handler },
+        { kinesis: guarded.kinesis, checkpointDir: dir, onError: (err) => errors.push(err) },
+      );
+      await second.drained();
+      await second.stop();
+    } finally {
+      guarded.destroy();
+    }
+    expect(errors).toEqual([]);
+    expect(after.invocations.filter((c) => c.shardId === shardName(0))).toEqual([]);
+    for (const child of [shardName(1), shardName(2)]) {
+      const handled = [...before.invocations, ...after.invocations]
+        .filter((c) => c.shardId === child)
+        .flatMap((c) => c.records.map((r) => r.kinesis.sequenceNumber));
+      expect(handled).toEqual(onChildren.filter((p) => p.shardId === child).map((p) => p.sequenceNumber));
+    }
+    // Something was left for the second start to resume.
+    expect(datas(after.invocations).length).toBeGreaterThan(0);
   });
 });
 
