@@ -3,11 +3,13 @@ import type { MeterSnapshot } from '../functions/aws/meter.js';
 /** Arithmetic over measurements: percentiles, costs per message, and aligned text tables. */
 
 /**
- * The local shard pollers' reads. On AWS the event source mapping reads the stream without a
- * per-request charge, and locally the pollers read every idlePollMs even with nothing to do,
- * so request counts are shown with and without them.
+ * The local shard pollers' reads and the shard listings. On AWS the event source mapping reads
+ * the stream without a per-request charge, and locally the pollers read every idlePollMs and
+ * list the shards every second even with nothing to do (ListShards is not billed, and every
+ * instance lists a stream's shards every few seconds to follow a reshard), so request counts are
+ * shown with and without them.
  */
-export const POLLING_OPERATION = 'Kinesis.GetRecords';
+const POLLING_OPERATIONS = ['Kinesis.GetRecords', 'Kinesis.ListShards'];
 
 export interface PerMessage {
   requests: Record<string, number>;
@@ -23,7 +25,7 @@ export function perMessage(snapshot: MeterSnapshot, messages: number): PerMessag
       .sort(([a], [b]) => a.localeCompare(b))
       .map(([operation, n]) => [operation, n / messages]),
   );
-  const polling = snapshot.requests[POLLING_OPERATION] ?? 0;
+  const polling = POLLING_OPERATIONS.reduce((n, op) => n + (snapshot.requests[op] ?? 0), 0);
   return {
     requests,
     totalRequests: snapshot.totalRequests / messages,

@@ -14,6 +14,7 @@ import type { RuntimeConfig } from './core/runtime-config.js';
 import { HeldDelivery } from './delivery/held-delivery.js';
 import { KeyOrder } from './delivery/key-order.js';
 import { OrderedLook } from './delivery/ordered-look.js';
+import { QueueLineage } from './delivery/queue-lineage.js';
 import { RangeFailures } from './delivery/range-failures.js';
 import { Requeue } from './delivery/requeue.js';
 import { WakeChannel } from './delivery/wake-channel.js';
@@ -43,6 +44,7 @@ import { PollCancels } from './store/poll-cancels.js';
 import { QueueControls } from './store/queue-controls.js';
 import { RangeStore } from './store/ranges.js';
 import { SegmentStore } from './store/segments.js';
+import { ShardMarks } from './store/shard-marks.js';
 import { SqsCredentialStore } from './store/sqs-credentials.js';
 import { StorageMeter } from './store/storage.js';
 import { StreamMarks } from './store/stream-marks.js';
@@ -78,7 +80,9 @@ export function buildServices(config: RuntimeConfig, clients: AwsClients) {
   const samples = new TotalsSamples(clients.doc, table);
   const pollCancels = new PollCancels(clients.doc, table);
   const reader = new ShardReader(clients.kinesis);
-  const windows = new OrderedLook({ ranges, blocks, keys });
+  const shardMarks = new ShardMarks(clients.doc, table);
+  const lineage = new QueueLineage({ directory: shards, marks: shardMarks });
+  const windows = new OrderedLook({ ranges, blocks, keys, lineage });
   const jobs = jobStores(clients.doc, table);
   // Admission hands leases to, and wakes, the long polls waiting in this process, unless requests
   // are isolated as on AWS (RuntimeConfig.requestsIsolated).
@@ -114,6 +118,8 @@ export function buildServices(config: RuntimeConfig, clients: AwsClients) {
     blocks,
     claims,
     shards,
+    shardMarks,
+    lineage,
     log,
     audit,
     keyOrder,

@@ -179,7 +179,9 @@ export class RangeAdmission {
   private orderedWindow(queue: string, config: QueueConfig, shard: string): Promise<ShardWindow | undefined> {
     if (!keyOrdered(queue, config) || !this.deps.waiters?.waits(queue) || !this.deps.windows)
       return Promise.resolve(undefined);
-    return this.deps.windows.window(queue, shard, ORDERED_WINDOW_RANGES, this.now()).catch(() => undefined);
+    return this.deps.windows
+      .window(queue, config.stream, shard, ORDERED_WINDOW_RANGES, this.now())
+      .catch(() => undefined);
   }
 
   private async admitAfter(

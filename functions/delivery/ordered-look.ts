@@ -2,10 +2,12 @@ import type { LeasedEntry } from '../admission/admitted-signal.js';
 import type { QueueConfig } from '../core/config.js';
 import { chooseRuns, type KeyRun, keyedStep, keyRuns, keyTag, runPicks } from '../core/ordering.js';
 import { isFinished, type Range } from '../core/ranges.js';
+import { type AncestorView, type LineageGate, lineageGate } from '../core/shard-lineage.js';
 import type { KeyBlocks } from '../store/key-blocks.js';
 import type { KeyState, KeyStates } from '../store/key-states.js';
 import type { NewLease, RangeStore } from '../store/ranges.js';
 import type { SegmentEntry } from '../store/segments.js';
+import type { QueueLineage } from './queue-lineage.js';
 
 /**
  * A receiver's look at an ordered pull queue's ranges (docs: ordered queues). Every message of a
@@ -20,6 +22,15 @@ export interface OrderedLookDeps {
   ranges: RangeStore;
   blocks: KeyBlocks;
   keys: KeyStates;
+  /** A resharded stream's children wait, key by key, for their ancestors (core/shard-lineage.ts). */
+  lineage?: QueueLineage;
+}
+
+/** One shard's look: its runs, the keys it blocks, and the tags that wait for an ancestor. */
+export interface ShardLook {
+  runs: KeyRun[];
+  blocked: Map<string, number>;
+  waits: ReadonlySet<string>;
 }
 
 /** An entry leased by an ordered look: the key's holder is flagged, so its ack frees the key. */
@@ -44,6 +55,12 @@ export const MAX_RANGES = 64;
  * block: a key unblocked since costs its state's read, not a wrong delivery.
  */
 const BLOCKS_REUSE_MS = 1000;
+/**
+ * How long a look uses a child shard's lineage gate: an ended ancestor admits nothing more, so a
+ * key it did not hold back then it does not hold back later (a key blocks only where it has an
+ * unfinished entry, or is parked or holding, and those keys were held back already).
+ */
+const GATE_REUSE_MS = 1000;
 
 /** A shard's ranges as a look read them, and its blocked keys, each with its token. */
 type ShardView = { ranges: Range[]; blocked: Map<string, number> };
@@ -59,27 +76,59 @@ export class OrderedLook {
   >();
   /** Per queue, until when this instance reads a range before it writes a lease: its last lost write. */
   private readonly contendedUntil = new Map<string, number>();
+  /** Per queue and child shard, the lineage gate a look read last. */
+  private readonly gates = new Map<string, { at: number; gate: LineageGate }>();
 
   constructor(private readonly deps: OrderedLookDeps) {}
 
-  /** The runs of one shard, with the keys the shard blocks. */
+  /**
+   * The runs of one shard, with the keys the shard (and its unfinished ancestors) block, and the
+   * tags whose keys wait for an ancestor's unfinished entry.
+   */
   async runs(
     queue: string,
     config: QueueConfig,
     shard: string,
     want: number,
     now: number,
-  ): Promise<{ runs: KeyRun[]; blocked: Map<string, number> }> {
+  ): Promise<ShardLook> {
+    const gate = await this.gate(queue, config.stream, shard, now);
+    if (gate === 'shut') return { runs: [], blocked: new Map(), waits: new Set() };
     // A page more a look costs more read units than the receivers racing for fewer runs lose.
-    const { ranges, blocked } = await this.view(
+    const view = await this.view(
       queue,
       shard,
       MAX_RANGES,
       now,
       (read) => keyRuns(read, config.max_per_key, now).reduce((n, r) => n + r.entries.length, 0) >= want,
     );
-    const tags = new Set([...blocked.keys()].map(keyTag));
-    return { runs: keyRuns(ranges, config.max_per_key, now, tags), blocked };
+    const blocked = gate.blocked.size ? new Map([...gate.blocked, ...view.blocked]) : view.blocked;
+    const tags = new Set([...[...blocked.keys()].map(keyTag), ...gate.waits]);
+    return { runs: keyRuns(view.ranges, config.max_per_key, now, tags), blocked, waits: gate.waits };
+  }
+
+  /**
+   * A shard's lineage gate: open with nothing held back unless an ancestor is unfinished; then
+   * what each unfinished ancestor holds back, from its window as a look reads it.
+   */
+  private async gate(queue: string, stream: string, shard: string, now: number): Promise<LineageGate> {
+    const open: LineageGate = { waits: new Set(), blocked: new Map() };
+    const ancestors = (await this.deps.lineage?.ancestors(queue, stream, shard, now)) ?? [];
+    if (!ancestors.length) return open;
+    const at = `${queue}\u0000${shard}`;
+    const hit = this.gates.get(at);
+    if (hit && now - hit.at < GATE_REUSE_MS) return hit.gate;
+    const views = await Promise.all(
+      ancestors.map(
+        async (a): Promise<AncestorView> =>
+          a.ended
+            ? { ended: true, window: await this.whole(queue, a.shard, MAX_RANGES, now) }
+            : { ended: false },
+      ),
+    );
+    const gate = lineageGate(views, now);
+    this.gates.set(at, { at: now, gate });
+    return gate;
   }
 
   /**
@@ -90,18 +139,25 @@ export class OrderedLook {
    */
   async lease(
     queue: string,
-    looked: readonly { runs: KeyRun[]; blocked: Map<string, number> }[],
+    looked: readonly ShardLook[],
     want: number,
     lease: NewLease,
     segments: (runs: readonly KeyRun[]) => Promise<Map<string, SegmentEntry>>,
   ): Promise<OrderedLeased[]> {
     const blockedKeys = new Set(looked.flatMap((l) => [...l.blocked.keys()]));
     const blockedTags = new Set([...blockedKeys].map(keyTag));
+    const waiting = new Set(looked.flatMap((l) => l.runs.filter((run) => l.waits.has(run.tag))));
     const all = looked.flatMap((l) => l.runs);
-    const open = all.filter((run) => !blockedTags.has(run.tag));
-    const blockedRuns = all.filter((run) => blockedTags.has(run.tag));
+    const open = all.filter((run) => !blockedTags.has(run.tag) && !waiting.has(run));
+    const blockedRuns = all.filter((run) => blockedTags.has(run.tag) || waiting.has(run));
     const gated = blockedRuns.length
-      ? await this.gate(queue, blockedRuns, blockedKeys, await segments(blockedRuns.map(firstOnly)))
+      ? await this.keyGate(
+          queue,
+          blockedRuns,
+          blockedKeys,
+          waiting,
+          await segments(blockedRuns.map(firstOnly)),
+        )
       : [];
     // A key's holder goes first: everything else of its key waits for it.
     const holders = gated.filter((run) => run.holds);
@@ -117,27 +173,35 @@ export class OrderedLook {
 
   /**
    * Runs of blocked keys (by tag), each by its first entry: a key whose state is free lets its
-   * first run go; a key held by a message lets only that message go (alone, as its holder).
+   * first run go; a key held by a message lets only that message go (alone, as its holder). A run
+   * `waiting` for an ancestor's unfinished entry of its tag goes only as its key's holder.
    */
-  private async gate(
+  private async keyGate(
     queue: string,
     runs: KeyRun[],
     blockedKeys: ReadonlySet<string>,
+    waiting: ReadonlySet<KeyRun>,
     entries: Map<string, SegmentEntry>,
   ): Promise<GatedRun[]> {
     const envelopeOf = (run: KeyRun) => entries.get(entryName(run.entries[0] as RunEntry))?.envelope;
-    const keys = [...new Set(runs.map((run) => envelopeOf(run)?.key ?? ''))].filter((k) =>
-      blockedKeys.has(k),
-    );
+    const keys = [
+      ...new Set(
+        runs.flatMap((run) => {
+          const key = envelopeOf(run)?.key;
+          return key !== undefined && (waiting.has(run) || blockedKeys.has(key)) ? [key] : [];
+        }),
+      ),
+    ];
     const states = keys.length ? await this.deps.keys.getMany(queue, keys) : new Map<string, KeyState>();
     return runs.flatMap((run): GatedRun[] => {
       const env = envelopeOf(run);
       if (!env) return [];
+      const state = states.get(env.key ?? '');
+      const holder = state?.busy_with === env.message_id && state.parked_at === undefined;
+      if (waiting.has(run)) return holder ? [{ ...firstOnly(run), holds: true }] : [];
       // Another key with the same tag, not blocked itself.
       if (!blockedKeys.has(env.key ?? '')) return run.holderOnly ? [] : [run];
-      const state = states.get(env.key ?? '');
-      if (state?.busy_with === env.message_id && state.parked_at === undefined)
-        return [{ ...firstOnly(run), holds: true }];
+      if (holder) return [{ ...firstOnly(run), holds: true }];
       return !run.holderOnly && keyedStep(state, env.message_id) === 'deliver' ? [run] : [];
     });
   }
@@ -230,18 +294,26 @@ export class OrderedLook {
   /**
    * A shard's whole window for an admission: its ranges from the lowest unfinished one to the
    * last, and the tags its blocks item names. Undefined when the window is longer than
-   * `maxRanges`: the admission then leaves its entries to a look. A read that missed a range ends
-   * early: the admission finds its last range is not the shard's.
+   * `maxRanges`, or when an ancestor of the shard is unfinished: the admission then leaves its
+   * entries to a look. A read that missed a range ends early: the admission finds its last range
+   * is not the shard's.
    */
   async window(
     queue: string,
+    stream: string,
     shard: string,
     maxRanges: number,
     now: number,
   ): Promise<{ ranges: Range[]; blocked: Set<string> } | undefined> {
-    const { ranges, blocked } = await this.view(queue, shard, maxRanges + 1, now, () => false);
-    if (ranges.length > maxRanges) return undefined;
-    return { ranges, blocked: new Set([...blocked.keys()].map(keyTag)) };
+    if ((await this.deps.lineage?.ancestors(queue, stream, shard, now))?.length) return undefined;
+    const whole = await this.whole(queue, shard, maxRanges, now);
+    return whole && { ranges: whole.ranges, blocked: new Set([...whole.blocked.keys()].map(keyTag)) };
+  }
+
+  /** The shard's window and blocked keys; undefined when it is longer than `maxRanges`. */
+  async whole(queue: string, shard: string, maxRanges: number, now: number): Promise<ShardView | undefined> {
+    const view = await this.view(queue, shard, maxRanges + 1, now, () => false);
+    return view.ranges.length > maxRanges ? undefined : view;
   }
 
   /**

@@ -29,6 +29,7 @@ import type { NackRequest } from '../wire/requests.js';
 import type { AckStatus, DeliveredMessage } from '../wire/responses.js';
 import type { HeldDelivery, HeldLeased } from './held-delivery.js';
 import { CONTENDED_MS, entryName, type OrderedLeased, OrderedLook } from './ordered-look.js';
+import type { QueueLineage } from './queue-lineage.js';
 import type { RangeFailures } from './range-failures.js';
 
 /**
@@ -49,6 +50,8 @@ export interface RangeReceiverDeps {
   held: HeldDelivery;
   blocks: KeyBlocks;
   keys: KeyStates;
+  /** Ordered queues on a resharded stream: a child's keys wait for their ancestors. */
+  lineage?: QueueLineage;
   counters: Counters;
   storage: StorageMeter;
   signer: () => Promise<ReceiptSigner>;

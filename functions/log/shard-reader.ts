@@ -21,6 +21,8 @@ export interface Page {
   records: RawRecord[];
   /** Nothing after these records yet: the reader is at the shard's tip. */
   atTip: boolean;
+  /** The shard is closed (resharded) and read to its end: nothing will ever come after. */
+  end: boolean;
 }
 
 /** Kinesis keeps an iterator for 5 minutes; one is reused for a little less. */
@@ -79,7 +81,9 @@ export class ShardReader {
   /**
    * Pages of up to `limit` records from `from`, at most `maxPages` of them. A page may be empty
    * while the shard goes on (Kinesis skips ahead through empty stretches one call at a time), so
-   * a caller that wants records reads on until one arrives or `atTip`.
+   * a caller that wants records reads on until one arrives or `atTip`. `toEnd`: a closed shard
+   * read on past its tip, up to its end (its iterator may answer an empty page at the tip before
+   * it answers none).
    */
   async *pages(
     stream: string,
@@ -87,12 +91,13 @@ export class ShardReader {
     from: ReadFrom,
     limit: number,
     maxPages: number,
+    toEnd = false,
   ): AsyncGenerator<Page> {
     let iterator = await this.iterator(stream, shard, from);
     for (let page = 0; iterator && page < maxPages; page++) {
-      const { records, atTip, next } = await this.read(iterator, limit);
-      yield { records, atTip };
-      if (atTip) return;
+      const { records, atTip, end, next } = await this.read(iterator, limit);
+      yield { records, atTip, end };
+      if (atTip && !toEnd) return;
       iterator = next;
     }
   }
@@ -126,8 +131,9 @@ export class ShardReader {
         : [],
     );
     // A closed shard's iterator ends: nothing more will come.
-    const atTip = !out.NextShardIterator || (records.length < limit && out.MillisBehindLatest === 0);
-    return { records, atTip, next: out.NextShardIterator };
+    const end = !out.NextShardIterator;
+    const atTip = end || (records.length < limit && out.MillisBehindLatest === 0);
+    return { records, atTip, end, next: out.NextShardIterator };
   }
 }
 

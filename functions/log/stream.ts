@@ -1,6 +1,7 @@
 import type { PutRecordsCommandOutput, PutRecordsRequestEntry } from '@aws-sdk/client-kinesis';
 import { type KinesisClient, ListShardsCommand, PutRecordsCommand } from '../aws/kinesis.js';
 import { sleep } from '../core/async.js';
+import type { ShardLink } from '../core/shard-lineage.js';
 
 /**
  * Appends records to a queue's Kinesis stream. PutRecords is not atomic: each entry lands
@@ -121,33 +122,64 @@ function chunkIndexes(inputs: readonly AppendInput[]): number[][] {
   return chunks;
 }
 
-const SHARD_CACHE_MS = 60_000;
+/**
+ * How long an instance uses a stream's shard listing. A reshard's children appear to receivers
+ * and the sweep within this; a producer whose record lands on a shard it has not listed reads
+ * the listing again at once (`learn`). ListShards is not billed.
+ */
+const SHARD_CACHE_MS = 10_000;
 
-/** Shard ids of a stream, cached per instance (shards change only on resharding). */
+/** The shards of a stream, with their lineage, cached per instance (shards change only on resharding). */
 export class ShardDirectory {
-  private cache = new Map<string, { at: number; shards: Promise<string[]> }>();
+  private cache = new Map<string, { at: number; links: Promise<Map<string, ListedLink>> }>();
 
   constructor(private readonly kinesis: KinesisClient) {}
 
-  shards(stream: string, now = Date.now()): Promise<string[]> {
-    const hit = this.cache.get(stream);
-    if (hit && now - hit.at < SHARD_CACHE_MS) return hit.shards;
-    const shards = this.list(stream);
-    this.cache.set(stream, { at: now, shards });
-    shards.catch(() => this.cache.delete(stream));
-    return shards;
+  /** The ids of the shards the stream lists, open and closed, in the stream's order. */
+  async shards(stream: string, now = Date.now()): Promise<string[]> {
+    return [...(await this.lineage(stream, now)).values()].filter((l) => l.listed).map((l) => l.id);
   }
 
-  private async list(stream: string): Promise<string[]> {
-    const ids: string[] = [];
+  /**
+   * The stream's shards by id with their parents and whether they are closed; parents the stream
+   * no longer lists are there too, closed, with no parents of their own (core/shard-lineage.ts).
+   */
+  lineage(stream: string, now = Date.now()): Promise<Map<string, ListedLink>> {
+    const hit = this.cache.get(stream);
+    if (hit && now - hit.at < SHARD_CACHE_MS) return hit.links;
+    const links = this.list(stream);
+    this.cache.set(stream, { at: now, links });
+    links.catch(() => this.cache.delete(stream));
+    return links;
+  }
+
+  /** A record landed on `shard`: if the listing does not have it, the stream was resharded. */
+  async learn(stream: string, shard: string): Promise<void> {
+    const hit = this.cache.get(stream);
+    if (hit && !(await hit.links.catch(() => undefined))?.has(shard)) this.cache.delete(stream);
+  }
+
+  private async list(stream: string): Promise<Map<string, ListedLink>> {
+    const links = new Map<string, ListedLink>();
     let token: string | undefined;
     do {
       const out = await this.kinesis.send(
         new ListShardsCommand(token ? { NextToken: token } : { StreamName: stream }),
       );
-      for (const s of out.Shards ?? []) if (s.ShardId) ids.push(s.ShardId);
+      for (const s of out.Shards ?? []) {
+        if (!s.ShardId) continue;
+        const parents = [s.ParentShardId, s.AdjacentParentShardId].filter((p): p is string => !!p);
+        const closed = s.SequenceNumberRange?.EndingSequenceNumber !== undefined;
+        links.set(s.ShardId, { id: s.ShardId, parents, closed, listed: true });
+      }
       token = out.NextToken;
     } while (token);
-    return ids;
+    for (const link of [...links.values()])
+      for (const parent of link.parents)
+        if (!links.has(parent)) links.set(parent, { id: parent, parents: [], closed: true, listed: false });
+    return links;
   }
 }
+
+/** A shard of the lineage, and whether the stream still lists it. */
+export type ListedLink = ShardLink & { listed: boolean };

@@ -31,7 +31,7 @@ export interface ProducerDeps {
   storage: StorageMeter;
   /** Which stream the queue's ranges are of: produce refuses a queue moved off it (docs/streams.md). */
   streamMarks: Pick<StreamMarks, 'confirmAll'>;
-  shards: Pick<ShardDirectory, 'shards'>;
+  shards: Pick<ShardDirectory, 'shards' | 'learn'>;
   ranges: Pick<RangeStore, 'head'>;
   /** Admits what landed before produce answers (dispatch admits whatever it does not). */
   fastAdmission?: Pick<FastAdmission, 'afterAppend'>;
@@ -133,6 +133,9 @@ export class Producer {
         );
     });
 
+    // A record on a shard this instance has not listed: the stream was resharded.
+    for (const shard of new Set(landed.map((l) => l.shard)))
+      await this.deps.shards.learn(config.stream, shard);
     // The storage meter does not wait for the dedup records; the totals do (a lost race is a duplicate).
     const named = landed.filter((l) => !l.p.serverId);
     // Fast admission after the dedup records: admission claims a producer id's position, which

@@ -240,3 +240,8 @@ export const ADMISSION_LAGS_PK = 'TENANT#LAGS';
 export function admissionLagKey(queue: string, shard: string): ItemKey {
   return { pk: ADMISSION_LAGS_PK, sk: `${queue}#${shard}` };
 }
+
+/** What a queue's lease layer recorded of each closed shard of its stream (store/shard-marks.ts). */
+export function shardMarksPk(queue: string): string {
+  return `Q#${queue}#SH`;
+}

@@ -16,6 +16,7 @@ import { DriftCheck } from './drift-check.js';
 import { ExpiryWatch } from './expiry-watch.js';
 import { Gauges } from './gauges.js';
 import { HeldSweep } from './held-sweep.js';
+import { LineageSweep } from './lineage-sweep.js';
 import { emptyReport, Sweeper, type SweepReport } from './sweeper.js';
 
 /** An invocation's passes, and whether it ended because the sweep may rest (core/sweep-rest.ts). */
@@ -91,6 +92,7 @@ export function createSweepHandler(
     ...services,
     blockedKeys: new BlockedKeys(services),
     heldSweep: new HeldSweep(services),
+    lineageSweep: new LineageSweep({ ...services, marks: services.shardMarks }),
     tenant: config.tenant,
     logger,
   });

@@ -31,6 +31,7 @@ import type { RangeStore } from '../store/ranges.js';
 import type { SegmentStore } from '../store/segments.js';
 import type { BlockedKeys } from './blocked-keys.js';
 import type { HeldSweep } from './held-sweep.js';
+import type { LineageSweep } from './lineage-sweep.js';
 import { WindowScan } from './window-scan.js';
 
 /**
@@ -53,6 +54,8 @@ export interface SweeperDeps {
   /** Ordered pull queues: held deliveries whose leases ran out, blocked keys' waiting messages. */
   heldSweep: HeldSweep;
   blockedKeys: BlockedKeys;
+  /** A resharded stream's closed shards, marked ended and finished per queue. */
+  lineageSweep?: Pick<LineageSweep, 'sweep'>;
   admission: RangeAdmission;
   /** Retries it appended are admitted at once, not at dispatch's next poll. */
   fastAdmission?: Pick<FastAdmission, 'afterAppend'>;
@@ -180,6 +183,12 @@ export class Sweeper {
     for (const ns of namespaces(this.deps.tenant)) {
       for (const jobs of [this.deps.redrives, this.deps.replays, this.deps.retentions])
         if (await jobs.anyRunning(ns.name)) return true;
+      // A closed shard whose records are not all admitted yet: its children's keys wait on it.
+      if (
+        ns.consumer === undefined &&
+        (await this.deps.lineageSweep?.sweep(ns.name, ns.config, now))?.unended
+      )
+        return true;
       for (const shard of await this.deps.shards.shards(ns.config.stream)) {
         const { messages } = this.deps;
         // The whole window, not a pass's share: a lease a turn has not reached must keep it up.
@@ -242,6 +251,7 @@ export class Sweeper {
         }
       }),
     );
+    if (ns.consumer === undefined) await this.deps.lineageSweep?.sweep(ns.name, ns.config, this.now());
   }
 
   /**

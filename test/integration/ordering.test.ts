@@ -509,7 +509,7 @@ describe('a look whose key batch spans two ranges', () => {
           ),
         ) as Map<string, SegmentEntry>;
       const lease = (consumerId: string) => ({ expiresAt: now + 60_000, deliveredAt: now, consumerId });
-      const looked = [{ runs: run ? [run] : [], blocked: seen.blocked }];
+      const looked = [{ runs: run ? [run] : [], blocked: seen.blocked, waits: new Set<string>() }];
       // Another receiver takes the key's first five (its batch of the first range) meanwhile.
       const other = await new OrderedLook(services).lease('span', looked, 5, lease('early'), segments);
       expect(other.map((l) => l.entry.envelope.message_id)).toEqual(
