@@ -184,6 +184,7 @@ export function buildServices(config: RuntimeConfig, clients: AwsClients) {
       controls,
       samples,
       commitMarks: new CommitMarks(clients.doc, table),
+      lineage,
     }),
     queueAdmin: new QueueAdmin({ controls, audit }),
     redrives: new Redrives({

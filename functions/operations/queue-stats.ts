@@ -8,7 +8,9 @@ import {
 } from '../core/config.js';
 import { drainView } from '../core/drain.js';
 import { entryStatus, isFinished, type Range } from '../core/ranges.js';
+import { shardState } from '../core/shard-lineage.js';
 import type { KeyOrder } from '../delivery/key-order.js';
+import type { QueueLineage } from '../delivery/queue-lineage.js';
 import type { ShardDirectory } from '../log/stream.js';
 import type { CommitMarks } from '../store/commit-marks.js';
 import type { Counters } from '../store/counters.js';
@@ -35,6 +37,7 @@ export interface QueueStatsDeps {
   controls: QueueControls;
   samples: TotalsSamples;
   commitMarks: CommitMarks;
+  lineage: Pick<QueueLineage, 'progress'>;
   now?: () => number;
 }
 
@@ -72,13 +75,14 @@ export class QueueStats {
     const shards = await this.shardsOf(queue);
     const perShard = await Promise.all(shards.map((shard) => this.rangeShardStats(queue, shard, now)));
     // The totals first: reading them writes this instance's pending counts, the stored bytes too.
-    const [dead, totals, held, pause, samples, stall] = await Promise.all([
+    const [dead, totals, held, pause, samples, stall, lineage] = await Promise.all([
       this.deadStats(queue, now),
       this.deps.counters.stats(queue),
       config.ordered ? this.deps.keyOrder.heldInHoldAreas(queue, shards) : 0,
       this.deps.controls.get(queue),
       this.deps.samples.get(queue),
       this.commitStall(queue, perShard, now, keepMarks),
+      this.lineage(queue, config.stream, now),
     ]);
     const storedBytes = await this.deps.storage.byReader(queue, config);
     const sum = (f: (s: (typeof perShard)[number]) => number) => perShard.reduce((a, s) => a + f(s), 0);
@@ -96,6 +100,7 @@ export class QueueStats {
       /** How long a shard's lowest unfinished entry has not moved (a poison head, on an ordered queue). */
       commit_stalled_seconds: Math.max(0, ...Object.values(stall)),
       commit_stalled_seconds_by_shard: stall,
+      shards: lineage,
       dlq_oldest_age_seconds: dead.dlq_oldest_age_seconds,
       produced_total: totals.produced ?? 0,
       acked_total: totals.acked ?? 0,
@@ -200,6 +205,17 @@ export class QueueStats {
     // Written only when a commit point moved: a stalled or empty queue costs no write a minute.
     if (keepMarks && !sameMarks(stall.marks, marks)) await this.deps.commitMarks.set(namespace, stall.marks);
     return stall.stalledSeconds;
+  }
+
+  /** The stream's listed shards, each with its state for the queue; the marks are read only after a reshard. */
+  private async lineage(queue: string, stream: string, now: number) {
+    const links = [...(await this.deps.shards.lineage(stream, now)).values()].filter((l) => l.listed);
+    const progress = links.some((l) => l.closed) ? await this.deps.lineage.progress(queue, now) : new Map();
+    return links.map((l) => ({
+      id: l.id,
+      state: shardState(l, progress.get(l.id)),
+      parents: [...l.parents],
+    }));
   }
 
   /** The shards of the queue's stream: a consumer's state is kept per shard of its queue's. */

@@ -107,6 +107,17 @@ export const queueStatsSchema = z.lazy(() =>
     /** How long a shard's oldest unfinished message has held its commit point (a poison head). */
     commit_stalled_seconds: seconds(),
     commit_stalled_seconds_by_shard: byName(),
+    /**
+     * The stream's shards with their parents: `open`; `draining`, closed by a reshard while the
+     * queue still has something of it; `finished`, nothing of it holds a key back.
+     */
+    shards: z.array(
+      z.object({
+        id: z.string(),
+        state: z.enum(['open', 'draining', 'finished']),
+        parents: z.array(z.string()),
+      }),
+    ),
     dlq_oldest_age_seconds: seconds(),
     produced_total: count(),
     acked_total: count(),

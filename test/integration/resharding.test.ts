@@ -99,6 +99,26 @@ describe('an ordered queue resharded under load', () => {
     }, 90_000);
     expect(outOfOrder).toEqual([]);
     expect(await q.receive({ max_messages: 10, wait_seconds: 0 })).toEqual([]);
+
+    // Stats show the lineage: three open shards, and every closed one finished once the sweep
+    // has seen it empty; each shard names its parents, the first shard none.
+    type Shard = { id: string; state: string; parents: string[] };
+    let shards: Shard[] = [];
+    await until(async () => {
+      shards = (await q.stats()).shards;
+      return shards.every((s) => s.state !== 'draining');
+    }, 30_000);
+    expect(shards.filter((s) => s.state === 'open')).toHaveLength(3);
+    expect(shards.find((s) => s.id === 'shardId-000000000000')).toEqual({
+      id: 'shardId-000000000000',
+      state: 'finished',
+      parents: [],
+    });
+    const ids = new Set(shards.map((s) => s.id));
+    for (const s of shards.slice(1)) {
+      expect(s.parents.length).toBeGreaterThan(0);
+      for (const p of s.parents) expect(ids.has(p)).toBe(true);
+    }
   }, 240_000);
 });
 
