@@ -5,6 +5,7 @@ import { registerInspect } from './commands/inspect.js';
 import { registerKeys } from './commands/keys.js';
 import { registerMessages } from './commands/messages.js';
 import { registerPause } from './commands/pause.js';
+import { registerReshard } from './commands/reshard.js';
 import { registerSize } from './commands/size.js';
 import { registerStart } from './commands/start.js';
 import { registerStats } from './commands/stats.js';
@@ -49,6 +50,7 @@ export function buildProgram(): Command {
   registerPause(program);
   registerKeys(program);
   registerSize(program);
+  registerReshard(program);
   registerUsage(program);
   registerAlarms(program);
   return program;

@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
 import { API_GATEWAY_HTTP_FIRST_TIER_REQUESTS, PRICES } from '../../bench/prices.js';
+import { planShardCountSteps } from '../../functions/core/reshard-plan.js';
 import { type GlobalOptions, nonNegativeNumber, positiveNumber, UsageError } from '../context.js';
 import { fields, num, usd, writeJson, writeOut } from '../output.js';
 import {
@@ -35,6 +36,11 @@ export function registerSize(program: Command): void {
       SIZING_DEFAULTS.headroom,
     )
     .option(
+      '--current-shards <n>',
+      "the stream's shards now: the reshard steps to what the rate needs",
+      positiveNumber,
+    )
+    .option(
       '--envelope-bytes <n>',
       "leaseq's envelope around each payload (an estimate)",
       nonNegativeNumber,
@@ -50,6 +56,7 @@ export function registerSize(program: Command): void {
           ordered?: boolean;
           headroom: number;
           envelopeBytes: number;
+          currentShards?: number;
         },
         cmd: Command,
       ) => {
@@ -64,16 +71,33 @@ export function registerSize(program: Command): void {
           headroom: opts.headroom,
           envelopeBytes: opts.envelopeBytes,
         });
+        if (opts.currentShards !== undefined && !Number.isInteger(opts.currentShards))
+          throw new UsageError(`--current-shards: not a whole number: ${opts.currentShards}`);
+        const reshard =
+          opts.currentShards === undefined
+            ? undefined
+            : {
+                from: opts.currentShards,
+                steps: planShardCountSteps(opts.currentShards, result.kinesis.shards),
+              };
         if (cmd.optsWithGlobals<GlobalOptions>().json)
           writeJson({
             ...result,
+            ...(reshard ? { reshard } : {}),
             sources: SOURCES,
             prices: PRICE_BASIS,
             figuresFrom: figuresBasis(BENCH_FIGURES),
           });
-        else writeOut(sizingReport(result));
+        else writeOut([sizingReport(result), ...(reshard ? [reshardLine(reshard)] : [])].join('\n'));
       },
     );
+}
+
+/** The deploys a reshard takes: UpdateShardCount at most doubles or halves a stream at a time. */
+export function reshardLine({ from, steps }: { from: number; steps: readonly number[] }): string {
+  if (!steps.length) return `reshard: none, ${num(from)} shards is what the rate needs`;
+  const path = [from, ...steps].map((n) => num(n)).join(' → ');
+  return `reshard: ${path}, ${steps.length === 1 ? 'one deploy' : `${steps.length} deploys`} of the tenant file's shards (docs/resharding.md)`;
 }
 
 /** "2,840 WRU/s", or "2,840 WRU/s at the peak, 71 sustained" when the two differ. */

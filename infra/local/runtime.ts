@@ -19,6 +19,7 @@ import { hashApiKey } from '../../functions/core/auth.js';
 import { type TenantConfig, tableName, tenantStreams } from '../../functions/core/config.js';
 import { gatewayThrottles } from '../../functions/core/gateway-throttles.js';
 import { checkPayloadSchemas } from '../../functions/core/payload-schema.js';
+import { MAX_STREAM_SHARDS } from '../../functions/core/reshard-plan.js';
 import type { RuntimeConfig } from '../../functions/core/runtime-config.js';
 import { createDispatchHandler } from '../../functions/dispatch/app.js';
 import { SERVICE } from '../../functions/observability/metrics.js';
@@ -98,6 +99,9 @@ export interface Runtime {
 
 export const ADMIN_KEY_NAME = 'local-admin';
 
+/** The running runtime's emulator endpoints, in its data folder. */
+export const ENDPOINTS_FILE = 'endpoints.json';
+
 export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
   // A schema that does not compile must refuse to start, not fail every produce.
   checkPayloadSchemas(options.tenant);
@@ -119,9 +123,12 @@ async function startOn(options: RuntimeOptions, unlock: () => void): Promise<Run
   const totalShards = [...tenantStreams(options.tenant).values()].reduce((n, s) => n + s.shards, 0);
   const emulators = await startEmulators({
     dataDir: options.dataDir,
-    shardLimit: Math.max(10, totalShards * 2),
+    // Room for `leaseq reshard` and a reshard at start (kinesalite counts open shards only).
+    shardLimit: Math.max(MAX_STREAM_SHARDS, totalShards * 2),
     dynamodb: options.dynamodb ?? 'dynalite',
   });
+  // Where `leaseq reshard` finds the emulators (their ports change with every start).
+  writeFileSync(join(options.dataDir, ENDPOINTS_FILE), `${JSON.stringify(emulators.endpoints)}\n`);
   // Before the config, which names its endpoint; it reaches the api function once that is built.
   let api: ApiHandler | undefined;
   const channel = await startChannelGateway(() => {

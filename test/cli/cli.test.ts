@@ -10,6 +10,7 @@ import { createSweepHandler } from '../../functions/sweep/app.js';
 import { lambdaContext } from '../../infra/local/lambda-context.js';
 import { queueApi } from '../helpers/queue-api.js';
 import { startTestRuntime, type TestRuntime } from '../helpers/runtime.js';
+import { until } from '../helpers/until.js';
 
 /** The real `leaseq` binary (node bin/leaseq.mjs) against a local runtime of its own. */
 
@@ -346,6 +347,47 @@ describe('leaseq against a local runtime', { timeout: 90_000 }, () => {
     expect(reversed.code).toBe(1);
     expect(lines(reversed.stderr)).toHaveLength(1);
     expect(reversed.stderr).toContain('INVALID_RANGE');
+  });
+
+  it('leaseq reshard: a local stream split live, the AWS steps named, and its mistakes one line each', async () => {
+    const tenantFile = join(scratch, 'reshard-tenant.json');
+    writeFileSync(
+      tenantFile,
+      JSON.stringify({
+        tenant: 'cli',
+        queues: {
+          jobs: { shards: 1 },
+          dead: { shards: 1, max_attempts: 1 },
+          ledger: { ordered: true, shards: 1 },
+        },
+      }),
+    );
+    const common = ['--config', tenantFile, '--data-dir', t.dataDir];
+    const split = await leaseq(['reshard', 'jobs', '4', ...common, '--json']);
+    expect(split.code, split.stderr).toBe(0);
+    const answer = JSON.parse(split.stdout);
+    expect(answer).toMatchObject({ stream: 'leaseq-cli-jobs', before: 1, after: 4, aws_steps: [2, 4] });
+    expect(answer.steps.map((s: { kind: string }) => s.kind)).toEqual(['split', 'split', 'split']);
+    // The queue's stats show the stream as it is now once the api lists it again (every 10 s at
+    // most): four open shards, the first closed.
+    const open = async () =>
+      (await queueApi(t, 'jobs').stats()).shards.filter((s: { state: string }) => s.state === 'open').length;
+    await until(async () => (await open()) === 4, 20_000);
+
+    const text = await leaseq(['reshard', 'jobs', '2', ...common]);
+    expect(text.code, text.stderr).toBe(0);
+    expect(lines(text.stdout)[0]).toBe('leaseq-cli-jobs: 4 → 2 open shards in 2 steps');
+    expect(text.stdout).toContain('On AWS: change the file and deploy, one deploy (4 → 2)');
+
+    const unknown = await leaseq(['reshard', 'nope', '2', ...common]);
+    expect(unknown.code).toBe(2);
+    expect(lines(unknown.stderr)).toEqual([
+      'leaseq: nope: no queue or stream of that name in the tenant file (streams: leaseq-cli-jobs, leaseq-cli-dead, leaseq-cli-ledger)',
+    ]);
+    const noRuntime = await leaseq(['reshard', 'jobs', '2', '--config', tenantFile, '--data-dir', scratch]);
+    expect(noRuntime.code).toBe(2);
+    expect(lines(noRuntime.stderr)).toHaveLength(1);
+    expect(noRuntime.stderr).toContain('no local runtime in');
   });
 
   it('usage mistakes exit 2 with one line and no stack trace', async () => {

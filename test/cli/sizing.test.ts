@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { API_GATEWAY_HTTP_FIRST_TIER_REQUESTS } from '../../bench/prices.js';
-import { sizingReport } from '../../cli/commands/size.js';
+import { reshardLine, sizingReport } from '../../cli/commands/size.js';
 import { drainText } from '../../cli/commands/stats.js';
 import { bytes, duration, num, percent, preview, usd } from '../../cli/output.js';
 import {
@@ -13,6 +13,7 @@ import {
   SOURCES,
   size,
 } from '../../cli/sizing.js';
+import { planShardCountSteps } from '../../functions/core/reshard-plan.js';
 import { SEGMENT_ITEM_MAX_BYTES } from '../../functions/store/segments.js';
 import { jsonErrorPlace } from '../../infra/tenant-file.js';
 
@@ -354,5 +355,18 @@ describe('formatting', () => {
       message = (err as Error).message;
     }
     expect(jsonErrorPlace(text, message)).toBe(':3:3');
+  });
+});
+
+describe('the reshard steps leaseq size names', () => {
+  it('go through a deploy per doubling or halving, and none when the count is right', () => {
+    const shards = size({ ...SIZING_DEFAULTS, rate: 20_000, bytes: 1000, ordered: false }).kinesis.shards;
+    expect(reshardLine({ from: 4, steps: planShardCountSteps(4, shards) })).toBe(
+      `reshard: 4 → 8 → 16 → ${shards}, 3 deploys of the tenant file's shards (docs/resharding.md)`,
+    );
+    expect(reshardLine({ from: 8, steps: planShardCountSteps(8, 3) })).toBe(
+      "reshard: 8 → 4 → 3, 2 deploys of the tenant file's shards (docs/resharding.md)",
+    );
+    expect(reshardLine({ from: 3, steps: [] })).toBe('reshard: none, 3 shards is what the rate needs');
   });
 });
