@@ -21,6 +21,7 @@ export default defineConfig({
       'test/package/**',
       'test/console/**',
       'test/integration/fast-admission.test.ts',
+      'test/integration/reshard-load.test.ts',
     ],
     testTimeout: 30_000,
     hookTimeout: 60_000,

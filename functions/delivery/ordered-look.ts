@@ -113,7 +113,8 @@ export class OrderedLook {
    */
   private async gate(queue: string, stream: string, shard: string, now: number): Promise<LineageGate> {
     const open: LineageGate = { waits: new Set(), blocked: new Map() };
-    const ancestors = (await this.deps.lineage?.ancestors(queue, stream, shard, now)) ?? [];
+    const ancestors = this.deps.lineage ? await this.deps.lineage.ancestors(queue, stream, shard, now) : [];
+    if (!ancestors) return 'shut';
     if (!ancestors.length) return open;
     const at = `${queue}\u0000${shard}`;
     const hit = this.gates.get(at);
@@ -305,7 +306,8 @@ export class OrderedLook {
     maxRanges: number,
     now: number,
   ): Promise<{ ranges: Range[]; blocked: Set<string> } | undefined> {
-    if ((await this.deps.lineage?.ancestors(queue, stream, shard, now))?.length) return undefined;
+    const ancestors = this.deps.lineage ? await this.deps.lineage.ancestors(queue, stream, shard, now) : [];
+    if (!ancestors || ancestors.length) return undefined;
     const whole = await this.whole(queue, shard, maxRanges, now);
     return whole && { ranges: whole.ranges, blocked: new Set([...whole.blocked.keys()].map(keyTag)) };
   }

@@ -9,7 +9,7 @@ import type { ShardMark, ShardMarks } from '../store/shard-marks.js';
  * it is finished, does it again (a finished mark is for good).
  */
 export interface QueueLineageDeps {
-  directory: Pick<ShardDirectory, 'lineage'>;
+  directory: Pick<ShardDirectory, 'lineage' | 'learn'>;
   marks: Pick<ShardMarks, 'all'>;
 }
 
@@ -22,16 +22,28 @@ export class QueueLineage {
 
   constructor(private readonly deps: QueueLineageDeps) {}
 
+  /**
+   * The shard's unfinished ancestors, each with whether it is ended; undefined when the stream
+   * does not list the shard even when listed again (a caller must then hold all of it back: a
+   * shard this instance has not listed yet has parents it does not know).
+   */
   async ancestors(
     queue: string,
     stream: string,
     shard: string,
     now: number,
-  ): Promise<{ shard: string; ended: boolean }[]> {
+  ): Promise<{ shard: string; ended: boolean }[] | undefined> {
     const at = `${queue}\u0000${shard}`;
     if (this.clear.has(at)) return [];
-    const links = await this.deps.directory.lineage(stream, now);
-    if (!links.get(shard)?.parents.length) return [];
+    let links = await this.deps.directory.lineage(stream, now);
+    if (!links.has(shard)) {
+      // Admission names the shards its records came from: a child newer than this listing.
+      await this.deps.directory.learn(stream, shard);
+      links = await this.deps.directory.lineage(stream, now);
+    }
+    const link = links.get(shard);
+    if (!link) return undefined;
+    if (!link.parents.length) return [];
     const progress = await this.progress(queue, now);
     const found = unfinishedAncestors(links, shard, progress).map((id) => ({
       shard: id,
