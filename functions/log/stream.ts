@@ -1,4 +1,10 @@
-import type { PutRecordsCommandOutput, PutRecordsRequestEntry } from '@aws-sdk/client-kinesis';
+import type {
+  ListShardsCommandInput,
+  ListShardsCommandOutput,
+  PutRecordsCommandOutput,
+  PutRecordsRequestEntry,
+  Shard,
+} from '@aws-sdk/client-kinesis';
 import { type KinesisClient, ListShardsCommand, PutRecordsCommand } from '../aws/kinesis.js';
 import { sleep } from '../core/async.js';
 import type { ShardLink } from '../core/shard-lineage.js';
@@ -161,24 +167,35 @@ export class ShardDirectory {
 
   private async list(stream: string): Promise<Map<string, ListedLink>> {
     const links = new Map<string, ListedLink>();
-    let token: string | undefined;
-    do {
-      const out = await this.kinesis.send(
-        new ListShardsCommand(token ? { NextToken: token } : { StreamName: stream }),
-      );
-      for (const s of out.Shards ?? []) {
-        if (!s.ShardId) continue;
-        const parents = [s.ParentShardId, s.AdjacentParentShardId].filter((p): p is string => !!p);
-        const closed = s.SequenceNumberRange?.EndingSequenceNumber !== undefined;
-        links.set(s.ShardId, { id: s.ShardId, parents, closed, listed: true });
-      }
-      token = out.NextToken;
-    } while (token);
+    for (const s of await listShards((input) => this.kinesis.send(new ListShardsCommand(input)), stream)) {
+      if (!s.ShardId) continue;
+      const parents = [s.ParentShardId, s.AdjacentParentShardId].filter((p): p is string => !!p);
+      const closed = s.SequenceNumberRange?.EndingSequenceNumber !== undefined;
+      links.set(s.ShardId, { id: s.ShardId, parents, closed, listed: true });
+    }
     for (const link of [...links.values()])
       for (const parent of link.parents)
         if (!links.has(parent)) links.set(parent, { id: parent, parents: [], closed: true, listed: false });
     return links;
   }
+}
+
+/**
+ * Every shard a stream lists, open and closed (until trimmed), page after page; `list` is one
+ * ListShards call of whichever client the caller has.
+ */
+export async function listShards(
+  list: (input: ListShardsCommandInput) => Promise<Pick<ListShardsCommandOutput, 'Shards' | 'NextToken'>>,
+  stream: string,
+): Promise<Shard[]> {
+  const shards: Shard[] = [];
+  let token: string | undefined;
+  do {
+    const out = await list(token ? { NextToken: token } : { StreamName: stream });
+    shards.push(...(out.Shards ?? []));
+    token = out.NextToken;
+  } while (token);
+  return shards;
 }
 
 /** A shard of the lineage, and whether the stream still lists it. */

@@ -1,4 +1,4 @@
-import type { _Record, Shard } from '@aws-sdk/client-kinesis';
+import type { _Record } from '@aws-sdk/client-kinesis';
 import type {
   Context,
   KinesisStreamBatchResponse,
@@ -11,6 +11,7 @@ import {
   type KinesisClient,
   ListShardsCommand,
 } from '../../functions/aws/kinesis.js';
+import { listShards } from '../../functions/log/stream.js';
 import { CheckpointStore } from './checkpoints.js';
 import { lambdaContext } from './lambda-context.js';
 
@@ -203,20 +204,6 @@ export async function startEventSource(options: EventSourceOptions): Promise<Eve
   };
 }
 
-/** Every shard of the stream, open and closed (until trimmed), page after page. */
-async function listShards(kinesis: KinesisClient, streamName: string): Promise<Shard[]> {
-  const shards: Shard[] = [];
-  let nextToken: string | undefined;
-  do {
-    const out = await kinesis.send(
-      new ListShardsCommand(nextToken ? { NextToken: nextToken } : { StreamName: streamName }),
-    );
-    shards.push(...(out.Shards ?? []));
-    nextToken = out.NextToken;
-  } while (nextToken);
-  return shards;
-}
-
 function checkMappings(mappings: EventSourceMapping[]): void {
   const names = new Set<string>();
   for (const m of mappings) {
@@ -273,7 +260,10 @@ class MappingShards {
   async list(): Promise<void> {
     this.requested = false;
     const startedAt = this.d.tick();
-    const shards = await listShards(this.d.kinesis, this.d.mapping.streamName);
+    const shards = await listShards(
+      (input) => this.d.kinesis.send(new ListShardsCommand(input)),
+      this.d.mapping.streamName,
+    );
     const listed = new Set<string>();
     const added: ShardPoller[] = [];
     for (const shard of shards) {

@@ -3,7 +3,6 @@ import {
   type KinesisClient,
   ListShardsCommand,
   MergeShardsCommand,
-  type Shard,
   SplitShardCommand,
 } from '@aws-sdk/client-kinesis';
 import { sleep } from '../../functions/core/async.js';
@@ -13,6 +12,7 @@ import {
   planSplitsAndMerges,
   type ReshardStep,
 } from '../../functions/core/reshard-plan.js';
+import { listShards } from '../../functions/log/stream.js';
 
 /**
  * Reshards a local stream to a shard count with SplitShard and MergeShards, the calls kinesalite
@@ -89,15 +89,7 @@ export async function reshardStream(
 
 /** The stream's open shards (those with no ending sequence number), in hash key order. */
 export async function listOpenShards(kinesis: KinesisClient, stream: string): Promise<OpenShard[]> {
-  const shards: Shard[] = [];
-  let token: string | undefined;
-  do {
-    const out = await kinesis.send(
-      new ListShardsCommand(token ? { NextToken: token } : { StreamName: stream }),
-    );
-    shards.push(...(out.Shards ?? []));
-    token = out.NextToken;
-  } while (token);
+  const shards = await listShards((input) => kinesis.send(new ListShardsCommand(input)), stream);
   return shards
     .filter((s) => s.SequenceNumberRange?.EndingSequenceNumber === undefined)
     .map((s) => ({

@@ -47,6 +47,11 @@ afterAll(async () => {
   rmSync(dataDir, { recursive: true, force: true });
 });
 
+/** Clients whose every call is one SDK attempt, so each fault injected reaches the poller. */
+function oneAttemptClients(faults: FaultInjector): AwsClients {
+  return createClients({ region: 'us-east-1', endpoints: emulators.endpoints, faults, maxAttempts: 1 });
+}
+
 /** Two shards by default; one where a test follows a single shard (kinesalite's limit is 40 open shards in all). */
 async function createStream(name: string, shards = 2): Promise<string> {
   await admin.kinesis.send(new CreateStreamCommand({ StreamName: name, ShardCount: shards }));
@@ -364,12 +369,7 @@ describe('failures', () => {
     const stream = await createStream('throttled');
     const faults = new FaultInjector();
     // One SDK attempt per call, so each injected fault reaches the poller.
-    const throttled = createClients({
-      region: 'us-east-1',
-      endpoints: emulators.endpoints,
-      faults,
-      maxAttempts: 1,
-    });
+    const throttled = oneAttemptClients(faults);
     faults.callFault = {
       match: (op) => op === 'Kinesis.GetRecords',
       errorName: 'ProvisionedThroughputExceededException',
@@ -668,12 +668,7 @@ describe('resharding', () => {
 
     // The parent cannot be read now: were it read again, it would never end and hold the children back.
     const faults = new FaultInjector();
-    const guarded = createClients({
-      region: 'us-east-1',
-      endpoints: emulators.endpoints,
-      faults,
-      maxAttempts: 1,
-    });
+    const guarded = oneAttemptClients(faults);
     faults.callFault = {
       match: (op, input) =>
         op === 'Kinesis.GetShardIterator' && (input as { ShardId?: string }).ShardId === shardName(0),
