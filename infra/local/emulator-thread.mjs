@@ -6,10 +6,12 @@ import { mkdirSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { parentPort, workerData } from 'node:worker_threads';
+import { answerAtTimestampOnQuietShards, settleInterruptedChanges } from './kinesalite-repairs.mjs';
 import { WriteJournal } from './write-journal.mjs';
 
 const require = createRequire(import.meta.url);
 const dynalite = require('dynalite');
+answerAtTimestampOnQuietShards();
 const kinesalite = require('kinesalite');
 const S3rver = require('s3rver');
 
@@ -48,6 +50,7 @@ async function start() {
     : undefined;
   if (dynamodbServer) journal?.watch(dynamodbServer);
   const s3 = new S3rver({ address: '127.0.0.1', port: 0, directory: dir('s3'), silent: true });
+  await settleInterruptedChanges(dir('kinesis'));
   const started = await Promise.allSettled([
     listening(
       kinesalite({
