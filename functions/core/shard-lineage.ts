@@ -60,6 +60,27 @@ export function unfinishedAncestors(
 }
 
 /**
+ * The shards descending from `shard` (its children, theirs, and so on), nearest first: where a
+ * key of it is appended once it is closed, since a key's hash stays in one of them.
+ */
+export function descendants(links: ReadonlyMap<string, ShardLink>, shard: string): string[] {
+  const found: string[] = [];
+  const seen = new Set<string>([shard]);
+  let frontier = [shard];
+  while (frontier.length) {
+    const next: string[] = [];
+    for (const link of links.values())
+      if (!seen.has(link.id) && link.parents.some((p) => frontier.includes(p))) {
+        seen.add(link.id);
+        found.push(link.id);
+        next.push(link.id);
+      }
+    frontier = next;
+  }
+  return found;
+}
+
+/**
  * What an unfinished ancestor holds back, as one look read it: whether it is ended, and when it
  * is, the tags of its unfinished entries and its blocked keys. No window: longer than a look reads.
  */

@@ -165,6 +165,11 @@ export class ShardDirectory {
     if (hit && !(await hit.links.catch(() => undefined))?.has(shard)) this.cache.delete(stream);
   }
 
+  /** Lists the stream again at the next call: a caller has a sign of a reshard the listing may miss. */
+  forget(stream: string): void {
+    this.cache.delete(stream);
+  }
+
   private async list(stream: string): Promise<Map<string, ListedLink>> {
     const links = new Map<string, ListedLink>();
     for (const s of await listShards((input) => this.kinesis.send(new ListShardsCommand(input)), stream)) {

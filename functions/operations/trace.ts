@@ -4,6 +4,7 @@ import { deliveryContext, type Envelope } from '../core/envelope.js';
 import { MessageNotFoundError } from '../core/errors.js';
 import { type EntryStatus, entryStatus, type Range, readPassOnMark } from '../core/ranges.js';
 import { copyAdmissionId } from '../core/replay-policy.js';
+import { descendants } from '../core/shard-lineage.js';
 import { LogLookup } from '../log/lookup.js';
 import type { ShardReader } from '../log/shard-reader.js';
 import type { ShardDirectory } from '../log/stream.js';
@@ -104,7 +105,8 @@ export class MessageTrace {
 
   /**
    * Where a retry that waited in its range went on: the copy its pass-on mark names, in the log
-   * after it (the mark says when it was appended).
+   * after it (the mark says when it was appended), on the same shard or, once that was resharded,
+   * on one descending from it (the copy keeps its partition key).
    */
   private async retryOf(
     queue: string,
@@ -114,7 +116,15 @@ export class MessageTrace {
   ) {
     const { appendedAt, names } = readPassOnMark(mark);
     const stream = streamOf(this.deps.tenant, queue);
-    return this.lookup.findAround(stream, [at.shard], messageId, appendedAt, names);
+    const find = (shards: string[]) =>
+      shards.length ? this.lookup.findAround(stream, shards, messageId, appendedAt, names) : undefined;
+    const known = descendants(await this.deps.shards.lineage(stream), at.shard);
+    const found = await find([at.shard, ...known]);
+    if (found) return found;
+    // The instance's listing may predate a reshard since: the stream is listed again.
+    this.deps.shards.forget(stream);
+    const fresh = descendants(await this.deps.shards.lineage(stream), at.shard);
+    return find(fresh.filter((s) => !known.includes(s)));
   }
 
   /** `queue` may be a Lambda consumer's namespace: the producer's acceptance is its queue's. */

@@ -9,7 +9,8 @@ import { until } from '../helpers/until.js';
 /**
  * A stream resharded under a running queue: the lease layer follows the lineage, an ordered
  * queue's key never goes out of order across a split or a merge (its messages in a child wait
- * for what it has unfinished in a parent, other keys flow), and nothing is lost.
+ * for what it has unfinished in a parent, other keys flow), nothing is lost, and a trace follows
+ * a message into the children.
  */
 
 let t: TestRuntime;
@@ -21,6 +22,7 @@ beforeAll(async () => {
     queues: {
       ord: { ordered: true, shards: 1, lease_seconds: 60, backoff_seconds: [0], max_attempts: 20 },
       plain: { shards: 1, lease_seconds: 60 },
+      traced: { shards: 1, lease_seconds: 60, backoff_seconds: [1] },
     },
   });
 });
@@ -138,4 +140,30 @@ describe('an unordered queue resharded under load', () => {
     const seen = [...first, ...rest].map((m) => m.message_id).sort();
     expect(seen).toEqual(Array.from({ length: 60 }, (_, i) => `p-${i}`).sort());
   });
+});
+
+describe('a message retried across a reshard', () => {
+  it('is traced to its retry in the child shard', async () => {
+    const q = queueApi(t, 'traced');
+    expect((await q.produce([{ message_id: 't-1', payload: {} }]))[0]?.status).toBe('accepted');
+    const [first] = await q.receiveAll(1, 10_000);
+    expect(first?.message_id).toBe('t-1');
+    const before = await t.api('/queues/traced/messages/t-1');
+    expect(before.body.state).toBe('leased');
+
+    await reshard('traced', 2);
+    // Its retry goes back through the log after the reshard: onto a child.
+    expect((await q.nack({ receipt: first?.receipt, error: 'again' })).status).toBe(200);
+    const [retry] = await q.receiveAll(1, 30_000);
+    expect(retry).toMatchObject({ message_id: 't-1', attempt: 2 });
+
+    const trace = await t.api('/queues/traced/messages/t-1');
+    expect(trace.status).toBe(200);
+    expect(trace.body.state).toBe('leased');
+    expect(trace.body.shard).not.toBe(before.body.shard);
+    const enqueued = trace.body.events.filter((e: { event: string }) => e.event === 'enqueued');
+    expect(enqueued.at(-1)?.detail).toMatchObject({ entry: 2, shard: trace.body.shard });
+    await q.ack([retry?.receipt as string]);
+    expect((await t.api('/queues/traced/messages/t-1')).body.state).toBe('acked');
+  }, 120_000);
 });

@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import type { Lease, Range } from '../../functions/core/ranges.js';
 import {
   type AncestorView,
+  descendants,
   lineageGate,
   mayFinish,
   type ShardLink,
@@ -214,6 +215,22 @@ describe('shard lineage rules', () => {
     expect(shardState(links.get('d') as ShardLink, undefined)).toBe('open');
     expect(shardState(links.get('b') as ShardLink, 'ended')).toBe('draining');
     expect(shardState(links.get('b') as ShardLink, 'finished')).toBe('finished');
+  });
+
+  it('find where a closed shard went on: its children, theirs, and a merge it took part in', () => {
+    const links = new Map<string, ShardLink>([
+      ['a', { id: 'a', parents: [], closed: true }],
+      ['z', { id: 'z', parents: [], closed: true }],
+      ['b', { id: 'b', parents: ['a'], closed: false }],
+      ['c', { id: 'c', parents: ['a'], closed: true }],
+      ['d', { id: 'd', parents: ['c', 'z'], closed: true }],
+      ['e', { id: 'e', parents: ['d'], closed: false }],
+      ['f', { id: 'f', parents: ['d'], closed: false }],
+    ]);
+    expect(descendants(links, 'a')).toEqual(['b', 'c', 'd', 'e', 'f']);
+    expect(descendants(links, 'z')).toEqual(['d', 'e', 'f']);
+    expect(descendants(links, 'b')).toEqual([]);
+    expect(descendants(links, 'unlisted')).toEqual([]);
   });
 
   it('shut a child while an ancestor is not ended or too long to read', () => {
