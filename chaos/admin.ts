@@ -1,4 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
+import { isRetryable } from '../client/errors.js';
 import {
   LeaseqClient,
   MessageNotFoundError,
@@ -6,29 +7,42 @@ import {
   type Redrive,
   type Replay,
 } from '../client/index.js';
-import { withRetries } from '../client/retry.js';
 import { Transport } from '../client/transport.js';
 import { lifeOf } from './history.js';
 
 /**
  * The operator's calls a chaos run needs: starting a redrive or a replay, the whole DLQ, releasing
  * parked keys, where a message is, and what a queue still holds. They retry what may pass later
- * (the client's policy), since a run's verdict must not hang on one lost answer.
+ * (the client's `isRetryable`), since a run's verdict must not hang on one lost answer.
  */
 
-const RETRIES = { maxRetries: 8, baseMs: 200 };
+/**
+ * How long and how often a call tries again what may pass later. A restart takes seconds (more on
+ * a loaded machine, and a restart that reshards more again), and restarts may follow one another
+ * with 2 s of service between (harness.ts): a call tries often, for minutes.
+ */
+const PATIENCE = { forMs: 5 * 60_000, everyMs: 500 };
+/** A start answered with an error no wait fixes is sent again this often at most. */
+const START_ATTEMPTS = 8;
+
+async function patiently<T>(call: () => Promise<T>): Promise<T> {
+  const deadline = Date.now() + PATIENCE.forMs;
+  for (;;) {
+    try {
+      return await call();
+    } catch (err) {
+      if (!isRetryable(err) || Date.now() > deadline) throw err;
+      await sleep(PATIENCE.everyMs);
+    }
+  }
+}
 
 export class AdminApi {
   private readonly client: LeaseqClient;
   private readonly transport: Transport;
 
   constructor(baseUrl: string, adminKey: string) {
-    this.client = new LeaseqClient({
-      baseUrl,
-      apiKey: adminKey,
-      maxRetries: RETRIES.maxRetries,
-      retryBaseMs: RETRIES.baseMs,
-    });
+    this.client = new LeaseqClient({ baseUrl, apiKey: adminKey, maxRetries: 0 });
     this.transport = new Transport({ baseUrl, apiKey: adminKey, fetch: globalThis.fetch, timeoutMs: 10_000 });
   }
 
@@ -37,7 +51,10 @@ export class AdminApi {
     const dead = new Map<string, number>();
     let cursor: string | undefined;
     do {
-      const page = await this.client.dlq(queue, { limit: 100, ...(cursor ? { cursor } : {}) });
+      const from = cursor;
+      const page = await patiently(() =>
+        this.client.dlq(queue, { limit: 100, ...(from ? { cursor: from } : {}) }),
+      );
       for (const m of page.messages) dead.set(lifeOf(m.message_id, m.replay_id), Date.parse(m.dead_at));
       cursor = page.next_cursor ?? undefined;
     } while (cursor);
@@ -105,7 +122,7 @@ export class AdminApi {
     events: { event: string; detail: Record<string, unknown> }[];
   }> {
     try {
-      const trace = await this.client.trace(queue, id);
+      const trace = await patiently(() => this.client.trace(queue, id));
       return { state: trace.state, replayId: trace.replay_id, events: trace.events };
     } catch (err) {
       if (err instanceof MessageNotFoundError) return { state: 'unknown to the server', events: [] };
@@ -131,11 +148,11 @@ export class AdminApi {
   }
 
   redrive(queue: string, id: string): Promise<Redrive> {
-    return this.client.getRedrive(queue, id);
+    return patiently(() => this.client.getRedrive(queue, id));
   }
 
   replay(queue: string, id: string): Promise<Replay> {
-    return this.client.getReplay(queue, id);
+    return patiently(() => this.client.getReplay(queue, id));
   }
 
   /**
@@ -150,16 +167,17 @@ export class AdminApi {
     body: object,
     get: (id: string) => Promise<V>,
   ): Promise<V> {
-    for (let attempt = 1; ; attempt++) {
+    const deadline = Date.now() + PATIENCE.forMs;
+    for (let refused = 0; ; ) {
       try {
         return await this.transport.send<V>('POST', `/queues/${encodeURIComponent(queue)}/${kind}`, { body });
       } catch (err) {
-        if (attempt > RETRIES.maxRetries) throw err;
-        await sleep(RETRIES.baseMs * attempt);
-        const started = (await this.client.audit(queue)).find((e) => e.action === kind);
+        if (isRetryable(err) ? Date.now() > deadline : ++refused >= START_ATTEMPTS) throw err;
+        await sleep(PATIENCE.everyMs);
+        const started = (await patiently(() => this.client.audit(queue))).find((e) => e.action === kind);
         if (!started) continue;
         try {
-          return await get(started.target);
+          return await patiently(() => get(started.target));
         } catch (missing) {
           if (!(missing instanceof NotFoundError)) throw missing;
         }
@@ -168,8 +186,6 @@ export class AdminApi {
   }
 
   private send<T>(method: 'GET' | 'POST', path: string, body?: unknown): Promise<T> {
-    return withRetries(RETRIES, undefined, () =>
-      this.transport.send<T>(method, path, body === undefined ? {} : { body }),
-    );
+    return patiently(() => this.transport.send<T>(method, path, body === undefined ? {} : { body }));
   }
 }

@@ -2,6 +2,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { createWriteStream, type WriteStream } from 'node:fs';
 import { createServer } from 'node:net';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Random } from './random.js';
 
 /**
@@ -22,6 +23,14 @@ export interface ChildRuntimeOptions {
 }
 
 const READY_LINE = 'is running';
+/** The banner's line naming this start's emulator endpoints (infra/local/main.ts). */
+const EMULATORS_LINE = /^emulators: +Kinesis (\S+), DynamoDB (\S+), S3 (\S+)$/m;
+
+export interface EmulatorEndpoints {
+  kinesis: string;
+  dynamodb: string;
+  s3: string;
+}
 
 export class ChildRuntime {
   readonly url: string;
@@ -30,6 +39,10 @@ export class ChildRuntime {
   private child: ChildProcess | undefined;
   private readonly log: WriteStream;
   private killing = false;
+  private serving: EmulatorEndpoints | undefined;
+  private output = '';
+  /** Sees the start-up output as it grows (startAndKill). */
+  private watch: ((output: string) => void) | undefined;
 
   constructor(private readonly o: ChildRuntimeOptions) {
     this.url = `http://127.0.0.1:${o.port}`;
@@ -38,6 +51,19 @@ export class ChildRuntime {
 
   get running(): boolean {
     return this.child !== undefined && this.child.exitCode === null && this.child.signalCode === null;
+  }
+
+  /**
+   * The emulators of the process that serves now (they live in it, on ports it picks at each
+   * start), or undefined while none does.
+   */
+  get endpoints(): EmulatorEndpoints | undefined {
+    return this.running ? this.serving : undefined;
+  }
+
+  /** What the latest start printed until it served (or died): its start-up lines and banner. */
+  get startOutput(): string {
+    return this.output;
   }
 
   /** Starts it and resolves once it serves; rejects with its last output if it exits first. */
@@ -69,6 +95,8 @@ export class ChildRuntime {
     );
     this.child = child;
     this.killing = false;
+    this.serving = undefined;
+    this.output = '';
     child.stderr?.pipe(this.log, { end: false });
     let output = '';
     const ready = new Promise<void>((resolve, reject) => {
@@ -78,9 +106,15 @@ export class ChildRuntime {
       );
       child.stdout?.on('data', (chunk: Buffer) => {
         this.log.write(chunk);
-        if (output.includes(READY_LINE)) return;
+        if (output.includes(READY_LINE) && EMULATORS_LINE.test(output)) return;
         output += chunk.toString();
-        if (output.includes(READY_LINE)) {
+        this.output = output;
+        this.watch?.(output);
+        // The banner is one write, but a pipe may split it: ready once its emulators line is in too.
+        const emulators = EMULATORS_LINE.exec(output);
+        if (output.includes(READY_LINE) && emulators) {
+          const [, kinesis, dynamodb, s3] = emulators as unknown as [string, string, string, string];
+          this.serving = { kinesis, dynamodb, s3 };
           clearTimeout(timer);
           resolve();
         }
@@ -104,14 +138,44 @@ export class ChildRuntime {
     }
   }
 
+  /**
+   * Starts it and SIGKILLs it once its start-up output matches `at` (or `maxMs` after the start),
+   * serving or not: a kill in the middle of what a start does. Answers whether it served first.
+   */
+  async startAndKill(at: RegExp, maxMs: number): Promise<boolean> {
+    const seen = new Promise<void>((resolve) => {
+      this.watch = (output) => {
+        if (at.test(output)) resolve();
+      };
+    });
+    const started = this.start().then(
+      () => true,
+      () => false,
+    );
+    await Promise.race([seen, sleep(maxMs)]);
+    this.watch = undefined;
+    const served = this.endpoints !== undefined;
+    await this.kill();
+    await started;
+    return served;
+  }
+
   /** SIGKILL: the process dies where it stands. Resolves once it is gone. */
   async kill(): Promise<void> {
     await this.signal('SIGKILL');
   }
 
-  /** SIGTERM (the runtime closes its servers), and SIGKILL if it is still there after 10 s. */
-  async stop(): Promise<void> {
+  /**
+   * SIGTERM (the runtime closes its servers), and SIGKILL if it is still there after 10 s: a
+   * user's Ctrl-C. It can be started again.
+   */
+  async terminate(): Promise<void> {
     await this.signal('SIGTERM', 10_000);
+  }
+
+  /** Terminates it for good: its log is closed. */
+  async stop(): Promise<void> {
+    await this.terminate();
     if (!this.log.writableEnded) this.log.end();
   }
 

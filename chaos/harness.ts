@@ -12,14 +12,24 @@ import { checkIndex } from './index-check.js';
 import { checkLineage } from './lineage-check.js';
 import { CALLS_FILE_ENV } from './push-consumer.js';
 import { seededRandom } from './random.js';
+import {
+  FIRST_SHARDS,
+  openShards,
+  RESHARDS,
+  type ReshardDone,
+  reshardByRestart,
+  reshardLive,
+  reshardsDone,
+} from './reshards.js';
 import { runScenario, type ScenarioResult, workloadOf } from './scenario.js';
 import { CHAOS_ADMIN_KEY, CHAOS_TENANT, QUEUES, writeTenantFile } from './tenant.js';
 
 /**
  * The crash harness: the local runtime as a child process, killed with SIGKILL at seeded random
  * moments while producers and consumers run against it, started again on the same data folder
- * and port each time, then drained and checked (scenario.ts). The folder is kept when an
- * invariant fails, with the runtime's log and the whole history.
+ * and port each time, its streams resharded twice meanwhile (reshards.ts), then drained and
+ * checked (scenario.ts). The folder is kept when an invariant fails, with the runtime's log and
+ * the whole history.
  */
 
 export interface CrashOptions {
@@ -52,6 +62,9 @@ export interface Restart {
 export interface CrashReport {
   seed: number;
   restarts: Restart[];
+  reshards: ReshardDone[];
+  /** Each stream's open shards after the drain. */
+  openShards: Map<string, number>;
   scenario: ScenarioResult;
   invariants: Invariant[];
   ok: boolean;
@@ -86,6 +99,8 @@ export async function runCrash(options: CrashOptions): Promise<CrashReport> {
   const history = new History();
   const kills: { killedAt: number; readyAt: number; startMs: number }[] = [];
   const killRandom = random.fork();
+  const reshards: ReshardDone[] = [];
+  const seconds = () => (Date.now() - history.startedAt) / 1000;
   /** Only a run that held every invariant (and was not asked to keep it) leaves nothing behind. */
   let remove = false;
 
@@ -120,10 +135,39 @@ export async function runCrash(options: CrashOptions): Promise<CrashReport> {
       disrupt: async (until) => {
         const begin = until - options.durationMs;
         const segment = options.durationMs / Math.max(1, options.kills);
+        let [readyAt, shards, next] = [begin, FIRST_SHARDS, 0];
+        let live: Promise<ReshardDone> | undefined;
+        /** The reshards due by `time`, in turn: a live one runs beside the kills, a restart in their stead. */
+        const reshardsDue = async (time: number) => {
+          for (let step = RESHARDS[next]; step && begin + step.at * options.durationMs <= time; ) {
+            await sleep(Math.max(0, begin + step.at * options.durationMs - Date.now()));
+            if (live) reshards.push(await live);
+            live = undefined;
+            history.mark(`reshard ${shards} → ${step.to} (${step.way})`);
+            log(`reshard ${shards} → ${step.to} (${step.way}) at +${seconds().toFixed(1)} s`);
+            if (step.way === 'live') {
+              live = reshardLive({ runtime, dir, from: shards, to: step.to, log }, seconds);
+              // Awaited at the next reshard or the workload's end; an early failure waits for that.
+              live.catch(() => undefined);
+            } else {
+              await keepRunning();
+              reshards.push(
+                await reshardByRestart(
+                  { runtime, dir, from: shards, to: step.to, start: startRuntime },
+                  seconds,
+                ),
+              );
+              readyAt = Date.now();
+            }
+            shards = step.to;
+            step = RESHARDS[++next];
+          }
+        };
         for (let i = 0; i < options.kills; i++) {
           // Somewhere in the middle of its share of the run, so kills spread over all of it.
           const target = begin + segment * (i + 0.25 + 0.5 * killRandom.next());
-          const at = Math.max(target, (kills.at(-1)?.readyAt ?? begin) + MIN_UP_MS);
+          await reshardsDue(target);
+          const at = Math.max(target, readyAt + MIN_UP_MS);
           await sleep(Math.max(0, at - Date.now()));
           await keepRunning();
           history.mark(`kill ${i + 1}`);
@@ -133,15 +177,22 @@ export async function runCrash(options: CrashOptions): Promise<CrashReport> {
           const startedAt = Date.now();
           await startRuntime();
           history.mark(`running again after kill ${i + 1}`);
-          kills.push({ killedAt, readyAt: Date.now(), startMs: Date.now() - startedAt });
+          readyAt = Date.now();
+          kills.push({ killedAt, readyAt, startMs: readyAt - startedAt });
           log(
             `kill ${i + 1} at +${((killedAt - history.startedAt) / 1000).toFixed(1)} s; serving again after ${Date.now() - killedAt} ms`,
           );
         }
+        await reshardsDue(until);
+        if (live) reshards.push(await live);
       },
       beforeDrain: keepRunning,
     });
 
+    await keepRunning();
+    const endpoints = runtime.endpoints;
+    if (!endpoints) throw new Error('the runtime does not serve after the drain');
+    const shardsAtEnd = await openShards(endpoints);
     await runtime.stop();
     const restarts = kills.map(({ killedAt, readyAt, startMs }, i) => {
       const acked = firstAckBetween(history, readyAt, kills[i + 1]?.killedAt ?? Number.POSITIVE_INFINITY);
@@ -167,11 +218,21 @@ export async function runCrash(options: CrashOptions): Promise<CrashReport> {
         dynamodb,
       ),
       restartsStayFast(restarts.map((r) => r.startMs)),
+      reshardsDone(reshards, shardsAtEnd),
     ];
     const ok = invariants.every((i) => i.ok);
     remove = ok && options.keepData !== true;
     if (!remove) writeFileSync(join(dir, 'history.json'), JSON.stringify(history, null, 1));
-    return { seed: options.seed, restarts, scenario, invariants, ok, keptAt: remove ? undefined : dir };
+    return {
+      seed: options.seed,
+      restarts,
+      reshards,
+      openShards: shardsAtEnd,
+      scenario,
+      invariants,
+      ok,
+      keptAt: remove ? undefined : dir,
+    };
   } finally {
     await runtime.stop();
     if (remove) rmSync(dir, { recursive: true, force: true });

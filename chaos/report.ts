@@ -2,6 +2,7 @@ import { type Invariant, startTimes } from './checks.js';
 import type { FaultReport } from './fault-run.js';
 import type { CrashReport } from './harness.js';
 import type { JobsEnd } from './jobs.js';
+import type { ReshardDone } from './reshards.js';
 import type { ScenarioResult } from './scenario.js';
 
 /** The text a chaos run prints: its figures, then each invariant with its first violations. */
@@ -20,6 +21,7 @@ export function formatCrash(r: CrashReport): string {
     `  kills ${r.restarts.length}, restarts ${r.restarts.length}`,
     ...restarts,
     ...startTimeLines(r.restarts.map((x) => x.startMs)),
+    ...reshardLines(r),
     ...figures(r.scenario),
     ...invariants(r.invariants),
     ...(r.keptAt ? [`  run folder: ${r.keptAt}`] : []),
@@ -33,6 +35,25 @@ function startTimeLines(ms: readonly number[]): string[] {
   return [
     `  start to serving, median of the first ten ${t.first} ms, of the last ten ${t.last} ms (${(t.last / t.first).toFixed(2)}×)`,
   ];
+}
+
+/** The reshards done (when, from → to, how), the open shards at the end, and what the starts said. */
+function reshardLines({ reshards, openShards }: CrashReport): string[] {
+  const done = reshards.map(
+    (x) =>
+      `${x.from} → ${x.to} ${x.way === 'live' ? 'live' : 'by restart'} at +${x.began.toFixed(1)} s ` +
+      `(done +${x.ended.toFixed(1)} s, ${interruptions(x)})`,
+  );
+  const end = [...openShards].map(([stream, n]) => `${stream} ${n}`).join(', ');
+  return [
+    `  reshards: ${done.join('; ') || 'none'}; open shards at the end: ${end}`,
+    ...reshards.flatMap((x) => x.startLines.map((l) => `    ${x.from} → ${x.to}, a start: ${l}`)),
+  ];
+}
+
+function interruptions(x: ReshardDone): string {
+  if (x.way === 'restart') return x.cut ? 'its first start killed' : 'its first start served before its kill';
+  return `its calls cut short ${x.cut === 1 ? 'once' : `${x.cut} times`}`;
 }
 
 export function formatFaults(r: FaultReport): string {

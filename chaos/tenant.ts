@@ -36,9 +36,22 @@ export const CHAOS_TENANT = {
 /** Fixed, so the key survives restarts of a child runtime (it is only ever local). */
 export const CHAOS_ADMIN_KEY = 'chaos-admin-key-0123456789';
 
-/** Writes the tenant file into `dir` for `--config`; answers its path. */
-export function writeTenantFile(dir: string): string {
+/** The chaos tenant with every stream (the shared one and the push queue's own) at `shards`. */
+export function chaosTenant(shards: number): typeof CHAOS_TENANT {
+  const pushed = CHAOS_TENANT.queues[QUEUES.pushed];
+  return {
+    ...CHAOS_TENANT,
+    streams: { shared: { shards } },
+    queues: { ...CHAOS_TENANT.queues, [QUEUES.pushed]: { ...pushed, shards } },
+  };
+}
+
+/**
+ * Writes the tenant file into `dir` for `--config` (again, with other shard counts, to reshard
+ * as a user does: change the file, then start); answers its path.
+ */
+export function writeTenantFile(dir: string, tenant: object = CHAOS_TENANT): string {
   const path = join(dir, 'tenant.json');
-  writeFileSync(path, `${JSON.stringify(CHAOS_TENANT, null, 2)}\n`);
+  writeFileSync(path, `${JSON.stringify(tenant, null, 2)}\n`);
   return path;
 }

@@ -87,6 +87,8 @@ async function main(): Promise<void> {
       `admin key:   ${runtime.adminKey}`,
       `console:     ${runtime.url}/console (paste the admin key)`,
       `channel:     ${runtime.channelUrl} (the wake channel: a Worker's channelUrl)`,
+      // Ports picked at each start: tools (the chaos run's reshards, an AWS CLI) reach the emulators here.
+      `emulators:   Kinesis ${runtime.endpoints.kinesis}, DynamoDB ${runtime.endpoints.dynamodb}, S3 ${runtime.endpoints.s3}`,
       ...(runtime.sqsCredentials
         ? [
             'SQS credentials of the admin key (SigV4, any region):',

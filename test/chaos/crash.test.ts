@@ -5,7 +5,8 @@ import { SHORT_RUN } from './short-run.js';
 
 /**
  * The short crash run: the runtime as a child process, killed with SIGKILL three times in
- * 40 s under a few hundred messages, a replay and a redrive, and restarted on its data each time.
+ * 40 s under a few hundred messages, a replay and a redrive, and restarted on its data each time,
+ * its streams resharded 2 → 4 while it runs and 4 → 3 by a restart with the changed file.
  * `npm run chaos` runs the long one.
  */
 
@@ -19,6 +20,10 @@ describe('crash: SIGKILL at random moments, restart on the same data', () => {
     console.log(formatCrash(report));
 
     expect(report.restarts).toHaveLength(3);
+    expect(report.reshards.map((r) => [r.way, r.from, r.to])).toEqual([
+      ['live', 2, 4],
+      ['restart', 4, 3],
+    ]);
     // The workload ran: the invariants below are about real traffic.
     expect(report.scenario.figures.accepted).toBeGreaterThan(20);
     // The operator's replay and redrive ran alongside: their checks below are about real jobs.
