@@ -3,6 +3,7 @@ import type { PeerReport } from './bullmq.js';
 import { type FixedMonthly, fixedTotal, type RunCost, type SqsCost } from './cost.js';
 import type { FixedTenant } from './deployed-stack.js';
 import { type IsolationReport, slowdown } from './isolation.js';
+import { RESHARD_DIP_SHARE, type ReshardingReport, reshardBroken } from './resharding.js';
 import { END_TO_END_RUNS, GOAL_BACKLOG, type PhaseFailure, RUN } from './runs.js';
 import type { ScalingReport } from './scaling.js';
 import { formatNumber, formatTable, INDEX_NOT_REPORTED } from './stats.js';
@@ -48,6 +49,8 @@ export interface GoalInputs {
   peer: PeerReport | PhaseFailure | undefined;
   /** Undefined when the phase was skipped. */
   isolation?: IsolationReport | PhaseFailure | undefined;
+  /** Undefined when the phase was skipped. */
+  resharding?: ReshardingReport | PhaseFailure | undefined;
   /** The goal rows of an earlier run (--baseline), for the before/after and the throughput goal. */
   baseline: readonly GoalRow[] | undefined;
   /** Latency measured as AWS runs it (--as-aws): its rows say so, under ids of their own. */
@@ -196,6 +199,7 @@ export function goalRows(inputs: GoalInputs): GoalRow[] {
     ...latencyRows(inputs),
     scalingRow(inputs.scaling),
     ...isolationRows(inputs.isolation),
+    ...reshardRows(inputs.resharding),
     fixedRow(
       inputs,
       'fixed-one-queue',
@@ -249,6 +253,61 @@ function isolationRows(isolation: IsolationReport | PhaseFailure | undefined): G
       met: atMost(value, LIMITS.isolationSlowdown, true),
     };
   });
+}
+
+/**
+ * An ordered queue's stream resharded under load: per change, the lowest second of acks after it
+ * ÷ the mean before; how long its children's keys waited for the parents to finish; and nothing
+ * lost or out of order across both changes.
+ */
+function reshardRows(resharding: ReshardingReport | PhaseFailure | undefined): GoalRow[] {
+  const dipGoal = `≥ ${RESHARD_DIP_SHARE}×`;
+  const dipFigure = (change: string) => `lowest acks/s after a ${change} ÷ the mean before, ordered`;
+  const releaseFigure = 'reshard done → last parent finished, ordered (split; merge)';
+  const promisesFigure = 'messages lost; keys out of order, across split and merge';
+  if (!resharding || 'failed' in resharding) {
+    const why = resharding ? 'phase failed (see above)' : 'skipped (--only)';
+    return [
+      notMeasured('reshard-split-dip', dipFigure('split'), dipGoal, why),
+      notMeasured('reshard-merge-dip', dipFigure('merge'), dipGoal, why),
+      notMeasured('reshard-release-ms', releaseFigure, 'printed', why),
+      notMeasured('reshard-lost-or-out-of-order', promisesFigure, '0; 0', why),
+    ];
+  }
+  const dipRow = (id: string, change: string): GoalRow => {
+    const c = resharding.changes.find((x) => x.change === change);
+    if (!c) return notMeasured(id, dipFigure(change), dipGoal, 'not run');
+    return {
+      id,
+      figure: dipFigure(change),
+      value: c.ratio,
+      measured: `${c.ratio.toFixed(2)}× (${c.lowest} ÷ ${formatNumber(c.before)}; lowest before: ${c.lowestBefore})`,
+      goal: dipGoal,
+      met: c.ratio >= RESHARD_DIP_SHARE ? 'yes' : 'no',
+    };
+  };
+  const releases = resharding.changes.map((c) => c.releaseMs);
+  const broken = reshardBroken(resharding);
+  return [
+    dipRow('reshard-split-dip', 'split'),
+    dipRow('reshard-merge-dip', 'merge'),
+    {
+      id: 'reshard-release-ms',
+      figure: releaseFigure,
+      value: releases.every((ms) => ms !== null) ? Math.max(...(releases as number[])) : null,
+      measured: releases.map((ms) => (ms === null ? 'not finished' : `${Math.round(ms)} ms`)).join('; '),
+      goal: 'printed',
+      met: '-',
+    },
+    {
+      id: 'reshard-lost-or-out-of-order',
+      figure: promisesFigure,
+      value: resharding.unacked + resharding.orderViolations,
+      measured: broken.length ? broken.join('; ') : '0; 0',
+      goal: '0; 0',
+      met: broken.length ? 'no' : 'yes',
+    },
+  ];
 }
 
 /** A rebalance storm: seconds after a worker count change that fell below 80 % of before. */

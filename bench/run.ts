@@ -35,6 +35,13 @@ import { ISOLATION, type IsolationReport, printIsolation, runIsolation } from '.
 import { PRICES, PRICES_AS_OF, REGION } from './prices.js';
 import { CostProbe, type ProbeSnapshot } from './probe.js';
 import {
+  printResharding,
+  RESHARD,
+  type ReshardingReport,
+  reshardBroken,
+  runResharding,
+} from './resharding.js';
+import {
   describeRun,
   END_TO_END_RUNS,
   GOAL_BACKLOG,
@@ -71,7 +78,7 @@ import { endToEnd, produce, WORKLOAD } from './workload.js';
  * --dynamodb-local   AWS's DynamoDB Local (Java) instead of dynalite, which reports no index write
  *                    units; also LEASEQ_DYNAMODB=dynamodb-local
  * --baseline FILE    an earlier bench/results/*.json: its figures beside these, and the throughput goal
- * --only RUNS        only these produce and end-to-end runs, `scale` and `isolation` (comma-separated, e.g. c16,isolation)
+ * --only RUNS        only these produce and end-to-end runs, `scale`, `isolation` and `reshard` (comma-separated, e.g. c16,isolation)
  */
 
 const TENANT = {
@@ -144,6 +151,8 @@ interface Report {
   scaling?: ScalingReport | PhaseFailure;
   backlog?: BacklogReport | PhaseFailure;
   isolation?: IsolationReport | PhaseFailure;
+  /** A stream split and merged under steady load (--only without `reshard` skips it). */
+  resharding?: ReshardingReport | PhaseFailure;
   peer?: PeerReport | PhaseFailure;
   goals: GoalRow[];
   /** The file --baseline named. */
@@ -236,7 +245,9 @@ function parseOptions(): Options {
 
 /** --only's run names, each one the bench has. */
 function parseOnly(raw: string): ReadonlySet<string> {
-  const known = [...PRODUCE_RUNS, ...END_TO_END_RUNS].map((r) => r.queue).concat(SCALING_QUEUE, ISOLATION);
+  const known = [...PRODUCE_RUNS, ...END_TO_END_RUNS]
+    .map((r) => r.queue)
+    .concat(SCALING_QUEUE, ISOLATION, RESHARD);
   const names = raw
     .split(',')
     .map((n) => n.trim())
@@ -513,6 +524,9 @@ function print(report: Report, file: string, baseline: readonly GoalRow[] | unde
   if (report.isolation && 'failed' in report.isolation)
     console.log(`\nIsolation phase: failed: ${report.isolation.failed}`);
   else if (report.isolation) printIsolation(report.isolation);
+  if (report.resharding && 'failed' in report.resharding)
+    console.log(`\nResharding phase: failed: ${report.resharding.failed}`);
+  else if (report.resharding) printResharding(report.resharding);
   if (report.peer && 'failed' in report.peer) console.log(`\nBullMQ peer: failed: ${report.peer.failed}`);
   else if (report.peer) {
     printPeer(
@@ -565,6 +579,10 @@ async function main(): Promise<void> {
     !options.only || options.only.has(ISOLATION)
       ? await phase('isolation', () => runIsolation(options.dynamodb, progress))
       : undefined;
+  const resharding =
+    !options.only || options.only.has(RESHARD)
+      ? await phase('reshard', () => runResharding(options.dynamodb, progress))
+      : undefined;
   const peer = options.peer
     ? await phase('BullMQ peer', () =>
         runPeer({
@@ -591,6 +609,7 @@ async function main(): Promise<void> {
     cost,
     ...(backlog ? { backlog } : {}),
     ...(isolation ? { isolation } : {}),
+    ...(resharding ? { resharding } : {}),
     ...(peer ? { peer } : {}),
     goals: goalRows({
       costs: cost.runs,
@@ -602,6 +621,7 @@ async function main(): Promise<void> {
       fixed: cost.fixedMonthly,
       backlog,
       isolation,
+      resharding,
       peer,
       baseline: options.baseline?.goals,
       asAws: options.asAws,
@@ -620,6 +640,7 @@ async function main(): Promise<void> {
   progress(`done in ${((Date.now() - startedAt.getTime()) / 1000).toFixed(0)} s`);
   // Figures of a run that broke its queue's promises are printed, but the bench did not pass.
   if (failedRuns(measured).length) process.exitCode = 1;
+  if (resharding && !('failed' in resharding) && reshardBroken(resharding).length) process.exitCode = 1;
 }
 
 main().catch((err: unknown) => {

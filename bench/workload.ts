@@ -93,7 +93,8 @@ export function keyOf(spec: OrderedKeys, messages: number): (order: number) => s
   };
 }
 
-function orderOf(message: Delivered): number {
+/** The message's index in its run, from the bench payload it carries. */
+export function orderOf(message: Delivered): number {
   const order = (message.payload as Partial<Job> | null)?.order;
   if (typeof order !== 'number') throw new Error(`${message.message_id} carries no bench payload`);
   return order;
@@ -293,38 +294,48 @@ export interface EndToEndRun {
 }
 
 /** A produce request of a run: when it was sent, and when it answered with all accepted. */
-interface ProduceRequest {
+export interface ProduceRequest {
   sentAt: number;
   acceptedAt?: number;
 }
 
 /**
  * Per-key order as the workers see it: a message first delivered after a later message of its key
- * was acked is a violation (a redelivery is not: delivery is at least once). Later in the log only
- * where that is known from here: further on in the same produce request, or in a request sent after
- * this one's answered; requests in flight together may land either way round, whatever their orders.
+ * was acked (`against: 'acked'`, endToEnd's check) or first delivered (`'delivered'`, stricter:
+ * each key's first deliveries in produced order). A redelivery is never one: delivery is at least
+ * once, and the same message again is not out of order. Later in the log only where that is known
+ * from here: further on in the same produce request, or in a request sent after this one's
+ * answered; requests in flight together may land either way round, whatever their orders.
  */
-function keyOrderCheck(keyOf: (order: number) => string, requestOf: (order: number) => ProduceRequest) {
+export function keyOrderCheck(
+  keyOf: (order: number) => string,
+  requestOf: (order: number) => ProduceRequest,
+  against: 'acked' | 'delivered' = 'acked',
+) {
   const orders = new Map<string, number>();
-  const ackedByKey = new Map<string, number[]>();
+  const seenByKey = new Map<string, number[]>();
   let violations = 0;
   const before = (a: number, b: number) => {
     const [ra, rb] = [requestOf(a), requestOf(b)];
     return ra === rb ? a < b : ra.acceptedAt !== undefined && ra.acceptedAt < rb.sentAt;
   };
+  const seen = (order: number) => {
+    const key = keyOf(order);
+    const keyOrders = seenByKey.get(key);
+    if (keyOrders) keyOrders.push(order);
+    else seenByKey.set(key, [order]);
+  };
   return {
     firstDelivered(id: string, order: number) {
       orders.set(id, order);
-      if (ackedByKey.get(keyOf(order))?.some((later) => before(order, later))) violations++;
+      if (seenByKey.get(keyOf(order))?.some((later) => before(order, later))) violations++;
+      if (against === 'delivered') seen(order);
     },
     acked(ids: readonly string[]) {
+      if (against !== 'acked') return;
       for (const id of ids) {
         const order = orders.get(id);
-        if (order === undefined) continue;
-        const key = keyOf(order);
-        const acked = ackedByKey.get(key);
-        if (acked) acked.push(order);
-        else ackedByKey.set(key, [order]);
+        if (order !== undefined) seen(order);
       }
     },
     violations: () => violations,
