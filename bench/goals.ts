@@ -279,7 +279,7 @@ function reshardRows(resharding: ReshardingReport | PhaseFailure | undefined): G
     if (!c) return notMeasured(id, dipFigure(change), dipGoal, 'not run');
     return {
       id,
-      figure: dipFigure(change),
+      figure: `${dipFigure(change)} at ${resharding.rate} msg/s`,
       value: c.ratio,
       measured: `${c.ratio.toFixed(2)}× (${c.lowest} ÷ ${formatNumber(c.before)}; lowest before: ${c.lowestBefore})`,
       goal: dipGoal,

@@ -37,6 +37,7 @@ import { CostProbe, type ProbeSnapshot } from './probe.js';
 import {
   printResharding,
   RESHARD,
+  RESHARD_RATE,
   type ReshardingReport,
   reshardBroken,
   runResharding,
@@ -79,6 +80,7 @@ import { endToEnd, produce, WORKLOAD } from './workload.js';
  *                    units; also LEASEQ_DYNAMODB=dynamodb-local
  * --baseline FILE    an earlier bench/results/*.json: its figures beside these, and the throughput goal
  * --only RUNS        only these produce and end-to-end runs, `scale`, `isolation` and `reshard` (comma-separated, e.g. c16,isolation)
+ * --reshard-rate N   msg/s the reshard phase produces (default 200): less where the machine cannot carry 200 at all
  */
 
 const TENANT = {
@@ -170,6 +172,8 @@ interface Options {
   only: ReadonlySet<string> | undefined;
   /** --as-aws: each request as if in a Lambda instance of its own (no in-process hand-offs). */
   asAws: boolean;
+  /** msg/s the reshard phase produces (--reshard-rate). */
+  reshardRate: number;
 }
 
 const SCOPE_NOTE =
@@ -219,6 +223,7 @@ function parseOptions(): Options {
       baseline: { type: 'string' },
       only: { type: 'string' },
       'as-aws': { type: 'boolean', default: false },
+      'reshard-rate': { type: 'string', default: String(RESHARD_RATE) },
     },
   });
   const integer = (name: string, raw: string, min: number) => {
@@ -240,6 +245,7 @@ function parseOptions(): Options {
     baseline: values.baseline === undefined ? undefined : readBaseline(values.baseline),
     only: values.only === undefined ? undefined : parseOnly(values.only),
     asAws: values['as-aws'],
+    reshardRate: integer('reshard-rate', values['reshard-rate'], 1),
   };
 }
 
@@ -581,7 +587,7 @@ async function main(): Promise<void> {
       : undefined;
   const resharding =
     !options.only || options.only.has(RESHARD)
-      ? await phase('reshard', () => runResharding(options.dynamodb, progress))
+      ? await phase('reshard', () => runResharding(options.dynamodb, options.reshardRate, progress))
       : undefined;
   const peer = options.peer
     ? await phase('BullMQ peer', () =>
