@@ -118,7 +118,7 @@ export class RangeReceiver {
     leaseSeconds: number,
     consumerId: string,
   ): Promise<DeliveredMessage[]> {
-    const shards = await this.deps.shards.shards(config.stream);
+    const shards = await this.liveShards(queue, config.stream);
     const now = this.now();
     const looked = await Promise.all(
       shards.map(async (shard) => ({ shard, ...(await this.ordered.runs(queue, config, shard, want, now)) })),
@@ -155,6 +155,17 @@ export class RangeReceiver {
     return [...fromRanges, ...fromHolds];
   }
 
+  /**
+   * The shards a look reads: every one the stream lists but those a reshard closed and the queue
+   * finished (nothing of the queue is left in them, for good), which would cost a read a look each.
+   */
+  private async liveShards(queue: string, stream: string): Promise<string[]> {
+    const links = [...(await this.deps.shards.lineage(stream)).values()].filter((l) => l.listed);
+    if (!this.deps.lineage || !links.some((l) => l.closed)) return links.map((l) => l.id);
+    const progress = await this.deps.lineage.progress(queue, this.now());
+    return links.filter((l) => !l.closed || progress.get(l.id) !== 'finished').map((l) => l.id);
+  }
+
   /** One look over the shards: leases up to `want` free entries. */
   private async leaseSome(
     queue: string,
@@ -163,7 +174,7 @@ export class RangeReceiver {
     leaseSeconds: number,
     consumerId: string,
   ): Promise<LeasedEntry[]> {
-    const shards = await this.deps.shards.shards(config.stream);
+    const shards = await this.liveShards(queue, config.stream);
     const perShard = await Promise.all(shards.map((shard) => this.readFrom(queue, shard)));
     return this.leaseFrom(queue, config, pickEntries(perShard.flat(), want), leaseSeconds, consumerId, false);
   }

@@ -139,7 +139,10 @@ const SHARD_CACHE_MS = 10_000;
 export class ShardDirectory {
   private cache = new Map<string, { at: number; links: Promise<Map<string, ListedLink>> }>();
 
-  constructor(private readonly kinesis: KinesisClient) {}
+  constructor(
+    private readonly kinesis: KinesisClient,
+    private readonly cacheMs = SHARD_CACHE_MS,
+  ) {}
 
   /** The ids of the shards the stream lists, open and closed, in the stream's order. */
   async shards(stream: string, now = Date.now()): Promise<string[]> {
@@ -152,7 +155,7 @@ export class ShardDirectory {
    */
   lineage(stream: string, now = Date.now()): Promise<Map<string, ListedLink>> {
     const hit = this.cache.get(stream);
-    if (hit && now - hit.at < SHARD_CACHE_MS) return hit.links;
+    if (hit && now - hit.at < this.cacheMs) return hit.links;
     const links = this.list(stream);
     this.cache.set(stream, { at: now, links });
     links.catch(() => this.cache.delete(stream));
