@@ -212,6 +212,8 @@ async function drain(o: ScenarioOptions, admin: AdminApi): Promise<Settled & { p
       const trace = await admin.trace(queue, id);
       if (trace.state === 'acked' && trace.replayId === replayId) end.ackedByTrace.add(life);
     }
+    // A pass that traced many lives took a while: what the Lambda consumer handled meanwhile counts.
+    end.handled = handledIds(readPushCalls(o.pushCallsFile));
     const remaining = unsettled(o.history, end).length;
     if (remaining !== lastRemaining) [lastRemaining, movedAt] = [remaining, Date.now()];
     if (remaining === 0 || Date.now() > deadline || Date.now() - movedAt > DRAIN_STALL_MS)
