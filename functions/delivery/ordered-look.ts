@@ -100,7 +100,11 @@ export class OrderedLook {
       shard,
       MAX_RANGES,
       now,
-      (read) => keyRuns(read, config.max_per_key, now).reduce((n, r) => n + r.entries.length, 0) >= want,
+      // Runs that wait for an ancestor are not what a look wants: a key's holder may sit behind them.
+      (read) =>
+        keyRuns(read, config.max_per_key, now)
+          .filter((r) => !gate.waits.has(r.tag))
+          .reduce((n, r) => n + r.entries.length, 0) >= want,
     );
     const blocked = gate.blocked.size ? new Map([...gate.blocked, ...view.blocked]) : view.blocked;
     const tags = new Set([...[...blocked.keys()].map(keyTag), ...gate.waits]);
