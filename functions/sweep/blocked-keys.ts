@@ -13,9 +13,11 @@ import type { SegmentStore } from '../store/segments.js';
 /**
  * The sweep's part in an ordered pull queue's blocked keys, per shard (store/key-blocks.ts):
  * - a parked key's messages that wait in the ranges, and a key's held by a message outside the
- *   ranges once they sit past the gap cap, move into the key's hold area (a copy of each
- *   envelope: a parked key can outlive the log), finished in their ranges so the commit point
- *   passes them; they are delivered from there once the key is free again (held-delivery.ts);
+ *   ranges once they sit past the gap cap (in a closed shard all of them: nothing more is
+ *   admitted there, and its children's messages of the key wait for them), move into the key's
+ *   hold area (a copy of each envelope: a parked key can outlive the log), finished in their
+ *   ranges so the commit point passes them; they are delivered from there once the key is free
+ *   again (held-delivery.ts);
  * - a block whose key is free again (skipped, redriven and acked, its hold area emptied) is
  *   taken off, so receivers stop reading its state.
  */
@@ -38,6 +40,7 @@ export class BlockedKeys {
     shard: string,
     open: readonly Range[],
     now: number,
+    closed = false,
   ): Promise<number> {
     const blocked = await this.deps.blocks.read(queue, shard);
     if (!blocked.size) return 0;
@@ -45,7 +48,7 @@ export class BlockedKeys {
     await mapLimit([...blocked], 8, async ([key, token]) => {
       if (isFree(states.get(key))) await this.deps.blocks.unblock(queue, shard, key, token);
     });
-    const limit = admittedTotal(open.at(-1)) - gapCap(config);
+    const limit = closed ? Number.POSITIVE_INFINITY : admittedTotal(open.at(-1)) - gapCap(config);
     const moving = new Map<string, KeyState | undefined>();
     for (const key of blocked.keys()) if (!isFree(states.get(key))) moving.set(key, states.get(key));
     const tags = new Set([...moving.keys()].map(keyTag));
@@ -119,6 +122,6 @@ export class BlockedKeys {
 }
 
 /** Free: not parked, held by nothing, nothing in its hold area. */
-function isFree(state: KeyState | undefined): boolean {
+export function isFree(state: KeyState | undefined): boolean {
   return keyedStep(state, '') === 'deliver' && state?.lease_expires_at === undefined;
 }

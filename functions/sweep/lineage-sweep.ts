@@ -1,12 +1,23 @@
 import { toLogRecords } from '../admission/fast-admission.js';
 import type { QueueConfig } from '../core/config.js';
+import { keyTag } from '../core/ordering.js';
 import { compareSequence } from '../core/ranges.js';
-import { mayFinish, type ShardProgress } from '../core/shard-lineage.js';
+import {
+  type AncestorView,
+  lineageGate,
+  mayFinish,
+  type ShardLink,
+  type ShardProgress,
+  unfinishedAncestors,
+} from '../core/shard-lineage.js';
 import type { OrderedLook } from '../delivery/ordered-look.js';
 import type { ShardReader } from '../log/shard-reader.js';
 import type { ShardDirectory } from '../log/stream.js';
+import type { KeyBlocks } from '../store/key-blocks.js';
+import type { KeyStates } from '../store/key-states.js';
 import type { RangeStore } from '../store/ranges.js';
 import type { ShardMarks } from '../store/shard-marks.js';
+import { isFree } from './blocked-keys.js';
 
 /**
  * The sweep's part in a resharded stream (core/shard-lineage.ts): per pull queue, each closed
@@ -14,6 +25,12 @@ import type { ShardMarks } from '../store/shard-marks.js';
  * record of the queue (dispatch or the lag catch-up admits any it meets first), and `finished`
  * once its window is empty, no key is blocked in it and its parents are finished. A stream that
  * was never resharded costs nothing here but its cached listing.
+ *
+ * On an ordered queue, a key an ancestor blocks (parked, or held by a message outside the ranges)
+ * is blocked in the child too once the ancestor has no unfinished entry of it left: the child's
+ * messages of the key then move to its hold area as a block of the child's own would move them,
+ * and its holder (a redriven dead letter or a retry back through the log, admitted into the child
+ * behind them) stays within what a look reads.
  */
 export interface LineageSweepDeps {
   shards: Pick<ShardDirectory, 'lineage'>;
@@ -21,7 +38,11 @@ export interface LineageSweepDeps {
   reader: ShardReader;
   ranges: Pick<RangeStore, 'head'>;
   windows: Pick<OrderedLook, 'whole'>;
+  blocks: Pick<KeyBlocks, 'read' | 'block'>;
+  keys: Pick<KeyStates, 'getMany'>;
 }
+
+type Window = Awaited<ReturnType<OrderedLook['whole']>>;
 
 /** Records read per page, and pages a pass reads of one shard, looking for its end. */
 const PAGE = 1000;
@@ -42,6 +63,13 @@ export class LineageSweep {
     const progress = new Map<string, ShardProgress>();
     for (const [shard, mark] of marks) if (mark.progress) progress.set(shard, mark.progress);
     let unended = false;
+    // Each closed shard's window, read once a pass.
+    const windows = new Map<string, Promise<Window>>();
+    const windowOf = (shard: string) => {
+      const read = windows.get(shard) ?? this.deps.windows.whole(queue, shard, MAX_RANGES, now);
+      windows.set(shard, read);
+      return read;
+    };
     for (const link of closed) {
       if (progress.get(link.id) === 'finished') continue;
       if (progress.get(link.id) !== 'ended') {
@@ -53,13 +81,46 @@ export class LineageSweep {
         await this.deps.marks.mark(queue, link.id, 'ended', now);
         progress.set(link.id, 'ended');
       }
-      const window = await this.deps.windows.whole(queue, link.id, MAX_RANGES, now);
+      const window = await windowOf(link.id);
       if (window && mayFinish(link, progress, window, now)) {
         await this.deps.marks.mark(queue, link.id, 'finished', now);
         progress.set(link.id, 'finished');
       }
     }
+    if (config.ordered)
+      for (const link of links.values())
+        await this.blockAsAncestors(queue, links, link, progress, windowOf, now);
     return { unended };
+  }
+
+  /** Blocks in a child the keys its ancestors block and no longer hold an unfinished entry of. */
+  private async blockAsAncestors(
+    queue: string,
+    links: ReadonlyMap<string, ShardLink>,
+    child: ShardLink,
+    progress: ReadonlyMap<string, ShardProgress>,
+    windowOf: (shard: string) => Promise<Window>,
+    now: number,
+  ): Promise<void> {
+    if (!child.parents.length || progress.get(child.id) === 'finished') return;
+    const ancestors = unfinishedAncestors(links, child.id, progress);
+    if (!ancestors.length) return;
+    const views = await Promise.all(
+      ancestors.map(
+        async (a): Promise<AncestorView> =>
+          progress.get(a) === 'ended' ? { ended: true, window: await windowOf(a) } : { ended: false },
+      ),
+    );
+    const gate = lineageGate(views, now);
+    if (gate === 'shut') return;
+    const keys = [...gate.blocked.keys()].filter((key) => !gate.waits.has(keyTag(key)));
+    if (!keys.length) return;
+    const own = await this.deps.blocks.read(queue, child.id);
+    const missing = keys.filter((key) => !own.has(key));
+    if (!missing.length) return;
+    const states = await this.deps.keys.getMany(queue, missing);
+    for (const key of missing)
+      if (!isFree(states.get(key))) await this.deps.blocks.block(queue, child.id, key);
   }
 
   /**

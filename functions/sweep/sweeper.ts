@@ -350,8 +350,10 @@ export class Sweeper {
           );
       });
     }
-    if (ns.consumer === undefined && config.ordered)
-      await this.deps.blockedKeys.sweep(queue, config, shard, open, now);
+    if (ns.consumer === undefined && config.ordered) {
+      const closed = (await this.deps.shards.lineage(config.stream, now)).get(shard)?.closed === true;
+      await this.deps.blockedKeys.sweep(queue, config, shard, open, now, closed);
+    }
     const evictedExpired = await this.expireEvicted(queue, config, shard, now);
     await this.deps.admission.lowestOpen(queue, shard, open.at(-1));
     return { expired: moved.filter(Boolean).length + evictedExpired, appended };

@@ -23,6 +23,7 @@ beforeAll(async () => {
       ord: { ordered: true, shards: 1, lease_seconds: 60, backoff_seconds: [0], max_attempts: 20 },
       plain: { shards: 1, lease_seconds: 60 },
       traced: { shards: 1, lease_seconds: 60, backoff_seconds: [1] },
+      parks: { ordered: true, shards: 1, lease_seconds: 60, backoff_seconds: [0], max_attempts: 3 },
     },
   });
 });
@@ -166,4 +167,49 @@ describe('a message retried across a reshard', () => {
     await q.ack([retry?.receipt as string]);
     expect((await t.api('/queues/traced/messages/t-1')).body.state).toBe('acked');
   }, 120_000);
+});
+
+describe('a key parked in a parent shard', () => {
+  it('has its messages in a child moved to its hold area, so its redriven dead letter behind them goes first, then the rest in order', async () => {
+    const q = queueApi(t, 'parks');
+    // Two of its later messages wait in the parent, and move to its hold area from there.
+    await q.produce([0, 1, 2].map((i) => ({ message_id: `a-${i}`, key: 'acct', payload: i })));
+    const [first] = await q.receiveAll(1, 10_000);
+    expect(first?.message_id).toBe('a-0');
+    expect((await q.nack({ receipt: first?.receipt, retryable: false, error: 'bad' })).body.status).toBe(
+      'dead_lettered',
+    );
+    await reshard('parks', 2);
+    // More of the key than a look reads ranges of, each its own range in a child: were they left
+    // waiting there, the redriven dead letter admitted behind them would never be read.
+    const N = 70;
+    for (let i = 3; i <= N; i++) {
+      expect((await q.produce([{ message_id: `a-${i}`, key: 'acct', payload: i }]))[0]?.status).toBe(
+        'accepted',
+      );
+      await t.runtime.eventSource.drained(10_000);
+    }
+    const parked = async () => (await t.api('/queues/parks/keys/parked')).body.keys;
+    await until(async () => {
+      await t.runtime.sweep.fire();
+      return (await parked())[0]?.held === N;
+    }, 60_000);
+    expect(
+      (
+        await t.api('/queues/parks/redrive', {
+          body: { rate_per_sec: 100, filter: { message_ids: ['a-0'] } },
+        })
+      ).status,
+    ).toBe(202);
+    const order: number[] = [];
+    await until(async () => {
+      const got = await q.receive({ max_messages: 10, wait_seconds: 1 });
+      expect(got.length).toBeLessThanOrEqual(1);
+      order.push(...got.map((m) => m.payload as number));
+      if (got.length) await q.ack(got.map((m) => m.receipt));
+      return order.length === N + 1;
+      // One at a time, each a receive and an ack: 0.2-0.4 s each here.
+    }, 180_000);
+    expect(order).toEqual(Array.from({ length: N + 1 }, (_, i) => i));
+  }, 360_000);
 });
