@@ -31,6 +31,21 @@ export function shardState(link: ShardLink, progress: ShardProgress | undefined)
   return progress === 'finished' ? 'finished' : 'draining';
 }
 
+/** Per shard, the least progress among several readers' (a queue's Lambda consumers'). */
+export function leastProgress(
+  readers: readonly ReadonlyMap<string, ShardProgress>[],
+): Map<string, ShardProgress> {
+  const [first, ...rest] = readers;
+  const least = new Map(first);
+  for (const [shard, progress] of least) {
+    const others = rest.map((r) => r.get(shard));
+    if (others.includes(undefined)) least.delete(shard);
+    else if (others.includes('ended')) least.set(shard, 'ended');
+    else least.set(shard, progress);
+  }
+  return least;
+}
+
 /**
  * The shard's ancestors that are not finished, nearest first. A parent the stream no longer lists
  * (trimmed past its retention) is followed like any other: its ranges may still hold a lease, and

@@ -1,5 +1,6 @@
 import { commitStall, sameMarks } from '../core/commit-stall.js';
 import {
+  consumerNamespace,
   namespaceParts,
   type QueueConfig,
   storageQuotaBytes,
@@ -8,7 +9,7 @@ import {
 } from '../core/config.js';
 import { drainView } from '../core/drain.js';
 import { entryStatus, isFinished, type Range } from '../core/ranges.js';
-import { shardState } from '../core/shard-lineage.js';
+import { leastProgress, shardState } from '../core/shard-lineage.js';
 import type { KeyOrder } from '../delivery/key-order.js';
 import type { QueueLineage } from '../delivery/queue-lineage.js';
 import type { ShardDirectory } from '../log/stream.js';
@@ -82,7 +83,7 @@ export class QueueStats {
       this.deps.controls.get(queue),
       this.deps.samples.get(queue),
       this.commitStall(queue, perShard, now, keepMarks),
-      this.lineage(queue, config.stream, now),
+      this.lineage(queue, config, now),
     ]);
     const storedBytes = await this.deps.storage.byReader(queue, config);
     const sum = (f: (s: (typeof perShard)[number]) => number) => perShard.reduce((a, s) => a + f(s), 0);
@@ -207,10 +208,18 @@ export class QueueStats {
     return stall.stalledSeconds;
   }
 
-  /** The stream's listed shards, each with its state for the queue; the marks are read only after a reshard. */
-  private async lineage(queue: string, stream: string, now: number) {
-    const links = [...(await this.deps.shards.lineage(stream, now)).values()].filter((l) => l.listed);
-    const progress = links.some((l) => l.closed) ? await this.deps.lineage.progress(queue, now) : new Map();
+  /**
+   * The stream's listed shards, each with its state for the queue (a queue with Lambda consumers:
+   * its slowest consumer's); the marks are read only after a reshard.
+   */
+  private async lineage(queue: string, config: QueueConfig, now: number) {
+    const links = [...(await this.deps.shards.lineage(config.stream, now)).values()].filter((l) => l.listed);
+    const readers = config.consumers.length
+      ? config.consumers.map((c) => consumerNamespace(queue, c.name))
+      : [queue];
+    const progress = links.some((l) => l.closed)
+      ? leastProgress(await Promise.all(readers.map((r) => this.deps.lineage.progress(r, now))))
+      : new Map();
     return links.map((l) => ({
       id: l.id,
       state: shardState(l, progress.get(l.id)),

@@ -1,5 +1,5 @@
 import { toLogRecords } from '../admission/fast-admission.js';
-import type { QueueConfig } from '../core/config.js';
+import { isNamespace, namespaceParts, type QueueConfig } from '../core/config.js';
 import { keyTag } from '../core/ordering.js';
 import { compareSequence } from '../core/ranges.js';
 import {
@@ -14,17 +14,19 @@ import type { OrderedLook } from '../delivery/ordered-look.js';
 import type { ShardReader } from '../log/shard-reader.js';
 import type { ShardDirectory } from '../log/stream.js';
 import type { KeyBlocks } from '../store/key-blocks.js';
+import type { KeyHolds } from '../store/key-holds.js';
 import type { KeyStates } from '../store/key-states.js';
 import type { RangeStore } from '../store/ranges.js';
 import type { ShardMarks } from '../store/shard-marks.js';
 import { isFree } from './blocked-keys.js';
 
 /**
- * The sweep's part in a resharded stream (core/shard-lineage.ts): per pull queue, each closed
- * shard is marked `ended` once a read from the queue's last range to the shard's end meets no
- * record of the queue (dispatch or the lag catch-up admits any it meets first), and `finished`
- * once its window is empty, no key is blocked in it and its parents are finished. A stream that
- * was never resharded costs nothing here but its cached listing.
+ * The sweep's part in a resharded stream (core/shard-lineage.ts): per pull queue and Lambda
+ * consumer, each closed shard is marked `ended` once a read from the namespace's last range to
+ * the shard's end meets no record of the queue (dispatch, the lag catch-up or the consumer admits
+ * any it meets first), and `finished` once its window is empty, no key is blocked in it (nor, for
+ * a consumer, has messages in its hold area) and its parents are finished. A stream that was
+ * never resharded costs nothing here but its cached listing.
  *
  * On an ordered queue, a key an ancestor blocks (parked, or held by a message outside the ranges)
  * is blocked in the child too once the ancestor has no unfinished entry of it left: the child's
@@ -39,6 +41,7 @@ export interface LineageSweepDeps {
   ranges: Pick<RangeStore, 'head'>;
   windows: Pick<OrderedLook, 'whole'>;
   blocks: Pick<KeyBlocks, 'read' | 'block'>;
+  holds: Pick<KeyHolds, 'marked'>;
   keys: Pick<KeyStates, 'getMany'>;
 }
 
@@ -53,8 +56,13 @@ const MAX_RANGES = 64;
 export class LineageSweep {
   constructor(private readonly deps: LineageSweepDeps) {}
 
-  /** Moves the queue's closed shards on; answers whether one of them is not ended yet. */
+  /**
+   * Moves the closed shards of a queue or a Lambda consumer's namespace on; answers whether one
+   * of them is not ended yet.
+   */
   async sweep(queue: string, config: QueueConfig, now: number): Promise<{ unended: boolean }> {
+    // A queue with Lambda consumers admits its records into their namespaces only.
+    if (!isNamespace(queue) && config.consumers.length) return { unended: false };
     const links = await this.deps.shards.lineage(config.stream, now);
     // Shard ids grow with each reshard: parents before their children.
     const closed = [...links.values()].filter((l) => l.closed).sort((a, b) => a.id.localeCompare(b.id));
@@ -82,12 +90,18 @@ export class LineageSweep {
         progress.set(link.id, 'ended');
       }
       const window = await windowOf(link.id);
-      if (window && mayFinish(link, progress, window, now)) {
+      if (
+        window &&
+        mayFinish(link, progress, window, now) &&
+        // A Lambda consumer's held keys are marked per shard, not blocked.
+        !(isNamespace(queue) && (await this.deps.holds.marked(queue, link.id)).length)
+      ) {
         await this.deps.marks.mark(queue, link.id, 'finished', now);
         progress.set(link.id, 'finished');
       }
     }
-    if (config.ordered)
+    // A Lambda consumer's mapping reads a parent to its end before its children.
+    if (config.ordered && !isNamespace(queue))
       for (const link of links.values())
         await this.blockAsAncestors(queue, links, link, progress, windowOf, now);
     return { unended };
@@ -145,7 +159,7 @@ export class LineageSweep {
       PAGES_PER_PASS,
       true,
     )) {
-      if (toLogRecords(page.records, queue, config).length) return false;
+      if (toLogRecords(page.records, namespaceParts(queue).queue, config).length) return false;
       through = page.records.at(-1)?.sequence ?? through;
       if (page.end) return true;
     }

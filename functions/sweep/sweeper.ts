@@ -184,11 +184,7 @@ export class Sweeper {
       for (const jobs of [this.deps.redrives, this.deps.replays, this.deps.retentions])
         if (await jobs.anyRunning(ns.name)) return true;
       // A closed shard whose records are not all admitted yet: its children's keys wait on it.
-      if (
-        ns.consumer === undefined &&
-        (await this.deps.lineageSweep?.sweep(ns.name, ns.config, now))?.unended
-      )
-        return true;
+      if ((await this.deps.lineageSweep?.sweep(ns.name, ns.config, now))?.unended) return true;
       for (const shard of await this.deps.shards.shards(ns.config.stream)) {
         const { messages } = this.deps;
         // The whole window, not a pass's share: a lease a turn has not reached must keep it up.
@@ -251,7 +247,7 @@ export class Sweeper {
         }
       }),
     );
-    if (ns.consumer === undefined) await this.deps.lineageSweep?.sweep(ns.name, ns.config, this.now());
+    await this.deps.lineageSweep?.sweep(ns.name, ns.config, this.now());
   }
 
   /**

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ownStreamName } from '../../functions/core/config.js';
 import { createAdminClients } from '../../infra/local/admin-clients.js';
 import { reshardStream } from '../../infra/local/reshard.js';
+import { calls } from '../fixtures/ordered-lambda-consumer.js';
 import { queueApi, type Received } from '../helpers/queue-api.js';
 import { startTestRuntime, type TestRuntime } from '../helpers/runtime.js';
 import { until } from '../helpers/until.js';
@@ -24,6 +25,11 @@ beforeAll(async () => {
       plain: { shards: 1, lease_seconds: 60 },
       traced: { shards: 1, lease_seconds: 60, backoff_seconds: [1] },
       parks: { ordered: true, shards: 1, lease_seconds: 60, backoff_seconds: [0], max_attempts: 3 },
+      ledger: {
+        ordered: true,
+        shards: 1,
+        consumers: [{ name: 'books', entry: 'test/fixtures/ordered-lambda-consumer.ts' }],
+      },
     },
   });
 });
@@ -212,4 +218,30 @@ describe('a key parked in a parent shard', () => {
     }, 180_000);
     expect(order).toEqual(Array.from({ length: N + 1 }, (_, i) => i));
   }, 360_000);
+});
+
+describe('a queue with a Lambda consumer resharded', () => {
+  it("shows the parent finished once the consumer has handled all of it, each key's messages in order", async () => {
+    const q = queueApi(t, 'ledger');
+    const some = (from: number) =>
+      Array.from({ length: 20 }, (_, i) => ({ key: `k${i % 4}`, payload: { n: from + i } }));
+    expect((await q.produce(some(0))).every((r) => r.status === 'accepted')).toBe(true);
+    await reshard('ledger', 2);
+    expect((await q.produce(some(20))).every((r) => r.status === 'accepted')).toBe(true);
+    await until(async () => calls.filter((c) => c.ok).length === 40, 60_000);
+    for (const key of ['k0', 'k1', 'k2', 'k3']) {
+      const ns = calls.filter((c) => c.key === key && c.ok).map((c) => c.n);
+      expect(ns).toEqual([...ns].sort((a, b) => a - b));
+    }
+    type Shard = { id: string; state: string; parents: string[] };
+    let shards: Shard[] = [];
+    await until(async () => {
+      shards = (await q.stats()).shards;
+      return shards.every((s) => s.state !== 'draining');
+    }, 30_000);
+    expect(shards.map((s) => s.state).sort()).toEqual(['finished', 'open', 'open']);
+    // Nothing is left to sweep: no closed shard keeps the sweep awake (it rests once its last arm
+    // is 40 s old: core/sweep-rest.ts).
+    await until(() => t.runtime.sweep.resting, 90_000);
+  }, 180_000);
 });

@@ -4,6 +4,7 @@ import type { Lease, Range } from '../../functions/core/ranges.js';
 import {
   type AncestorView,
   descendants,
+  leastProgress,
   lineageGate,
   mayFinish,
   type ShardLink,
@@ -249,6 +250,28 @@ describe('shard lineage rules', () => {
       NOW,
     );
     expect(gate).toEqual({ waits: new Set(['y']), blocked: new Map([['z', 7]]) });
+  });
+
+  it('give a shard of several readers the least progress of any of them', () => {
+    const one = new Map<string, ShardProgress>([
+      ['a', 'finished'],
+      ['b', 'finished'],
+      ['c', 'ended'],
+    ]);
+    const two = new Map<string, ShardProgress>([
+      ['a', 'finished'],
+      ['b', 'ended'],
+      ['c', 'finished'],
+      ['d', 'finished'],
+    ]);
+    expect(leastProgress([one, two])).toEqual(
+      new Map([
+        ['a', 'finished'],
+        ['b', 'ended'],
+        ['c', 'ended'],
+      ]),
+    );
+    expect(leastProgress([two])).toEqual(two);
   });
 
   it('finish a shard only once it is ended, empty, unblocked and its parents are finished', () => {
