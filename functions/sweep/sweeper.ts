@@ -132,6 +132,8 @@ export class Sweeper {
   private readonly appended = new Map<string, Map<string, string>>();
 
   private readonly scan: WindowScan;
+  /** Namespaces whose last pass left a closed shard not ended (`pending` follows the pass). */
+  private readonly unended = new Set<string>();
 
   constructor(private readonly deps: SweeperDeps) {
     this.scan = new WindowScan(deps.ranges);
@@ -173,8 +175,9 @@ export class Sweeper {
   /**
    * Whether anything the sweep handles comes due within REST_HORIZON_MS (core/sweep-rest.ts): a
    * running job, a lease or a retry in the ranges, a delayed message, a lease the gap cap moved
-   * out of its range, an ordered queue's held messages. A parked key waits for an operator, whose
-   * skip or redrive arms the sweep: it keeps nothing awake.
+   * out of its range, an ordered queue's held messages, a closed shard the last pass did not find
+   * ended. A parked key waits for an operator, whose skip or redrive arms the sweep: it keeps
+   * nothing awake.
    */
   async pending(): Promise<boolean> {
     const now = this.now();
@@ -183,8 +186,8 @@ export class Sweeper {
     for (const ns of namespaces(this.deps.tenant)) {
       for (const jobs of [this.deps.redrives, this.deps.replays, this.deps.retentions])
         if (await jobs.anyRunning(ns.name)) return true;
-      // A closed shard whose records are not all admitted yet: its children's keys wait on it.
-      if ((await this.deps.lineageSweep?.sweep(ns.name, ns.config, now))?.unended) return true;
+      // A closed shard whose records were not all admitted at the pass: its children's keys wait on it.
+      if (this.unended.has(ns.name)) return true;
       for (const shard of await this.deps.shards.shards(ns.config.stream)) {
         const { messages } = this.deps;
         // The whole window, not a pass's share: a lease a turn has not reached must keep it up.
@@ -247,7 +250,9 @@ export class Sweeper {
         }
       }),
     );
-    await this.deps.lineageSweep?.sweep(ns.name, ns.config, this.now());
+    const lineage = await this.deps.lineageSweep?.sweep(ns.name, ns.config, this.now());
+    if (lineage?.unended) this.unended.add(ns.name);
+    else this.unended.delete(ns.name);
   }
 
   /**
