@@ -1,5 +1,6 @@
 import { Ajv, type ValidateFunction } from 'ajv';
 import addFormatsModule from 'ajv-formats';
+import { perObject } from './per-object.js';
 
 /**
  * A queue's JSON Schema for its payloads (config `schema`), compiled once per schema and run on
@@ -13,7 +14,6 @@ import addFormatsModule from 'ajv-formats';
 const addFormats = addFormatsModule as unknown as { default: (ajv: Ajv) => Ajv };
 
 let shared: Ajv | undefined;
-const compiled = new WeakMap<object, ValidateFunction>();
 
 function ajv(): Ajv {
   if (!shared) {
@@ -24,14 +24,9 @@ function ajv(): Ajv {
 }
 
 /** The schema's validator; throws what Ajv cannot compile (an unknown keyword, a bad type). */
-export function validatorOf(schema: Record<string, unknown>): ValidateFunction {
-  let validate = compiled.get(schema);
-  if (!validate) {
-    validate = ajv().compile(schema);
-    compiled.set(schema, validate);
-  }
-  return validate;
-}
+export const validatorOf: (schema: Record<string, unknown>) => ValidateFunction = perObject((schema) =>
+  ajv().compile(schema),
+);
 
 /** What is wrong with `payload` under `schema`, as one sentence (`payload/amount must be number`); undefined when it matches. */
 export function payloadProblem(schema: Record<string, unknown>, payload: unknown): string | undefined {

@@ -1,6 +1,7 @@
 import type { TenantConfig } from '../core/config.js';
+import { perObject } from '../core/per-object.js';
 import type { AlarmState } from '../observability/alarm-evaluation.js';
-import { type QueueAlarm, queueAlarms } from '../observability/queue-alarms.js';
+import { queueAlarms } from '../observability/queue-alarms.js';
 import type { AlarmsResponse } from '../wire/responses.js';
 
 /**
@@ -26,13 +27,4 @@ export function alarmList(tenant: TenantConfig, state: AlarmState): AlarmsRespon
 }
 
 /** A tenant's rules, made once: its config does not change while the function runs. */
-const rules = new WeakMap<TenantConfig, QueueAlarm[]>();
-
-function rulesOf(tenant: TenantConfig): QueueAlarm[] {
-  let made = rules.get(tenant);
-  if (!made) {
-    made = queueAlarms(tenant);
-    rules.set(tenant, made);
-  }
-  return made;
-}
+const rulesOf = perObject(queueAlarms);

@@ -5,6 +5,7 @@ import { type HttpResponse, header } from '../api/http.js';
 import type { ApiServices } from '../api/route.js';
 import { isTransientAwsError } from '../aws/transient.js';
 import { isLeaseqError } from '../core/errors.js';
+import { perObject } from '../core/per-object.js';
 import { MAX_BODY_BYTES } from '../wire/requests.js';
 import { ACTIONS, USAGE_KINDS } from './actions.js';
 import { isSqsError, SqsError } from './errors.js';
@@ -20,16 +21,7 @@ import { isSqsError, SqsError } from './errors.js';
  * The verifier of each function instance's signed requests, built here, in the file the first SQS
  * request loads: it keeps what it read (credentials, opened secrets) for later requests.
  */
-const verifiers = new WeakMap<SqsAuthenticatorDeps, SqsAuthenticator>();
-
-function verifierOf(deps: SqsAuthenticatorDeps): SqsAuthenticator {
-  let verifier = verifiers.get(deps);
-  if (!verifier) {
-    verifier = new SqsAuthenticator(deps);
-    verifiers.set(deps, verifier);
-  }
-  return verifier;
-}
+const verifierOf = perObject((deps: SqsAuthenticatorDeps) => new SqsAuthenticator(deps));
 
 const TARGET_PREFIX = 'AmazonSQS.';
 const CONTENT_TYPE = 'application/x-amz-json-1.0';
