@@ -224,8 +224,9 @@ describe('streams resharded 2 → 4 → 8 → 3 under load', () => {
     }
     expect(peak.perKey).toBe(1);
     expect(plainAcked.size).toBe(plainProduced);
-    // The streams end at three open shards each, every closed one finished for the pull queues.
-    for (const q of [orders, plain]) {
+    // The streams end at three open shards each, every closed one finished for each queue (the
+    // Lambda consumer's queue: for its consumer).
+    for (const q of [orders, ledger, plain]) {
       await until(
         async () => (await q.stats()).shards.every((s: { state: string }) => s.state !== 'draining'),
         60_000,
