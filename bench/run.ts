@@ -80,7 +80,7 @@ import { endToEnd, produce, WORKLOAD } from './workload.js';
  *                    units; also LEASEQ_DYNAMODB=dynamodb-local
  * --baseline FILE    an earlier bench/results/*.json: its figures beside these, and the throughput goal
  * --only RUNS        only these produce and end-to-end runs, `scale`, `isolation` and `reshard` (comma-separated, e.g. c16,isolation)
- * --reshard-rate N   msg/s the reshard phase produces (default 200): less where the machine cannot carry 200 at all
+ * --reshard-rate N   msg/s the reshard phase produces (default 100, what a 2-core machine carries after a split)
  */
 
 const TENANT = {
