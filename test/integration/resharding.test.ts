@@ -46,6 +46,18 @@ async function reshard(queue: string, shards: number): Promise<void> {
   }
 }
 
+type Shard = { id: string; state: string; parents: string[] };
+
+/** The queue's shards as stats show them once none is draining. */
+async function drained(q: ReturnType<typeof queueApi>): Promise<Shard[]> {
+  let shards: Shard[] = [];
+  await until(async () => {
+    shards = (await q.stats()).shards;
+    return shards.every((s) => s.state !== 'draining');
+  }, 30_000);
+  return shards;
+}
+
 function batch(prefix: string, keys: number, perKey: number, from = 0) {
   const messages = [];
   for (let seq = from; seq < from + perKey; seq++)
@@ -111,12 +123,7 @@ describe('an ordered queue resharded under load', () => {
 
     // Stats show the lineage: three open shards, and every closed one finished once the sweep
     // has seen it empty; each shard names its parents, the first shard none.
-    type Shard = { id: string; state: string; parents: string[] };
-    let shards: Shard[] = [];
-    await until(async () => {
-      shards = (await q.stats()).shards;
-      return shards.every((s) => s.state !== 'draining');
-    }, 30_000);
+    const shards = await drained(q);
     expect(shards.filter((s) => s.state === 'open')).toHaveLength(3);
     expect(shards.find((s) => s.id === 'shardId-000000000000')).toEqual({
       id: 'shardId-000000000000',
@@ -233,12 +240,7 @@ describe('a queue with a Lambda consumer resharded', () => {
       const ns = calls.filter((c) => c.key === key && c.ok).map((c) => c.n);
       expect(ns).toEqual([...ns].sort((a, b) => a - b));
     }
-    type Shard = { id: string; state: string; parents: string[] };
-    let shards: Shard[] = [];
-    await until(async () => {
-      shards = (await q.stats()).shards;
-      return shards.every((s) => s.state !== 'draining');
-    }, 30_000);
+    const shards = await drained(q);
     expect(shards.map((s) => s.state).sort()).toEqual(['finished', 'open', 'open']);
     // Nothing is left to sweep: no closed shard keeps the sweep awake (it rests once its last arm
     // is 40 s old: core/sweep-rest.ts).
