@@ -58,9 +58,10 @@ const BLOCKS_REUSE_MS = 1000;
 /**
  * How long a look uses a child shard's lineage gate: an ended ancestor admits nothing more, so a
  * key it did not hold back then it does not hold back later (a key blocks only where it has an
- * unfinished entry, or is parked or holding, and those keys were held back already).
+ * unfinished entry, or is parked or holding, and those keys were held back already). Short: a
+ * gate lives only while a reshard drains, and what it holds back waits until it is read again.
  */
-const GATE_REUSE_MS = 1000;
+const GATE_REUSE_MS = 250;
 
 /** A shard's ranges as a look read them, and its blocked keys, each with its token. */
 type ShardView = { ranges: Range[]; blocked: Map<string, number> };

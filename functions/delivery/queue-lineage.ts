@@ -4,8 +4,8 @@ import type { ShardMark, ShardMarks } from '../store/shard-marks.js';
 
 /**
  * A queue's unfinished ancestors of a shard, for the lineage gate of its looks
- * (core/shard-lineage.ts): the stream's listing and the queue's shard marks, each read at most
- * once a second per instance. A shard with no parent costs nothing; nor, once every ancestor of
+ * (core/shard-lineage.ts): the stream's listing and the queue's shard marks, the marks read at
+ * most four times a second per instance. A shard with no parent costs nothing; nor, once every ancestor of
  * it is finished, does it again (a finished mark is for good).
  */
 export interface QueueLineageDeps {
@@ -13,7 +13,8 @@ export interface QueueLineageDeps {
   marks: Pick<ShardMarks, 'all'>;
 }
 
-const MARKS_REUSE_MS = 1000;
+/** Marks are read only while a child has an unfinished ancestor: a new mark releases its keys. */
+const MARKS_REUSE_MS = 250;
 
 export class QueueLineage {
   private readonly read = new Map<string, { at: number; marks: Promise<Map<string, ShardMark>> }>();
