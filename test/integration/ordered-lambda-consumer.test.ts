@@ -185,7 +185,13 @@ describe('an ordered queue with a Lambda consumer', () => {
     expect(await services().keys.claim(NS, 'hk', 'h-1')).toBe('taken');
     await q.produce([{ message_id: 'h-3', key: 'hk', payload: { n: 3 } }]);
     await until(() => allIn(['h-3'], 'held'));
-    // The event source offers that invocation's batch again: h-1's retry, acked already.
+    // The event source offers that invocation's batch again: h-1's retry, acked already. It runs
+    // one invocation of a shard at a time, and this one is called beside the runtime's own: the
+    // key's hold marker is marked woken for a minute, so the sweep's wake record (the key is free
+    // once this invocation releases it) is not answered by a second invocation draining h-3 too.
+    const [h3] = await services().holds.first(NS, 'hk', 1);
+    expect(h3?.envelope.message_id).toBe('h-3');
+    await services().holds.woke(NS, h3?.shard as string, 'hk', Date.now() + 60_000);
     const retry = (await t.records('ledger')).find(
       (r) => r.envelope.message_id === 'h-1' && r.envelope.entry === 2,
     );
