@@ -123,6 +123,21 @@ export function lineageGate(views: readonly AncestorView[], now: number): Lineag
   return { waits, blocked };
 }
 
+/** `lineageGate` of a child's unfinished ancestors, each ended one's window read by `windowOf`. */
+export async function readLineageGate(
+  ancestors: readonly { shard: string; ended: boolean }[],
+  windowOf: (shard: string) => Promise<AncestorView['window']>,
+  now: number,
+): Promise<LineageGate> {
+  const views = await Promise.all(
+    ancestors.map(
+      async (a): Promise<AncestorView> =>
+        a.ended ? { ended: true, window: await windowOf(a.shard) } : { ended: false },
+    ),
+  );
+  return lineageGate(views, now);
+}
+
 /** The key tags of the unfinished entries of `ranges`. */
 export function unfinishedTags(ranges: readonly Range[], now: number): Set<string> {
   const tags = new Set<string>();

@@ -2,7 +2,7 @@ import type { LeasedEntry } from '../admission/admitted-signal.js';
 import type { QueueConfig } from '../core/config.js';
 import { chooseRuns, type KeyRun, keyedStep, keyRuns, keyTag, runPicks } from '../core/ordering.js';
 import { isFinished, type Range } from '../core/ranges.js';
-import { type AncestorView, type LineageGate, lineageGate } from '../core/shard-lineage.js';
+import { type LineageGate, readLineageGate } from '../core/shard-lineage.js';
 import type { KeyBlocks } from '../store/key-blocks.js';
 import type { KeyState, KeyStates } from '../store/key-states.js';
 import type { NewLease, RangeStore } from '../store/ranges.js';
@@ -124,15 +124,7 @@ export class OrderedLook {
     const at = `${queue}\u0000${shard}`;
     const hit = this.gates.get(at);
     if (hit && now - hit.at < GATE_REUSE_MS) return hit.gate;
-    const views = await Promise.all(
-      ancestors.map(
-        async (a): Promise<AncestorView> =>
-          a.ended
-            ? { ended: true, window: await this.whole(queue, a.shard, MAX_RANGES, now) }
-            : { ended: false },
-      ),
-    );
-    const gate = lineageGate(views, now);
+    const gate = await readLineageGate(ancestors, (a) => this.whole(queue, a, MAX_RANGES, now), now);
     this.gates.set(at, { at: now, gate });
     return gate;
   }

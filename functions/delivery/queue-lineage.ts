@@ -5,8 +5,8 @@ import type { ShardMark, ShardMarks } from '../store/shard-marks.js';
 /**
  * A queue's unfinished ancestors of a shard, for the lineage gate of its looks
  * (core/shard-lineage.ts): the stream's listing and the queue's shard marks, the marks read at
- * most four times a second per instance. A shard with no parent costs nothing; nor, once every ancestor of
- * it is finished, does it again (a finished mark is for good).
+ * most four times a second per instance. A shard with no parent costs nothing; nor, once every
+ * ancestor of it is finished, does it again (a finished mark is for good).
  */
 export interface QueueLineageDeps {
   directory: Pick<ShardDirectory, 'lineage' | 'learn'>;

@@ -3,9 +3,8 @@ import { isNamespace, namespaceParts, type QueueConfig } from '../core/config.js
 import { keyTag } from '../core/ordering.js';
 import { compareSequence } from '../core/ranges.js';
 import {
-  type AncestorView,
-  lineageGate,
   mayFinish,
+  readLineageGate,
   type ShardLink,
   type ShardProgress,
   unfinishedAncestors,
@@ -119,13 +118,11 @@ export class LineageSweep {
     if (!child.parents.length || progress.get(child.id) === 'finished') return;
     const ancestors = unfinishedAncestors(links, child.id, progress);
     if (!ancestors.length) return;
-    const views = await Promise.all(
-      ancestors.map(
-        async (a): Promise<AncestorView> =>
-          progress.get(a) === 'ended' ? { ended: true, window: await windowOf(a) } : { ended: false },
-      ),
+    const gate = await readLineageGate(
+      ancestors.map((a) => ({ shard: a, ended: progress.get(a) === 'ended' })),
+      windowOf,
+      now,
     );
-    const gate = lineageGate(views, now);
     if (gate === 'shut') return;
     const keys = [...gate.blocked.keys()].filter((key) => !gate.waits.has(keyTag(key)));
     if (!keys.length) return;
