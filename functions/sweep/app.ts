@@ -89,17 +89,15 @@ export function createSweepHandler(
   const services = buildServices(config, clients);
   // Only the sweep watches for expiries: built here, not in every function's services.
   const expiryWatch = new ExpiryWatch({ ...services, marks: new ExpiryMarks(clients.doc, config.tableName) });
+  // Listed about every pass (ListShards is not billed): a reshard's children wait, whole, until
+  // the sweep marks their parents ended, and every reader's 10 s listing kept them waiting 7-9 s.
+  const shards = new ShardDirectory(clients.kinesis, 1000);
   const sweeper = new Sweeper({
     ...services,
+    shards,
     blockedKeys: new BlockedKeys(services),
     heldSweep: new HeldSweep(services),
-    // Listed about every pass (ListShards is not billed): a reshard's children wait, whole, until
-    // the sweep marks their parents ended, and every reader's 10 s listing kept them waiting 7-9 s.
-    lineageSweep: new LineageSweep({
-      ...services,
-      shards: new ShardDirectory(clients.kinesis, 1000),
-      marks: services.shardMarks,
-    }),
+    lineageSweep: new LineageSweep({ ...services, shards, marks: services.shardMarks }),
     tenant: config.tenant,
     logger,
   });
