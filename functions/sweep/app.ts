@@ -4,6 +4,7 @@ import type { AwsClients } from '../aws/clients.js';
 import { lazySnsPublish } from '../aws/sns.js';
 import { sleep } from '../core/async.js';
 import type { RuntimeConfig } from '../core/runtime-config.js';
+import { nextPassIn } from '../core/sweep-cadence.js';
 import { armSettled } from '../core/sweep-rest.js';
 import { ShardDirectory } from '../log/stream.js';
 import { SERVICE } from '../observability/metrics.js';
@@ -152,8 +153,9 @@ export function createSweepHandler(
         total.rested = true;
         break;
       }
-      if (context.getRemainingTimeInMillis() < reserve + interval) break;
-      await sleep(interval);
+      const gap = nextPassIn(interval, Date.now() - passStart);
+      if (context.getRemainingTimeInMillis() < reserve + gap) break;
+      await sleep(gap);
     } while (context.getRemainingTimeInMillis() > reserve);
     // A failed invocation is what the sweep-failing alarm counts: the queues' alarms failed with the gauges.
     if (options.awaitGauges !== false) {

@@ -1,10 +1,12 @@
 import type { Context } from 'aws-lambda';
+import { nextPassIn } from '../../functions/core/sweep-cadence.js';
 import { lambdaContext } from './lambda-context.js';
 
 /**
  * Plays EventBridge's schedule for a scheduled function. Locally the function makes one pass
- * per firing (its invocation is given no time for more), and the timer fires every
- * `intervalMs`: the same cadence the function keeps inside one long invocation on AWS. An
+ * per firing (its invocation is given no time for more), and the timer fires `intervalMs` after
+ * the last firing began (core/sweep-cadence.ts): the same cadence the function keeps inside one
+ * long invocation on AWS. An
  * invocation that answers `rested` (the sweep, core/sweep-rest.ts) is fired again at the next
  * tick, `tickMs` later, unless `wake` calls it first, as the table's stream does on AWS.
  */
@@ -42,6 +44,7 @@ export function startSchedule(
   };
   const invoke = async () => {
     const before = wakes;
+    const start = Date.now();
     try {
       const answer = await handler(
         { source: 'aws.events', 'detail-type': 'Scheduled Event' },
@@ -54,7 +57,7 @@ export function startSchedule(
       onError(err);
     } finally {
       running = undefined;
-      next(resting ? cadence.tickMs : cadence.intervalMs);
+      next(resting ? cadence.tickMs : nextPassIn(cadence.intervalMs, Date.now() - start));
     }
   };
   // One invocation at a time, as the stack's reserved concurrency of 1 does on AWS.
