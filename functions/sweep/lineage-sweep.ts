@@ -73,7 +73,7 @@ export class LineageSweep {
     // Each closed shard's window, read once a pass.
     const windows = new Map<string, Promise<Window>>();
     const windowOf = (shard: string) => {
-      const read = windows.get(shard) ?? this.deps.windows.whole(queue, shard, MAX_RANGES, now);
+      const read = windows.get(shard) ?? this.window(queue, shard, now);
       windows.set(shard, read);
       return read;
     };
@@ -89,12 +89,7 @@ export class LineageSweep {
         progress.set(link.id, 'ended');
       }
       const window = await windowOf(link.id);
-      if (
-        window &&
-        mayFinish(link, progress, window, now) &&
-        // A Lambda consumer's held keys are marked per shard, not blocked.
-        !(isNamespace(queue) && (await this.deps.holds.marked(queue, link.id)).length)
-      ) {
+      if (window && mayFinish(link, progress, window, now)) {
         await this.deps.marks.mark(queue, link.id, 'finished', now);
         progress.set(link.id, 'finished');
       }
@@ -104,6 +99,21 @@ export class LineageSweep {
       for (const link of links.values())
         await this.blockAsAncestors(queue, links, link, progress, windowOf, now);
     return { unended };
+  }
+
+  /**
+   * A closed shard's window. A Lambda consumer's held keys are marked per shard, not blocked in
+   * its window: they hold the shard open all the same.
+   */
+  private async window(queue: string, shard: string, now: number): Promise<Window> {
+    const window = await this.deps.windows.whole(queue, shard, MAX_RANGES, now);
+    if (!window || !isNamespace(queue)) return window;
+    const held = await this.deps.holds.marked(queue, shard);
+    if (!held.length) return window;
+    return {
+      ...window,
+      blocked: new Map([...window.blocked, ...held.map((m) => [m.key, m.token ?? 0] as const)]),
+    };
   }
 
   /** Blocks in a child the keys its ancestors block and no longer hold an unfinished entry of. */
