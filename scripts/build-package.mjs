@@ -3,7 +3,7 @@
 // repository's folders, so a module's URLs relative to itself hold in both; the files read that way
 // at run time that tsc does not emit are copied into place. docs/packaging.md, "The package".
 import { execFileSync } from 'node:child_process';
-import { cpSync, rmSync } from 'node:fs';
+import { cpSync, readdirSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 
@@ -13,6 +13,8 @@ const at = (path) => `${root}${path}`;
 rmSync(at('dist'), { recursive: true, force: true });
 const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc');
 execFileSync(process.execPath, [tsc, '-p', at('tsconfig.build.json')], { stdio: 'inherit' });
-// The local runtime's emulator thread, and the console's sources (bundled when first asked for).
-cpSync(at('infra/local/emulator-thread.mjs'), at('dist/infra/local/emulator-thread.mjs'));
+// The local runtime's plain JavaScript (its threads' entries and the emulator thread's helpers), and
+// the console's sources (bundled when first asked for).
+for (const file of readdirSync(at('infra/local')).filter((f) => f.endsWith('.mjs')))
+  cpSync(at(`infra/local/${file}`), at(`dist/infra/local/${file}`));
 cpSync(at('console'), at('dist/console'), { recursive: true });

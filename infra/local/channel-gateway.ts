@@ -3,7 +3,7 @@ import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { type WebSocket, WebSocketServer } from 'ws';
 import type { ChannelEvent, ChannelResult } from '../../functions/api/channel.js';
-import { headersOf } from './http-gateway.js';
+import { headersOf } from './gateway-event.js';
 
 /**
  * Plays API Gateway's WebSocket API for the wake channel (docs/wake-channel.md): `$connect`,
