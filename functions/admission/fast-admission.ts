@@ -30,6 +30,14 @@ export interface FastAdmissionDeps {
 const PAGE = 500;
 /** After Kinesis refuses a read (a shard serves 5 a second), this instance leaves the shard to dispatch for a while. */
 const THROTTLED_PAUSE_MS = 1000;
+/**
+ * After a pass that read a whole page or could not take all it read, this instance leaves the
+ * queue's shard to dispatch and the sweep for a while: the queue is behind (a backlog in the log,
+ * or a full window, a lag on a shared stream), and each pass would read up to a page of it to
+ * admit little or nothing, spending the shard's reads and, locally, the emulator thread every
+ * queue's calls wait on.
+ */
+const BEHIND_PAUSE_MS = 2000;
 
 /** Pull queues (ordered ones too) whose file does not turn it off; Lambda consumers are invoked by their mapping. */
 export function takesFastAdmission(config: QueueConfig): boolean {
@@ -43,7 +51,8 @@ interface Slot {
 
 export class FastAdmission {
   private readonly slots = new Map<string, Slot>();
-  private readonly throttledUntil = new Map<string, number>();
+  /** Per queue and shard: no pass before this time (throttled, or behind). */
+  private readonly pausedUntil = new Map<string, number>();
   private readonly rates = new Map<string, RecentRate>();
 
   constructor(private readonly deps: FastAdmissionDeps) {}
@@ -65,7 +74,7 @@ export class FastAdmission {
         this.rates.set(slot, rate);
         const lastSecond = rate.add(n, now);
         if (config.fast_admission === 'quiet' && lastSecond > RANGE_ENTRIES) return undefined;
-        if ((this.throttledUntil.get(slot) ?? 0) > now) return undefined;
+        if ((this.pausedUntil.get(slot) ?? 0) > now) return undefined;
         const s = this.slot(slot);
         return this.schedule(s, () => this.pass(queue, config, shard, slot));
       }),
@@ -95,18 +104,24 @@ export class FastAdmission {
 
   private async pass(queue: string, config: QueueConfig, shard: string, slot: string): Promise<void> {
     const stream = config.stream;
+    let page = false;
     try {
-      await this.deps.admission.catchUp(
+      const { read, taken } = await this.deps.admission.catchUp(
         queue,
         config,
         shard,
-        async (after) =>
-          toLogRecords(await this.deps.reader.after(stream, shard, after, PAGE), queue, config),
+        async (after) => {
+          const raw = await this.deps.reader.after(stream, shard, after, PAGE);
+          // The read the pass admits from is the last: a guess that missed is read again.
+          page = raw.length >= PAGE;
+          return toLogRecords(raw, queue, config);
+        },
         { waitForRoom: false, guess: this.deps.reader.resumesAfter(stream, shard) },
       );
+      if (page || taken < read) this.pausedUntil.set(slot, this.now() + BEHIND_PAUSE_MS);
     } catch (err) {
       if ((err as { name?: string }).name === 'ProvisionedThroughputExceededException')
-        this.throttledUntil.set(slot, this.now() + THROTTLED_PAUSE_MS);
+        this.pausedUntil.set(slot, this.now() + THROTTLED_PAUSE_MS);
     }
   }
 }

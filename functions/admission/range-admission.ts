@@ -143,7 +143,8 @@ export class RangeAdmission {
 
   /**
    * Admits what the log holds after the shard's last range, as `read` answers it (a gapless run
-   * from just after `after`, the whole shard when undefined). Answers how many records it read.
+   * from just after `after`, the whole shard when undefined). Answers how many records it read,
+   * and how many of them are done with (a prefix; the rest did not fit the window).
    */
   async catchUp(
     queue: string,
@@ -151,18 +152,27 @@ export class RangeAdmission {
     shard: string,
     read: (after: string | undefined) => Promise<LogRecord[]>,
     options: CatchUpOptions = {},
-  ): Promise<number> {
+  ): Promise<{ read: number; taken: number }> {
     const { guess } = options;
     const window = this.orderedWindow(queue, config, shard);
     const [head, early] = await Promise.all([
       this.deps.ranges.head(queue, shard),
       guess === undefined ? undefined : read(guess),
     ]);
-    // Read from at or before the range's end: gapless after it (admitAfter drops what it covers).
-    const gapless = early && guess !== undefined && head && compareSequence(guess, head.last) <= 0;
+    // Read from at or before the range's end: gapless after it (admitAfter drops what it covers),
+    // unless all of the queue's records it got are at or before that end: a guess far behind the
+    // range (an iterator kept from long ago) reads a page of what is admitted already.
+    const gapless =
+      early &&
+      guess !== undefined &&
+      head &&
+      compareSequence(guess, head.last) <= 0 &&
+      early.some((r) => compareSequence(r.sequence, head.last) > 0);
     const records = gapless ? early : await read(head?.last);
-    if (records.length) await this.admitAfter(queue, config, shard, head, records, options, window);
-    return records.length;
+    const taken = records.length
+      ? await this.admitAfter(queue, config, shard, head, records, options, window)
+      : 0;
+    return { read: records.length, taken };
   }
 
   /** How many more entries the shard's window takes now, without waiting for room. */

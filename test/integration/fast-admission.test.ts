@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AdmittedSignal, type LeaseTerms } from '../../functions/admission/admitted-signal.js';
+import { FastAdmission } from '../../functions/admission/fast-admission.js';
 import { type LogRecord, RangeAdmission } from '../../functions/admission/range-admission.js';
 import type { KinesisClient } from '../../functions/aws/kinesis.js';
 import { ownStreamName } from '../../functions/core/config.js';
@@ -47,6 +48,7 @@ beforeAll(async () => {
           sorted: { shards: 1, ordered: true },
           'sorted-manual': { shards: 1, ordered: true, fast_admission: 'off' },
           reader: { shards: 1, fast_admission: 'off' },
+          behind: { shards: 1, fast_admission: 'off', window_size: 5 },
           guessed: { shards: 1, fast_admission: 'off' },
           handed: { shards: 1, fast_admission: 'off' },
           'handed-sorted': { shards: 1, ordered: true, fast_admission: 'off' },
@@ -212,7 +214,7 @@ describe('an ordered queue admitted by several callers at once', () => {
  * most a few records after the last range it saw, then one catches up with the rest: the ranges
  * must be one lineage holding every record once. Answers how each racing caller ended.
  */
-async function raceCallers(queue: string): Promise<PromiseSettledResult<number>[]> {
+async function raceCallers(queue: string): Promise<PromiseSettledResult<{ read: number; taken: number }>[]> {
   const records = await slow.records(queue);
   expect(records).toHaveLength(40);
   const shard = records[0]?.shardId as string;
@@ -227,7 +229,7 @@ async function raceCallers(queue: string): Promise<PromiseSettledResult<number>[
   const settled = await Promise.allSettled(
     [3, 7, 20, 25, 33, 40, 1, 12].map((n) => services.admission.catchUp(queue, config, shard, readUpTo(n))),
   );
-  while ((await services.admission.catchUp(queue, config, shard, readUpTo(40))) > 0);
+  while ((await services.admission.catchUp(queue, config, shard, readUpTo(40))).read > 0);
   expectOneLineage(
     await services.ranges.from(queue, shard, undefined, 1000, true),
     records.map((r) => r.sequenceNumber),
@@ -287,7 +289,10 @@ describe('a catch-up that reads the log while it reads the last range', () => {
     );
     // A guess past the range end (entry 14): entries 10-14 were not read, so the log is read again.
     reads.length = 0;
-    expect(await services.admission.catchUp('guessed', config, shard, read, { guess: at(14) })).toBe(20);
+    expect(await services.admission.catchUp('guessed', config, shard, read, { guess: at(14) })).toEqual({
+      read: 20,
+      taken: 20,
+    });
     expect(reads).toEqual([at(14), at(9)]);
     // A guess before the range end (entry 4): the one read covers all after it.
     await q.produce(Array.from({ length: 5 }, (_, n) => ({ payload: { n: 30 + n } })));
@@ -296,6 +301,18 @@ describe('a catch-up that reads the log while it reads the last range', () => {
     reads.length = 0;
     await services.admission.catchUp('guessed', config, shard, read, { guess: at(4) });
     expect(reads).toEqual([at(4)]);
+    // A guess far behind the range end (entry 2) whose page of ten ends before it (entry 12 of
+    // 34): nothing read is new, so the log is read again from the end, and the new ones admitted.
+    await q.produce(Array.from({ length: 3 }, (_, n) => ({ payload: { n: 35 + n } })));
+    const last = await slow.records('guessed');
+    log.push(...last.slice(35).map((r) => ({ sequence: r.sequenceNumber, envelope: r.envelope })));
+    reads.length = 0;
+    const paged = async (after: string | undefined) => (await read(after)).slice(0, 10);
+    expect(await services.admission.catchUp('guessed', config, shard, paged, { guess: at(2) })).toEqual({
+      read: 3,
+      taken: 3,
+    });
+    expect(reads).toEqual([at(2), at(34)]);
     expectOneLineage(
       await services.ranges.from('guessed', shard, undefined, 1000, true),
       log.map((r) => r.sequence),
@@ -328,6 +345,59 @@ describe("the fast path's log reads", () => {
     expect(await reader.after(stream, shard, first[0]?.sequence, 500)).toHaveLength(7);
     expect(calls.filter((c) => c === 'GetShardIterator')).toHaveLength(2);
     expect(calls.filter((c) => c === 'GetRecords')).toHaveLength(3);
+  });
+});
+
+describe('a fast admission pass that could not take all it read', () => {
+  it('leaves the shard to dispatch for a while instead of reading what the full window cannot take at every produce', async () => {
+    const reads: string[] = [];
+    const kinesis = slow.runtime.clients.kinesis;
+    const counted = {
+      send: (command: { operation: string }) => {
+        if (command.operation === 'GetRecords') reads.push(command.operation);
+        return kinesis.send(command as never);
+      },
+    } as unknown as KinesisClient;
+    const declared = slow.runtime.config.tenant.queues.behind;
+    if (!declared) throw new Error('no queue behind');
+    // The runtime's own produce leaves it alone (off); this instance admits it as `quiet` does.
+    const config = { ...declared, fast_admission: 'quiet' as const };
+    const services = buildServices(slow.runtime.config, slow.runtime.clients);
+    let now = Date.now();
+    const fast = new FastAdmission({
+      admission: services.admission,
+      reader: new ShardReader(counted),
+      now: () => now,
+    });
+    const q = queueApi(slow, 'behind');
+    const produced = async (n: number) => {
+      await q.produce(Array.from({ length: n }, (_, i) => ({ payload: { i } })));
+      const shard = (await slow.records('behind'))[0]?.shardId as string;
+      await fast.afterAppend(
+        'behind',
+        config,
+        Array.from({ length: n }, () => ({ shard })),
+      );
+      return shard;
+    };
+
+    // Five fill the window of five.
+    const shard = await produced(5);
+    expect(reads).toHaveLength(1);
+    // Two more: read, and nothing of them taken.
+    now += 100;
+    await produced(2);
+    expect(reads).toHaveLength(2);
+    // Produce goes on: the shard is dispatch's for now, and nothing reads the log for them.
+    now += 1000;
+    await produced(2);
+    expect(reads).toHaveLength(2);
+    // A while later a pass looks again.
+    now += 2000;
+    await produced(1);
+    expect(reads.length).toBeGreaterThan(2);
+    const ranges = await services.ranges.from('behind', shard, undefined, 100, true);
+    expect(ranges.reduce((n, r) => n + r.count, 0)).toBe(5);
   });
 });
 

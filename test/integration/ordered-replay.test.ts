@@ -55,7 +55,7 @@ async function admitAll(queue: string): Promise<void> {
  * An admitter that reads the shard's last range now and the log only when `go` resolves: the
  * replay of a run another admitter wrote meanwhile.
  */
-async function lateAdmitter(queue: string, go: Promise<void>): Promise<number> {
+async function lateAdmitter(queue: string, go: Promise<void>): Promise<unknown> {
   const { admission } = buildServices(t.runtime.config, t.runtime.clients);
   const { shard, log } = await logOf(queue);
   const config = t.runtime.config.tenant.queues[queue];
