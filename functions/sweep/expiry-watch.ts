@@ -9,8 +9,9 @@ import type { RangeStore } from '../store/ranges.js';
 
 /**
  * `expired_unprocessed`: records that leave a queue's stream before they were admitted
- * (by the queue, or by one of its Lambda consumers) are lost to it, and the owner must hear it. Once a gauge interval the sweep reads each
- * shard's oldest page (from the trim horizon) and counts, once each, the records within
+ * (by the queue, or by one of its Lambda consumers) are lost to it, and the owner must hear it.
+ * Once a gauge interval the sweep reads each shard's oldest record, and when it is near its trim
+ * the oldest page (from the trim horizon), and counts, once each, the records within
  * EXPIRY_MARGIN_MS of Kinesis trimming them that are still past the shard's last range. They
  * are counted just before they go, since nothing can read them after: one admitted in those last
  * minutes was counted anyway (a false alarm, never a missed one while the sweep runs).
@@ -48,8 +49,11 @@ export class ExpiryWatch {
       : [queue];
     const counted = new Map(namespaces.map((ns) => [ns, 0]));
     for (const shard of await this.deps.shards.shards(stream)) {
+      // The oldest record first: a page is read only when something is near its trim (a page of
+      // a thousand records every look held up the shard's other readers, and locally every call).
+      const [first] = await this.deps.reader.after(stream, shard, undefined, 1);
+      if (!first || first.arrivedAt >= trimmedBefore) continue;
       const oldest = await this.deps.reader.after(stream, shard, undefined, PAGE);
-      if (!oldest[0] || oldest[0].arrivedAt >= trimmedBefore) continue;
       const near = toLogRecords(
         oldest.filter((r) => r.arrivedAt < trimmedBefore),
         queue,

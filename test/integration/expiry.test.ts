@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { KinesisClient } from '../../functions/aws/kinesis.js';
 import { ShardReader } from '../../functions/log/shard-reader.js';
 import { buildServices } from '../../functions/services.js';
 import { ExpiryMarks } from '../../functions/store/expiry-marks.js';
@@ -40,15 +41,24 @@ afterAll(async () => {
   await t?.close();
 });
 
+/** A watch whose clock is `aheadMs` ahead; `pages` holds the record count each of its reads asked for. */
 function watch(aheadMs: number) {
   const services = buildServices(t.runtime.config, t.runtime.clients);
+  const pages: number[] = [];
+  const kinesis = t.runtime.clients.kinesis;
+  const counted = {
+    send: (command: { operation: string; input: { Limit?: number } }) => {
+      if (command.operation === 'GetRecords') pages.push(command.input.Limit ?? 0);
+      return kinesis.send(command as never);
+    },
+  } as unknown as KinesisClient;
   const expiry = new ExpiryWatch({
     ...services,
-    reader: new ShardReader(t.runtime.clients.kinesis),
+    reader: new ShardReader(counted),
     marks: new ExpiryMarks(t.runtime.clients.doc, t.runtime.config.tableName),
     now: () => Date.now() + aheadMs,
   });
-  return { expiry, counters: services.counters };
+  return { expiry, counters: services.counters, pages };
 }
 
 describe('expired_unprocessed', () => {
@@ -60,6 +70,8 @@ describe('expired_unprocessed', () => {
 
     const today = watch(0);
     expect(await today.expiry.check('stuck', config.stuck)).toEqual(new Map([['stuck', 0]]));
+    // Nothing near its trim: the oldest record is all it reads.
+    expect(today.pages).toEqual([1]);
 
     const retention = config.stuck.retention_hours * 3_600_000;
     const { expiry, counters } = watch(retention);
