@@ -90,9 +90,11 @@ export function createSweepHandler(
   const services = buildServices(config, clients);
   // Only the sweep watches for expiries: built here, not in every function's services.
   const expiryWatch = new ExpiryWatch({ ...services, marks: new ExpiryMarks(clients.doc, config.tableName) });
-  // Listed about every pass (ListShards is not billed): a reshard's children wait, whole, until
-  // the sweep marks their parents ended, and every reader's 10 s listing kept them waiting 7-9 s.
-  const shards = new ShardDirectory(clients.kinesis, 1000);
+  // Listed every pass (ListShards is not billed): a reshard's children wait, whole, until the
+  // sweep marks their parents ended, and every reader's 10 s listing kept them waiting 7-9 s. Kept
+  // for less than a pass interval: passes start a second apart, and a listing kept for a second
+  // was often the last pass's, a pass late to see a shard closed.
+  const shards = new ShardDirectory(clients.kinesis, 500);
   const sweeper = new Sweeper({
     ...services,
     shards,
