@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { KinesisClient } from '../../functions/aws/kinesis.js';
 import { ShardReader } from '../../functions/log/shard-reader.js';
 import { buildServices } from '../../functions/services.js';
 import { ExpiryMarks } from '../../functions/store/expiry-marks.js';
 import { ExpiryWatch } from '../../functions/sweep/expiry-watch.js';
+import { countedKinesis } from '../helpers/counted-kinesis.js';
 import { queueApi } from '../helpers/queue-api.js';
 import { startTestRuntime, type TestRuntime } from '../helpers/runtime.js';
 
@@ -45,13 +45,9 @@ afterAll(async () => {
 function watch(aheadMs: number) {
   const services = buildServices(t.runtime.config, t.runtime.clients);
   const pages: number[] = [];
-  const kinesis = t.runtime.clients.kinesis;
-  const counted = {
-    send: (command: { operation: string; input: { Limit?: number } }) => {
-      if (command.operation === 'GetRecords') pages.push(command.input.Limit ?? 0);
-      return kinesis.send(command as never);
-    },
-  } as unknown as KinesisClient;
+  const counted = countedKinesis(t.runtime.clients.kinesis, (c) => {
+    if (c.operation === 'GetRecords') pages.push(c.input.Limit ?? 0);
+  });
   const expiry = new ExpiryWatch({
     ...services,
     reader: new ShardReader(counted),

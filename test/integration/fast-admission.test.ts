@@ -2,7 +2,6 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AdmittedSignal, type LeaseTerms } from '../../functions/admission/admitted-signal.js';
 import { FastAdmission } from '../../functions/admission/fast-admission.js';
 import { type LogRecord, RangeAdmission } from '../../functions/admission/range-admission.js';
-import type { KinesisClient } from '../../functions/aws/kinesis.js';
 import { ownStreamName } from '../../functions/core/config.js';
 import { compareSequence, type Range, shareEntries } from '../../functions/core/ranges.js';
 import { type Delivery, ReceiptSigner } from '../../functions/core/receipt.js';
@@ -11,6 +10,7 @@ import { ShardReader } from '../../functions/log/shard-reader.js';
 import { buildServices } from '../../functions/services.js';
 import { RangeStore } from '../../functions/store/ranges.js';
 import { loadReceiptSecret } from '../../functions/store/secret.js';
+import { countedKinesis } from '../helpers/counted-kinesis.js';
 import { countedRanges } from '../helpers/counted-ranges.js';
 import { queueApi, type Received } from '../helpers/queue-api.js';
 import { DYNAMODB, startTestRuntime, type TestRuntime } from '../helpers/runtime.js';
@@ -323,13 +323,7 @@ describe('a catch-up that reads the log while it reads the last range', () => {
 describe("the fast path's log reads", () => {
   it('go on from where the last read ended without a new shard iterator, and get one elsewhere', async () => {
     const calls: string[] = [];
-    const kinesis = slow.runtime.clients.kinesis;
-    const counted = {
-      send: (command: { operation: string }) => {
-        calls.push(command.operation);
-        return kinesis.send(command as never);
-      },
-    } as unknown as KinesisClient;
+    const counted = countedKinesis(slow.runtime.clients.kinesis, (c) => calls.push(c.operation));
     const reader = new ShardReader(counted);
     const q = queueApi(slow, 'reader');
     const stream = ownStreamName('fast', 'reader');
@@ -351,13 +345,9 @@ describe("the fast path's log reads", () => {
 describe('a fast admission pass that could not take all it read', () => {
   it('leaves the shard to dispatch for a while instead of reading what the full window cannot take at every produce', async () => {
     const reads: string[] = [];
-    const kinesis = slow.runtime.clients.kinesis;
-    const counted = {
-      send: (command: { operation: string }) => {
-        if (command.operation === 'GetRecords') reads.push(command.operation);
-        return kinesis.send(command as never);
-      },
-    } as unknown as KinesisClient;
+    const counted = countedKinesis(slow.runtime.clients.kinesis, (c) => {
+      if (c.operation === 'GetRecords') reads.push(c.operation);
+    });
     const declared = slow.runtime.config.tenant.queues.behind;
     if (!declared) throw new Error('no queue behind');
     // The runtime's own produce leaves it alone (off); this instance admits it as `quiet` does.
