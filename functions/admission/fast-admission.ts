@@ -31,7 +31,7 @@ const PAGE = 500;
 /** After Kinesis refuses a read (a shard serves 5 a second), this instance leaves the shard to dispatch for a while. */
 const THROTTLED_PAUSE_MS = 1000;
 /**
- * After a pass that read a whole page or could not take all it read, this instance leaves the
+ * After a pass that read a whole page or could take none of what it read, this instance leaves the
  * queue's shard to dispatch and the sweep for a while: the queue is behind (a backlog in the log,
  * or a full window, a lag on a shared stream), and each pass would read up to a page of it to
  * admit little or nothing, spending the shard's reads and, locally, the emulator thread every
@@ -118,7 +118,9 @@ export class FastAdmission {
         },
         { waitForRoom: false, guess: this.deps.reader.resumesAfter(stream, shard) },
       );
-      if (page || taken < read) this.pausedUntil.set(slot, this.now() + BEHIND_PAUSE_MS);
+      // None taken: a full window. A race lost to another admitter takes what the winner covered,
+      // never none, and is no reason to leave the shard.
+      if (page || (read > 0 && taken === 0)) this.pausedUntil.set(slot, this.now() + BEHIND_PAUSE_MS);
     } catch (err) {
       if ((err as { name?: string }).name === 'ProvisionedThroughputExceededException')
         this.pausedUntil.set(slot, this.now() + THROTTLED_PAUSE_MS);

@@ -342,7 +342,7 @@ describe("the fast path's log reads", () => {
   });
 });
 
-describe('a fast admission pass that could not take all it read', () => {
+describe('a fast admission pass that could take none of what it read', () => {
   it('leaves the shard to dispatch for a while instead of reading what the full window cannot take at every produce', async () => {
     const reads: string[] = [];
     const counted = countedKinesis(slow.runtime.clients.kinesis, (c) => {
