@@ -342,7 +342,9 @@ describe('a batch handler', () => {
       on: { processed: (m) => processed.push(`${m.message_id}@${m.attempt}`) },
     });
     await until('both handled after a retry', () => processed.length === 2, 15_000);
-    expect(seen.slice(0, 2).sort()).toEqual(['t-0@1', 't-1@1']);
+    // Both may come in one batch or in two (as admission cut the log): each first attempt failed.
+    expect(seen.filter((s) => s.endsWith('@1')).sort()).toEqual(['t-0@1', 't-1@1']);
+    expect(processed.map((p) => p.split('@')[0]).sort()).toEqual(['t-0', 't-1']);
     expect(processed.every((p) => !p.endsWith('@1'))).toBe(true);
   });
 
