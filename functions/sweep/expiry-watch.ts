@@ -53,7 +53,8 @@ export class ExpiryWatch {
       // a thousand records every look held up the shard's other readers, and locally every call).
       const [first] = await this.deps.reader.after(stream, shard, undefined, 1);
       if (!first || first.arrivedAt >= trimmedBefore) continue;
-      const oldest = await this.deps.reader.after(stream, shard, undefined, PAGE);
+      // The rest of the page goes on from the first's read, with no second iterator.
+      const oldest = [first, ...(await this.deps.reader.after(stream, shard, first.sequence, PAGE - 1))];
       const near = toLogRecords(
         oldest.filter((r) => r.arrivedAt < trimmedBefore),
         queue,
