@@ -1,6 +1,6 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { parentPort, workerData } from 'node:worker_threads';
+import { type MessagePort, parentPort, workerData } from 'node:worker_threads';
 import type { APIGatewayProxyStructuredResultV2 } from 'aws-lambda';
 import {
   type GatewayThrottles,
@@ -53,8 +53,8 @@ class RouteBuckets {
   }
 }
 
-const port = parentPort;
-if (!port) throw new Error('gateway-thread.ts runs as a worker thread (http-gateway.ts starts it)');
+if (!parentPort) throw new Error('gateway-thread.ts runs as a worker thread (http-gateway.ts starts it)');
+const port: MessagePort = parentPort;
 const data = workerData as GatewayThreadData;
 const buckets = data.throttles ? new RouteBuckets(data.throttles) : undefined;
 /** Requests the api function has not answered yet, by the id their event went with. */
@@ -85,7 +85,7 @@ async function serve(req: IncomingMessage, res: ServerResponse): Promise<void> {
   }
   const id = nextId++;
   const answered = new Promise<GatewayAnswer>((resolve) => waiting.set(id, resolve));
-  port?.postMessage({ request: id, event: toEvent(req, body) } satisfies FromGateway);
+  port.postMessage({ request: id, event: toEvent(req, body) } satisfies FromGateway);
   const answer = await answered;
   if ('error' in answer) throw new Error(answer.error);
   const result: APIGatewayProxyStructuredResultV2 = answer.result;
