@@ -51,7 +51,8 @@ export async function ensureResources(
  */
 const ACTIVE_WAIT = { minDelay: 0.05, maxDelay: 1, maxWaitTime: 120 };
 
-async function ensureTable(clients: AdminClients, table: string, ttl: boolean): Promise<void> {
+/** The table, created if missing, once it is ACTIVE. */
+export async function ensureTable(clients: AdminClients, table: string, ttl: boolean): Promise<void> {
   const existed = await exists(() => clients.dynamodb.send(new DescribeTableCommand({ TableName: table })));
   if (!existed) await createTable(clients, table);
   await waitUntilTableExists({ client: clients.dynamodb, ...ACTIVE_WAIT }, { TableName: table });

@@ -8,7 +8,7 @@ import { PutCommand } from '../../functions/aws/dynamodb.js';
 import { createAdminClients } from '../../infra/local/admin-clients.js';
 import { startEmulators } from '../../infra/local/emulators.js';
 import { indexDisagreements, repairIndex } from '../../infra/local/index-repair.js';
-import { createTable } from '../../infra/local/resources.js';
+import { ensureTable } from '../../infra/local/resources.js';
 
 /**
  * A start checks the items of the writes dynalite had not answered when the process died (its
@@ -57,7 +57,8 @@ describe('the index repair at start', () => {
     await withEmulators(async ({ emulators, clients }) => {
       expect(emulators.unsettledWrites).toBeUndefined();
       const admin = createAdminClients(emulators.endpoints, 'us-east-1');
-      await createTable(admin, TABLE).finally(() => admin.destroy());
+      // dynalite answers a new table's writes once its timer has made it ACTIVE.
+      await ensureTable(admin, TABLE, false).finally(() => admin.destroy());
       for (const pk of ['a', 'b'])
         await clients.doc.send(new PutCommand({ TableName: TABLE, Item: item(pk, 'ready') }));
       expect(await repairIndex(clients, TABLE)).toBe(0);

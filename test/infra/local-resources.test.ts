@@ -13,7 +13,7 @@ import { PutRecordsCommand } from '../../functions/aws/kinesis.js';
 import { ownStreamName, parseTenantConfig } from '../../functions/core/config.js';
 import { GSI1 } from '../../functions/store/keys.js';
 import { type AdminClients, createAdminClients } from '../../infra/local/admin-clients.js';
-import { createTable, ensureResources } from '../../infra/local/resources.js';
+import { createTable, ensureResources, ensureTable } from '../../infra/local/resources.js';
 
 /**
  * The local runtime's start-up against emulators that, like AWS, answer CREATING for a while
@@ -125,12 +125,7 @@ describe('ensureResources', () => {
   it('waits for a stream that exists but is still being created', async () => {
     const tenant = tenantOf('streaming');
     const table = 'leaseq-streaming';
-    await createTable(admin, table);
-    for (;;) {
-      const out = await admin.dynamodb.send(new DescribeTableCommand({ TableName: table }));
-      if (out.Table?.TableStatus === 'ACTIVE') break;
-      await new Promise((resolve) => setTimeout(resolve, 50));
-    }
+    await ensureTable(admin, table, false);
     const stream = ownStreamName('streaming', 'jobs');
     await admin.kinesis.send(new CreateStreamCommand({ StreamName: stream, ShardCount: 1 }));
     await ensureResources(clients, admin, tenant, { table, bucket: 'leaseq-streaming-local', ttl: false });
