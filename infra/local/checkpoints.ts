@@ -35,6 +35,9 @@ export class CheckpointStore {
     const existing = await readCheckpointFile(path);
     // A mapping pointed at another stream is a new mapping, as on AWS: its positions do not carry over.
     if (existing?.streamName === streamName) return new CheckpointStore(path, existing);
+    // Records carry their arrival to the millisecond: one put in this very millisecond, before
+    // the mapping existed, would count as after it. A millisecond later, none can.
+    await new Promise((resolve) => setTimeout(resolve, 1));
     const store = new CheckpointStore(path, { streamName, createdAt: Date.now(), shards: {} });
     await store.write();
     return store;
