@@ -1,11 +1,10 @@
-// A worker thread of the isolation phase (bench/isolation.ts): senders that post produce requests
-// of `batch` messages to a queue at `perSecond` in all (open loop: a sender late on its answer
-// is not waited for by the others), until told to stop.
-// A thread of its own, so the flood's client work is not done on the event loop that measures
-// the quiet queue's latency. Plain JavaScript: a worker thread does not inherit tsx's loader.
-import { parentPort, workerData } from 'node:worker_threads';
-
-const { url, key, queue, senders, perSecond, batch, payloadBytes } = workerData;
+// The isolation phase's flood (bench/isolation.ts): senders that post produce requests of `batch`
+// messages to a queue at `perSecond` in all (open loop: a sender late on its answer is not waited
+// for by the others), until told to stop; then it sends back what it was answered.
+// A process of its own, started at the lowest CPU priority: on AWS the flood's clients are other
+// machines, so here they take only the CPU that the runtime and quiet's client leave. Plain
+// JavaScript, started with `node`; its settings come as JSON in its one argument.
+const { url, key, queue, senders, perSecond, batch, payloadBytes } = JSON.parse(process.argv[2]);
 // One body for every request: the load generator's own work stays small beside what it measures.
 const body = JSON.stringify({
   messages: Array.from({ length: batch }, (_, i) => ({
@@ -17,7 +16,7 @@ let stopped = false;
 let sent = 0;
 const startedAt = Date.now();
 
-parentPort.on('message', (message) => {
+process.on('message', (message) => {
   if (message === 'stop') stopped = true;
 });
 
@@ -45,4 +44,4 @@ async function sender() {
 }
 
 await Promise.all(Array.from({ length: senders }, sender));
-parentPort.postMessage({ answers, seconds: (Date.now() - startedAt) / 1000 });
+process.send({ answers, seconds: (Date.now() - startedAt) / 1000 }, () => process.disconnect());

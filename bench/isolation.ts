@@ -1,10 +1,10 @@
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { setPriority, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Worker } from 'node:worker_threads';
+import { sleep } from '../functions/core/async.js';
 import { parseTenantConfig } from '../functions/core/config.js';
 import type { DynamoDbEmulator } from '../infra/local/emulators.js';
 import { type Endpoint, post } from './http.js';
@@ -16,9 +16,10 @@ import { endToEnd, produce, type ReceiveAnswer, WORKLOAD } from './workload.js';
  * One queue's flood does not slow another. A runtime with API Gateway's per-queue throttles on
  * (as the stack declares them) and two queues: `quiet` at 10 msg/s, one a request, to one worker
  * (t1's workload), and `noisy` with a produce quota. Quiet's produce → first delivery latency is
- * measured alone, then beside a flood of noisy far past its quota (FLOOD, on a thread of its own),
- * then beside noisy produced at its quota while its one slow consumer lets a backlog grow past
- * its window. The two queues share a stream. Quiet is warmed up first, so `alone` is not its cold
+ * measured alone, then beside a flood of noisy far past its quota (FLOOD, from a process of its own
+ * at the lowest CPU priority, as if from other machines), then beside noisy produced at its quota
+ * while its one slow consumer lets a backlog grow past its window; each time once noisy's load has
+ * run SETTLE_MS. The two queues share a stream. Quiet is warmed up first, so `alone` is not its cold
  * start; and the same flood at a bare server of its own (flood-sink.mjs) says what the flood costs
  * this machine whoever refuses it.
  */
@@ -43,6 +44,13 @@ const QUIET = { messages: 450, perSecond: 10 };
 /** Quiet's messages before `alone`: a new process's first seconds (compiling, connecting) are not its steady state. */
 const WARM_UP_MESSAGES = 100;
 const TIMEOUT_MS = 3 * 60_000;
+/** The niceness a load generator runs at: it yields the CPU to what it measures. */
+const LOWEST_PRIORITY = 19;
+/**
+ * How long noisy's load runs before quiet's measurement starts: quiet is measured beside the
+ * flood, not beside the start of the process that sends it.
+ */
+const SETTLE_MS = 2000;
 /** Noisy's slow consumer: a receive of 10 every this long, so its backlog grows at its quota. */
 const SLOW_CONSUMER_PAUSE_MS = 1000;
 
@@ -100,7 +108,7 @@ export async function runIsolation(
     progress(`${ISOLATION}: quiet beside the same flood at a bare server of its own`);
     const floodElsewhere = await besideSink(api);
     // The flood emptied noisy's buckets, the gateway's and the quota's: let them fill again.
-    await new Promise((r) => setTimeout(r, 2000));
+    await sleep(2000);
 
     progress(`${ISOLATION}: quiet beside noisy at its quota, a backlog growing behind a slow consumer`);
     let stop = false;
@@ -125,12 +133,13 @@ export async function runIsolation(
           max_messages: 10,
           wait_seconds: 1,
         });
-        await new Promise((r) => setTimeout(r, SLOW_CONSUMER_PAUSE_MS));
+        await sleep(SLOW_CONSUMER_PAUSE_MS);
         if (messages.length)
           await post(api, '/queues/noisy/ack', { receipts: messages.map((m) => m.receipt) });
         consumed += messages.length;
       }
     })();
+    await sleep(SETTLE_MS);
     const atQuota = await quiet(api);
     stop = true;
     await Promise.all([noisyProducer, slowConsumer]);
@@ -149,19 +158,26 @@ export async function runIsolation(
 
 /** Quiet's latency while FLOOD's senders post to noisy at `url`. */
 async function beside(api: Endpoint, url: string): Promise<FloodLatency> {
-  const flood = new Worker(new URL('./flood.mjs', import.meta.url), {
-    workerData: { url, key: ADMIN_KEY, queue: 'noisy', ...FLOOD },
+  const settings = JSON.stringify({ url, key: ADMIN_KEY, queue: 'noisy', ...FLOOD });
+  const flood = spawn(process.execPath, [fileURLToPath(new URL('./flood.mjs', import.meta.url)), settings], {
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
+  setPriority(flood.pid as number, LOWEST_PRIORITY);
   const done = new Promise<{ answers: Record<string, number>; seconds: number }>((resolve, reject) => {
-    flood.once('message', resolve);
+    flood.once('message', (m) => resolve(m as { answers: Record<string, number>; seconds: number }));
     flood.once('error', reject);
+    flood.once('exit', (code) => reject(new Error(`the flood exited (${code}) before it reported`)));
   });
-  const latency = await quiet(api);
-  flood.postMessage('stop');
-  const { answers, seconds } = await done;
-  await flood.terminate();
-  const requests = Object.values(answers).reduce((a, b) => a + b, 0);
-  return { ...latency, answers, requestsPerSecond: requests / seconds };
+  try {
+    await sleep(SETTLE_MS);
+    const latency = await quiet(api);
+    flood.send('stop');
+    const { answers, seconds } = await done;
+    const requests = Object.values(answers).reduce((a, b) => a + b, 0);
+    return { ...latency, answers, requestsPerSecond: requests / seconds };
+  } finally {
+    flood.kill();
+  }
 }
 
 /** `beside` with the flood sent to flood-sink.mjs, started for it and stopped after. */
