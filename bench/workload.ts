@@ -1,6 +1,7 @@
 import { performance } from 'node:perf_hooks';
 import { seededRandom } from '../chaos/random.js';
 import { WakeChannel } from '../client/wake-channel.js';
+import { sleep } from '../functions/core/async.js';
 import { AnsweredError, type Endpoint, post } from './http.js';
 
 /**
@@ -23,6 +24,11 @@ export const WORKLOAD = {
   ackBatch: 10,
   /** A failed-attempt run nacks each first delivery with this retry_after_seconds. */
   nackRetryAfterSeconds: 1,
+  /**
+   * A paced run's workers start this long before its first message: its latency is a waiting
+   * consumer's, not the first receive's connection set-up racing the first produce.
+   */
+  pacedHeadStartMs: 200,
 } as const;
 
 /** Who names a message: leaseq (a server-assigned id) or the producer (message_id, deduplicated). */
@@ -401,8 +407,9 @@ export async function endToEnd(api: Endpoint, queue: string, options: EndToEndOp
   let startedAt = 0;
   await runLoops(
     [
-      () =>
-        produce(api, queue, {
+      async () => {
+        if (options.paced) await sleep(WORKLOAD.pacedHeadStartMs);
+        await produce(api, queue, {
           messages: options.messages,
           batchSize: options.paced?.batch ?? WORKLOAD.produceBatch,
           inFlight: WORKLOAD.produceInFlight,
@@ -419,7 +426,8 @@ export async function endToEnd(api: Endpoint, queue: string, options: EndToEndOp
             if (request) request.acceptedAt = at;
           },
           stopped,
-        }),
+        });
+      },
       ...Array.from(
         { length: options.workers },
         (_, id) => () => workerLoop(api, queue, { id, nackFirstAttempt: options.nackFirstAttempt }, hooks),
