@@ -9,10 +9,10 @@ import { startDynamoDbLocal } from './dynamodb-local.js';
 import { removeTornS3Puts } from './s3-repair.js';
 
 /**
- * dynalite, kinesalite and s3rver on the data folder (docs/local-runtime.md), on threads of their
- * own: kinesalite and s3rver on one, dynalite on another (emulator-thread.mjs: why). Each folder
- * is opened once: two servers on the same LevelDB folder crash the thread. DynamoDB can be AWS's
- * own DynamoDB Local instead of dynalite (a Java child process).
+ * dynalite, kinesalite and s3rver on the data folder (docs/local-runtime.md), on a thread of their own
+ * (emulator-thread.mjs: why). Each folder is opened once: two servers on the same LevelDB folder
+ * crash the thread. DynamoDB can be AWS's own DynamoDB Local instead of dynalite (a Java child
+ * process).
  */
 
 export const dynamodbEmulatorSchema = z.enum(['dynalite', 'dynamodb-local']).default('dynalite');
@@ -58,8 +58,8 @@ export interface EmulatorOptions {
 }
 
 const ready = z.object({
-  kinesis: z.string().optional(),
-  s3: z.string().optional(),
+  kinesis: z.string(),
+  s3: z.string(),
   dynamodb: z.string().optional(),
   // DynamoDB JSON, as the requests carried them.
   unsettledWrites: z
@@ -67,18 +67,20 @@ const ready = z.object({
     .optional(),
 });
 
-type EmulatorThread = Awaited<ReturnType<typeof startThread>>;
-
-/** An emulators' thread serving `serve` (emulator-thread.mjs), once its servers listen. */
-async function startThread(options: EmulatorOptions, serve: 'kinesis-s3' | 'dynalite') {
+/** The JavaScript emulators' thread, once they listen. */
+async function startThread(options: EmulatorOptions) {
   const worker = new Worker(new URL('./emulator-thread.mjs', import.meta.url), {
-    workerData: { dataDir: options.dataDir, shardLimit: options.shardLimit, serve },
+    workerData: {
+      dataDir: options.dataDir,
+      shardLimit: options.shardLimit,
+      dynalite: options.dynamodb === 'dynalite',
+    },
   });
   const [message] = (await Promise.race([
     once(worker, 'message'),
     once(worker, 'error').then(([err]) => Promise.reject(err)),
     once(worker, 'exit').then(([code]) =>
-      Promise.reject(new Error(`the emulators' thread (${serve}) exited (${code})`)),
+      Promise.reject(new Error(`the emulators' thread exited (${code})`)),
     ),
   ])) as unknown[];
   return {
@@ -99,44 +101,32 @@ function folder(dataDir: string, name: string): string {
 }
 
 export async function startEmulators(options: EmulatorOptions): Promise<Emulators> {
-  // The threads' servers listen before Java picks its port: DynamoDB Local picks a free port and
+  // The thread's servers listen before Java picks its port: DynamoDB Local picks a free port and
   // binds it later, and one of ours taking it between answered as if it were DynamoDB.
   removeTornS3Puts(join(options.dataDir, 's3'));
-  const threads: EmulatorThread[] = [];
-  const closeAll = () => Promise.all(threads.map((t) => t.close()));
+  const thread = await startThread(options);
   let java: Awaited<ReturnType<typeof startDynamoDbLocal>> | undefined;
   try {
-    const starting = [startThread(options, 'kinesis-s3')];
-    if (options.dynamodb === 'dynalite') starting.push(startThread(options, 'dynalite'));
-    const started = await Promise.allSettled(starting);
-    for (const r of started) if (r.status === 'fulfilled') threads.push(r.value);
-    const failed = started.find((r) => r.status === 'rejected');
-    if (failed) throw failed.reason;
     java =
       options.dynamodb === 'dynamodb-local'
         ? await startDynamoDbLocal(folder(options.dataDir, 'dynamodb-local'))
         : undefined;
   } catch (err) {
-    await closeAll();
+    await thread.close();
     throw err;
   }
-  const [logs, dynalite] = threads as [EmulatorThread, EmulatorThread | undefined];
-  const dynamodb = java?.url ?? dynalite?.started.dynamodb;
-  const { kinesis, s3 } = logs.started;
-  if (!dynamodb || !kinesis || !s3) {
-    await Promise.all([closeAll(), java?.close()]);
-    throw new Error('an emulator did not start');
-  }
+  const dynamodb = java?.url ?? thread.started.dynamodb;
+  if (!dynamodb) throw new Error('no DynamoDB emulator started');
   return {
-    endpoints: { dynamodb, kinesis, s3 },
+    endpoints: { dynamodb, kinesis: thread.started.kinesis, s3: thread.started.s3 },
     dynamodb: options.dynamodb,
     // DynamoDB Local writes an item and its index entries in one transaction: nothing to mend.
     unsettledWrites: java
       ? []
-      : dynalite?.started.unsettledWrites?.map(({ table, key }) => ({ table, key: unmarshall(key) })),
-    indexRepaired: (table) => dynalite?.indexRepaired(table),
+      : thread.started.unsettledWrites?.map(({ table, key }) => ({ table, key: unmarshall(key) })),
+    indexRepaired: thread.indexRepaired,
     async close() {
-      await Promise.all([closeAll(), java?.close()]);
+      await Promise.all([thread.close(), java?.close()]);
     },
   };
 }
