@@ -168,6 +168,8 @@ async function beside(api: Endpoint, url: string): Promise<FloodLatency> {
     flood.once('error', reject);
     flood.once('exit', (code) => reject(new Error(`the flood exited (${code}) before it reported`)));
   });
+  // Killed unawaited when quiet's run fails: that failure is the one to report.
+  done.catch(() => undefined);
   try {
     await sleep(SETTLE_MS);
     const latency = await quiet(api);

@@ -1,5 +1,6 @@
 import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { sleep } from '../../functions/core/async.js';
 
 /**
  * Where one event source mapping has got to in its stream: the sequence number of the last
@@ -37,7 +38,7 @@ export class CheckpointStore {
     if (existing?.streamName === streamName) return new CheckpointStore(path, existing);
     // Records carry their arrival to the millisecond: one put in this very millisecond, before
     // the mapping existed, would count as after it. A millisecond later, none can.
-    await new Promise((resolve) => setTimeout(resolve, 1));
+    await sleep(1);
     const store = new CheckpointStore(path, { streamName, createdAt: Date.now(), shards: {} });
     await store.write();
     return store;
