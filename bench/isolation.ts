@@ -156,6 +156,12 @@ export async function runIsolation(
   }
 }
 
+/** What flood.mjs sends back once stopped: its answers by kind, over how long it sent. */
+interface FloodReport {
+  answers: Record<string, number>;
+  seconds: number;
+}
+
 /** Quiet's latency while FLOOD's senders post to noisy at `url`. */
 async function beside(api: Endpoint, url: string): Promise<FloodLatency> {
   const settings = JSON.stringify({ url, key: ADMIN_KEY, queue: 'noisy', ...FLOOD });
@@ -163,8 +169,8 @@ async function beside(api: Endpoint, url: string): Promise<FloodLatency> {
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
   setPriority(flood.pid as number, LOWEST_PRIORITY);
-  const done = new Promise<{ answers: Record<string, number>; seconds: number }>((resolve, reject) => {
-    flood.once('message', (m) => resolve(m as { answers: Record<string, number>; seconds: number }));
+  const done = new Promise<FloodReport>((resolve, reject) => {
+    flood.once('message', (m) => resolve(m as FloodReport));
     flood.once('error', reject);
     flood.once('exit', (code) => reject(new Error(`the flood exited (${code}) before it reported`)));
   });
