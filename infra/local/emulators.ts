@@ -83,11 +83,18 @@ async function startThread(options: EmulatorOptions) {
       Promise.reject(new Error(`the emulators' thread exited (${code})`)),
     ),
   ])) as unknown[];
+  let closing = false;
+  // A request its client dropped can still be reading dynalite's store when close shuts it, and
+  // that read's error ends the thread: expected once closing, a crash of the emulators before.
+  worker.on('error', (err) => {
+    if (!closing) throw err;
+  });
   return {
     started: ready.parse(message),
     indexRepaired: (table: string) => worker.postMessage({ indexRepaired: table }),
     async close() {
       const exited = once(worker, 'exit');
+      closing = true;
       worker.postMessage('close');
       await exited;
     },
