@@ -1,4 +1,5 @@
-import { namespaceParts, type QueueConfig } from '../core/config.js';
+import { sleep } from '../core/async.js';
+import { namespaceParts, type QueueConfig, SHARD_READS_PER_SECOND } from '../core/config.js';
 import { RANGE_ENTRIES } from '../core/ranges.js';
 import { RecentRate } from '../core/recent-rate.js';
 import type { RawRecord, ShardReader } from '../log/shard-reader.js';
@@ -12,7 +13,9 @@ import { admissionEnvelope, type LogRecord, type RangeAdmission } from './range-
  * callers admit a shard exactly once). Nothing depends on it: what a pass does not admit (an error,
  * a full window, a backlog longer than a page) dispatch admits, and dispatch passes over what a
  * pass did. Per shard, one pass runs at a time in an instance; requests that land meanwhile share
- * the next pass, which reads everything they appended. A pass costs about what a dispatch batch
+ * the next pass, which reads everything they appended. A shard serves 5 reads a second to all its
+ * readers, so an instance's passes take at most PASS_READS_PER_SECOND of them: past that, the next
+ * pass waits for one (requests meanwhile share it) rather than be refused. A pass costs about what a dispatch batch
  * does (a segment, a range or two), so passes under load cut the log into ranges of a few entries
  * where dispatch's second-long batches fill them: every range costs its creation, a lease write and
  * an ack write whatever it holds. `quiet` (the default) therefore admits fast only while the shard
@@ -28,7 +31,12 @@ export interface FastAdmissionDeps {
 
 /** Records one pass reads: a backlog longer than this is dispatch's to admit. */
 const PAGE = 500;
-/** After Kinesis refuses a read (a shard serves 5 a second), this instance leaves the shard to dispatch for a while. */
+/**
+ * A shard's reads a second that one instance's passes take: the rest are dispatch's poll (one a
+ * second), and the sweep's and trace's occasional reads.
+ */
+const PASS_READS_PER_SECOND = SHARD_READS_PER_SECOND - 2;
+/** After Kinesis refuses a read anyway (another instance's), this instance leaves the shard to dispatch for a while. */
 const THROTTLED_PAUSE_MS = 1000;
 /**
  * After a pass that read a whole page or could take none of what it read, this instance leaves the
@@ -45,8 +53,12 @@ export function takesFastAdmission(config: QueueConfig): boolean {
 }
 
 interface Slot {
+  /** The pass that reads now. */
   running?: Promise<void>;
-  queued?: Promise<void>;
+  /** The pass that has not read yet: whoever lands now is admitted by it. */
+  next?: Promise<void>;
+  /** When this instance's passes of the last second read the shard. */
+  reads: number[];
 }
 
 export class FastAdmission {
@@ -82,24 +94,36 @@ export class FastAdmission {
   }
 
   private slot(name: string): Slot {
-    const s = this.slots.get(name) ?? {};
+    const s = this.slots.get(name) ?? { reads: [] };
     this.slots.set(name, s);
     return s;
   }
 
-  /** One pass at a time per shard; whoever arrives during one waits for the single pass after it. */
+  /**
+   * One pass at a time per shard, within the instance's share of the shard's reads; whoever
+   * arrives before the next pass reads is admitted by it.
+   */
   private schedule(s: Slot, pass: () => Promise<void>): Promise<void> {
-    if (!s.running) {
-      s.running = pass().finally(() => {
-        s.running = undefined;
-      });
-      return s.running;
-    }
-    s.queued ??= s.running.then(() => {
-      s.queued = undefined;
-      return this.schedule(s, pass);
-    });
-    return s.queued;
+    s.next ??= (async () => {
+      await s.running;
+      const wait = this.readWait(s);
+      if (wait > 0) await sleep(wait);
+      s.next = undefined;
+      s.reads.push(this.now());
+      const running = pass();
+      s.running = running;
+      await running;
+      if (s.running === running) s.running = undefined;
+    })();
+    return s.next;
+  }
+
+  /** How long until a read of the shard is within this instance's share of its last second. */
+  private readWait(s: Slot): number {
+    const now = this.now();
+    s.reads = s.reads.filter((t) => now - t < 1000);
+    const oldest = s.reads[s.reads.length - PASS_READS_PER_SECOND];
+    return oldest === undefined ? 0 : oldest + 1000 - now;
   }
 
   private async pass(queue: string, config: QueueConfig, shard: string, slot: string): Promise<void> {

@@ -202,6 +202,8 @@ export const SHARED_STREAM = 'shared';
 const OWN_STREAM_SHARDS = 2;
 /** What one shard takes a second (Kinesis' write limit). */
 export const SHARD_WRITE = { records: 1000, bytes: 1024 * 1024 } as const;
+/** GetRecords calls one shard serves a second, shared by every reader (Kinesis' read limit). */
+export const SHARD_READS_PER_SECOND = 5;
 
 type TenantFields = z.infer<typeof tenantFieldsSchema>;
 

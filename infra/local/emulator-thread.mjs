@@ -6,17 +6,21 @@ import { mkdirSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { parentPort, workerData } from 'node:worker_threads';
-import { answerAtTimestampOnQuietShards, settleInterruptedChanges } from './kinesalite-repairs.mjs';
+import {
+  answerAtTimestampOnQuietShards,
+  limitReadsPerShard,
+  settleInterruptedChanges,
+} from './kinesalite-repairs.mjs';
 import { WriteJournal } from './write-journal.mjs';
 
 const require = createRequire(import.meta.url);
 const dynalite = require('dynalite');
+/** @type {{ dataDir: string; shardLimit: number; dynalite: boolean; readsPerShard?: number }} */
+const options = workerData;
 answerAtTimestampOnQuietShards();
+if (options.readsPerShard) limitReadsPerShard(options.readsPerShard);
 const kinesalite = require('kinesalite');
 const S3rver = require('s3rver');
-
-/** @type {{ dataDir: string; shardLimit: number; dynalite: boolean }} */
-const options = workerData;
 /** dynalite's unsettled writes (write-journal.mjs), beside its folder. */
 const JOURNAL = 'dynamodb-writes.jsonl';
 

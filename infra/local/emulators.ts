@@ -55,6 +55,8 @@ export interface EmulatorOptions {
   /** kinesalite's total shard limit; sized from the tenant file. */
   shardLimit: number;
   dynamodb: DynamoDbEmulator;
+  /** Refuse GetRecords past this many a second per shard, as Kinesis does (default: no limit). */
+  readsPerShard?: number;
 }
 
 const ready = z.object({
@@ -74,6 +76,7 @@ async function startThread(options: EmulatorOptions) {
       dataDir: options.dataDir,
       shardLimit: options.shardLimit,
       dynalite: options.dynamodb === 'dynalite',
+      readsPerShard: options.readsPerShard,
     },
   });
   const [message] = (await Promise.race([

@@ -1,5 +1,6 @@
 // Where kinesalite parts from Kinesis in ways a resharded stream or a killed process meets, mended
 // for the emulator thread (emulator-thread.mjs). Plain JavaScript, as that thread is.
+import crypto from 'node:crypto';
 import { createRequire } from 'node:module';
 
 const require = createRequire(import.meta.url);
@@ -64,4 +65,52 @@ export function answerAtTimestampOnQuietShards() {
       if (!found) original(store, { ...data, ShardIteratorType: 'LATEST', Timestamp: undefined }, cb);
     });
   };
+}
+
+/**
+ * Kinesis serves each shard 5 GetRecords a second, shared by every reader, and refuses the rest
+ * with ProvisionedThroughputExceededException; kinesalite serves any number. With a limit set (the
+ * runtime run as AWS runs it), reads past it in the last second are refused as Kinesis refuses
+ * them. Installed before kinesalite loads its actions, which then take this one.
+ */
+export function limitReadsPerShard(perSecond) {
+  const path = require.resolve('kinesalite/actions/getRecords');
+  const original = require(path);
+  /** Per stream and shard, the times of the reads served in the last second. */
+  const served = new Map();
+  require.cache[path].exports = function getRecords(store, data, cb) {
+    const shard = iteratorShard(data.ShardIterator);
+    if (!shard) return original(store, data, cb);
+    const now = Date.now();
+    const times = (served.get(shard) ?? []).filter((t) => now - t < 1000);
+    served.set(shard, times);
+    if (times.length >= perSecond) {
+      return cb(
+        kinesaliteDb.clientError(
+          'ProvisionedThroughputExceededException',
+          `Rate exceeded for shard ${shard.split('/')[1]} in stream ${shard.split('/')[0]}.`,
+        ),
+      );
+    }
+    times.push(now);
+    return original(store, data, cb);
+  };
+}
+
+/** `stream/shardId` of a kinesalite iterator, or undefined for one the action itself refuses. */
+function iteratorShard(iterator) {
+  try {
+    const buffer = Buffer.from(iterator, 'base64');
+    const decipher = crypto.createDecipheriv(
+      'aes-256-cbc',
+      kinesaliteDb.ITERATOR_PWD_KEY,
+      kinesaliteDb.ITERATOR_PWD_IV,
+    );
+    const pieces = Buffer.concat([decipher.update(buffer.subarray(8)), decipher.final()])
+      .toString('utf8')
+      .split('/');
+    return pieces.length === 5 ? `${pieces[1]}/${pieces[2]}` : undefined;
+  } catch {
+    return undefined;
+  }
 }

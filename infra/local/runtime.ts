@@ -16,7 +16,12 @@ import { type ApiHandler, createApiHandler } from '../../functions/api/app.js';
 import { type AwsClients, createClients } from '../../functions/aws/clients.js';
 import type { FaultInjector } from '../../functions/aws/faults.js';
 import { hashApiKey } from '../../functions/core/auth.js';
-import { type TenantConfig, tableName, tenantStreams } from '../../functions/core/config.js';
+import {
+  SHARD_READS_PER_SECOND,
+  type TenantConfig,
+  tableName,
+  tenantStreams,
+} from '../../functions/core/config.js';
 import { gatewayThrottles } from '../../functions/core/gateway-throttles.js';
 import { checkPayloadSchemas } from '../../functions/core/payload-schema.js';
 import { MAX_STREAM_SHARDS } from '../../functions/core/reshard-plan.js';
@@ -126,6 +131,8 @@ async function startOn(options: RuntimeOptions, unlock: () => void): Promise<Run
     // Room for `leaseq reshard` and a reshard at start (kinesalite counts open shards only).
     shardLimit: Math.max(MAX_STREAM_SHARDS, totalShards * 2),
     dynamodb: options.dynamodb ?? 'dynalite',
+    // As AWS runs it, a shard's readers (dispatch, produce's passes, the sweep) share its reads.
+    ...(options.requestsIsolated ? { readsPerShard: SHARD_READS_PER_SECOND } : {}),
   });
   // Where `leaseq reshard` finds the emulators (their ports change with every start).
   writeFileSync(join(options.dataDir, ENDPOINTS_FILE), `${JSON.stringify(emulators.endpoints)}\n`);

@@ -50,6 +50,7 @@ beforeAll(async () => {
           reader: { shards: 1, fast_admission: 'off' },
           behind: { shards: 1, fast_admission: 'off', window_size: 5 },
           guessed: { shards: 1, fast_admission: 'off' },
+          rationed: { shards: 1, fast_admission: 'off' },
           handed: { shards: 1, fast_admission: 'off' },
           'handed-sorted': { shards: 1, ordered: true, fast_admission: 'off' },
           'handed-keys': { shards: 1, ordered: true, fast_admission: 'off', max_per_key: 2 },
@@ -339,6 +340,31 @@ describe("the fast path's log reads", () => {
     expect(await reader.after(stream, shard, first[0]?.sequence, 500)).toHaveLength(7);
     expect(calls.filter((c) => c === 'GetShardIterator')).toHaveLength(2);
     expect(calls.filter((c) => c === 'GetRecords')).toHaveLength(3);
+  });
+
+  it("take at most 3 of a shard's 5 reads a second in an instance: a fourth pass waits for its turn", async () => {
+    const reads: number[] = [];
+    const counted = countedKinesis(slow.runtime.clients.kinesis, (c) => {
+      if (c.operation === 'GetRecords') reads.push(Date.now());
+    });
+    const declared = slow.runtime.config.tenant.queues.rationed;
+    if (!declared) throw new Error('no queue rationed');
+    // The runtime's own produce leaves it alone (off); this instance admits every request.
+    const config = { ...declared, fast_admission: 'always' as const };
+    const services = buildServices(slow.runtime.config, slow.runtime.clients);
+    const fast = new FastAdmission({ admission: services.admission, reader: new ShardReader(counted) });
+    const q = queueApi(slow, 'rationed');
+    let shard = '';
+    for (let n = 0; n < 4; n++) {
+      await q.produce([{ payload: { n } }]);
+      shard ||= (await slow.records('rationed'))[0]?.shardId as string;
+      await fast.afterAppend('rationed', config, [{ shard }]);
+    }
+    expect(reads).toHaveLength(4);
+    // The fourth pass started a second after the first; its read follows within a few ms.
+    expect((reads[3] ?? 0) - (reads[0] ?? 0)).toBeGreaterThanOrEqual(900);
+    const ranges = await services.ranges.from('rationed', shard, undefined, 100, true);
+    expect(ranges.reduce((n, r) => n + r.count, 0)).toBe(4);
   });
 });
 

@@ -1,5 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { processAdmissions } from '../../functions/admission/admitted-signal.js';
+import { createClients } from '../../functions/aws/clients.js';
+import {
+  GetRecordsCommand,
+  GetShardIteratorCommand,
+  ListShardsCommand,
+} from '../../functions/aws/kinesis.js';
+import { ownStreamName } from '../../functions/core/config.js';
 import { queueApi } from '../helpers/queue-api.js';
 import { FAST, startTestRuntime, type TestRuntime } from '../helpers/runtime.js';
 
@@ -33,5 +40,35 @@ describe('requests isolated as on AWS', () => {
     const got = await polling;
     expect(got.map((m) => m.message_id)).toEqual(['found']);
     await q.ack(got.map((m) => m.receipt));
+  });
+
+  it("refuses a shard's reads past 5 a second, as Kinesis does, with Kinesis' error", async () => {
+    // One attempt a call: the SDK's own retries would wait the refusals out.
+    const clients = createClients({ region: 'us-east-1', endpoints: t.runtime.endpoints, maxAttempts: 1 });
+    try {
+      const stream = ownStreamName('isolated', 'plain');
+      const [shard] =
+        (await clients.kinesis.send(new ListShardsCommand({ StreamName: stream }))).Shards ?? [];
+      const { ShardIterator } = await clients.kinesis.send(
+        new GetShardIteratorCommand({
+          StreamName: stream,
+          ShardId: shard?.ShardId,
+          ShardIteratorType: 'TRIM_HORIZON',
+        }),
+      );
+      const started = Date.now();
+      const reads = await Promise.allSettled(
+        Array.from({ length: 12 }, () => clients.kinesis.send(new GetRecordsCommand({ ShardIterator }))),
+      );
+      const seconds = (Date.now() - started) / 1000;
+      const served = reads.filter((r) => r.status === 'fulfilled').length;
+      // The runtime's own readers (dispatch, produce's passes) share the shard's reads too.
+      expect(served).toBeLessThanOrEqual(5 * Math.ceil(seconds + 1));
+      const refused = reads.flatMap((r) => (r.status === 'rejected' ? [(r.reason as Error).name] : []));
+      expect(refused.length).toBeGreaterThan(0);
+      expect(new Set(refused)).toEqual(new Set(['ProvisionedThroughputExceededException']));
+    } finally {
+      clients.destroy();
+    }
   });
 });
