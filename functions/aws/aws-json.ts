@@ -142,6 +142,15 @@ function wireJson(value: unknown): string {
 
 const CLOCK_SKEW_MS = 300_000;
 
+/** One call's own terms. */
+export interface SendOptions {
+  /**
+   * Fewer attempts than the client's: for a caller with a better answer to an error than the
+   * SDK's backoff (a throttled read waits up to a second there).
+   */
+  maxAttempts?: number;
+}
+
 export class AwsJsonClient {
   readonly middlewareStack = new MiddlewareStack();
   readonly config: { credentials: AwsCredentialIdentityProvider };
@@ -173,14 +182,20 @@ export class AwsJsonClient {
     this.retry = new StandardRetryStrategy(options.maxAttempts);
   }
 
-  async send<Input extends object, Output>(command: AwsCommand<Input, Output>): Promise<Output> {
+  async send<Input extends object, Output>(
+    command: AwsCommand<Input, Output>,
+    options: SendOptions = {},
+  ): Promise<Output> {
     const context: MiddlewareContext = {
       clientName: `${this.service.name}Client`,
       commandName: `${command.operation}Command`,
     };
     const call = this.middlewareStack.resolve(
       'initialize',
-      async (args) => ({ output: await this.attempts(command, args.input, context), response: undefined }),
+      async (args) => ({
+        output: await this.attempts(command, args.input, context, options),
+        response: undefined,
+      }),
       context,
     );
     return (await call({ input: command.input })).output as Output;
@@ -191,6 +206,7 @@ export class AwsJsonClient {
     command: AwsCommand<Input, Output>,
     input: Input,
     context: MiddlewareContext,
+    options: SendOptions,
   ): Promise<Output> {
     const body = wireJson(command.toWire(input));
     const attempt = this.middlewareStack.resolve(
@@ -210,6 +226,7 @@ export class AwsJsonClient {
       } catch (err) {
         const error = err as Error & { $metadata?: ResponseMetadata };
         try {
+          if (token.getRetryCount() + 1 >= (options.maxAttempts ?? Number.POSITIVE_INFINITY)) throw error;
           token = await this.retry.refreshRetryTokenForRetry(token, { errorType: retryErrorType(error) });
         } catch {
           error.$metadata = { ...error.$metadata, attempts: token.getRetryCount() + 1, totalRetryDelay };

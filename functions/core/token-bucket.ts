@@ -1,6 +1,6 @@
 /**
  * A token bucket: `rate` tokens a second, holding at most `burst`. Pure: the caller passes
- * the time. Used for rate quotas (requests and bytes a second).
+ * the time. Used for rate quotas (requests and bytes a second) and to pace produce's log reads.
  */
 export class TokenBucket {
   private tokens: number;
@@ -36,5 +36,14 @@ export class TokenBucket {
   drain(n: number, now: number): void {
     this.refill(now);
     this.tokens -= n;
+  }
+
+  /**
+   * Spends `n` tokens now, possibly below zero, and returns the ms until the bucket has covered
+   * them: a caller that waits that long before acting keeps to the rate.
+   */
+  reserve(n: number, now: number): number {
+    this.drain(n, now);
+    return this.tokens >= 0 ? 0 : (-this.tokens * 1000) / this.rate;
   }
 }

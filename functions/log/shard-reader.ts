@@ -1,3 +1,4 @@
+import type { SendOptions } from '../aws/aws-json.js';
 import { GetRecordsCommand, GetShardIteratorCommand, type KinesisClient } from '../aws/kinesis.js';
 
 /**
@@ -54,19 +55,28 @@ export class ShardReader {
     return cached && Date.now() - cached.obtainedAt < ITERATOR_REUSE_MS ? cached.after : undefined;
   }
 
-  /** Up to `limit` records after `after` (from the shard's start when undefined), in log order. */
-  async after(stream: string, shard: string, after: string | undefined, limit: number): Promise<RawRecord[]> {
+  /**
+   * Up to `limit` records after `after` (from the shard's start when undefined), in log order.
+   * `read` sets the GetRecords call's own terms (produce's passes answer a refusal themselves).
+   */
+  async after(
+    stream: string,
+    shard: string,
+    after: string | undefined,
+    limit: number,
+    read: SendOptions = {},
+  ): Promise<RawRecord[]> {
     const at = `${stream}/${shard}`;
     const cached = this.next.get(at);
     const reusable = cached && cached.after === after && Date.now() - cached.obtainedAt < ITERATOR_REUSE_MS;
     const iterator = reusable
       ? cached.iterator
       : await this.iterator(stream, shard, after ? { after } : 'oldest');
-    const page = iterator && (await this.read(iterator, limit).catch(expiredAsUndefined));
+    const page = iterator && (await this.read(iterator, limit, read).catch(expiredAsUndefined));
     if (!page) {
       this.next.delete(at);
       // A reused iterator that Kinesis no longer takes: once more with a fresh one.
-      return reusable ? this.after(stream, shard, after, limit) : [];
+      return reusable ? this.after(stream, shard, after, limit, read) : [];
     }
     if (page.next)
       this.next.set(at, {
@@ -117,8 +127,15 @@ export class ShardReader {
     return out.ShardIterator;
   }
 
-  private async read(iterator: string, limit: number): Promise<Page & { next: string | undefined }> {
-    const out = await this.kinesis.send(new GetRecordsCommand({ ShardIterator: iterator, Limit: limit }));
+  private async read(
+    iterator: string,
+    limit: number,
+    options: SendOptions = {},
+  ): Promise<Page & { next: string | undefined }> {
+    const out = await this.kinesis.send(
+      new GetRecordsCommand({ ShardIterator: iterator, Limit: limit }),
+      options,
+    );
     const records = (out.Records ?? []).flatMap((r) =>
       r.SequenceNumber
         ? [

@@ -1,3 +1,4 @@
+import type { SendOptions } from '../../functions/aws/aws-json.js';
 import type { KinesisClient } from '../../functions/aws/kinesis.js';
 
 export interface SentCommand {
@@ -8,9 +9,9 @@ export interface SentCommand {
 /** A real Kinesis client that tells `seen` of each command before sending it: what a test says a path reads. */
 export function countedKinesis(kinesis: KinesisClient, seen: (command: SentCommand) => void): KinesisClient {
   return {
-    send: (command: SentCommand) => {
+    send: (command: SentCommand, options?: SendOptions) => {
       seen(command);
-      return kinesis.send(command as never);
+      return kinesis.send(command as never, options);
     },
   } as unknown as KinesisClient;
 }

@@ -12,8 +12,10 @@ import {
   UpdateCommand,
 } from '../../functions/aws/dynamodb.js';
 import {
+  createKinesisClient,
   GetRecordsCommand,
   GetShardIteratorCommand,
+  ListShardsCommand,
   PutRecordsCommand,
 } from '../../functions/aws/kinesis.js';
 import type { AnyMiddleware } from '../../functions/aws/sdk-client.js';
@@ -165,6 +167,32 @@ describe("retries, with the SDK's standard strategy", () => {
         name: 'ProvisionedThroughputExceededException',
         $metadata: { attempts: 3 },
       });
+    } finally {
+      client.destroy();
+    }
+  });
+
+  it("gives up a call sooner when the call asks for fewer attempts than the client's", async () => {
+    const endpoint = t.runtime.config.endpoints?.kinesis;
+    const client = createKinesisClient({
+      region: 'us-east-1',
+      endpoint,
+      maxAttempts: 3,
+      requestHandler: new NodeHttpHandler(),
+      credentials: { accessKeyId: 'k', secretAccessKey: 's' },
+    });
+    try {
+      const list = (maxAttempts?: number) =>
+        client.send(new ListShardsCommand({ StreamName: ownStreamName('wire', 'raw') }), { maxAttempts });
+      stackOf(client).add(throttleAttempts(1), { step: 'finalizeRequest', name: 'throttle', override: true });
+      await expect(list(1)).rejects.toMatchObject({
+        name: 'ProvisionedThroughputExceededException',
+        $metadata: { attempts: 1 },
+      });
+      stackOf(client).add(throttleAttempts(1), { step: 'finalizeRequest', name: 'throttle', override: true });
+      const out = await list();
+      expect(out.Shards).toHaveLength(1);
+      expect(out.$metadata.attempts).toBe(2);
     } finally {
       client.destroy();
     }

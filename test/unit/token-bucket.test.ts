@@ -17,6 +17,16 @@ describe('token bucket', () => {
     expect(b.take(6, 0)).toEqual({ ok: false, retryAfterSeconds: 3 });
   });
 
+  it('reserves ahead: each caller that waits what reserve says acts at the rate after the burst', () => {
+    const b = new TokenBucket(3, 1.5, 0);
+    expect(b.reserve(1, 0)).toBe(0);
+    expect(b.reserve(1, 0)).toBeCloseTo(500 / 3);
+    expect(b.reserve(1, 0)).toBeCloseTo(500);
+    // Waited out and idle: the bucket refills, to its burst at most.
+    expect(b.reserve(1, 2000)).toBe(0);
+    expect(b.reserve(1, 2000)).toBeCloseTo(500 / 3);
+  });
+
   it('never admits more than burst + rate × elapsed over any run of calls', () => {
     fc.assert(
       fc.property(
