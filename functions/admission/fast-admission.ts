@@ -8,20 +8,20 @@ import { admissionEnvelope, type LogRecord, type RangeAdmission } from './range-
 
 /**
  * Produce's fast path (docs/overview.md, "Admission at produce"): after an append, the shards it
- * landed on are admitted at once, so what produce accepted is receivable when it answers instead of
- * after dispatch's next poll (about a second on AWS). A pass reads the log after the shard's last
- * range, one page, and admits that run like dispatch would (range-admission.ts: any number of
- * callers admit a shard exactly once). Nothing depends on it: what a pass does not admit (an error,
- * a full window, a backlog longer than a page) dispatch admits, and dispatch passes over what a
- * pass did. Per shard, one pass runs at a time in an instance; requests that land meanwhile share
- * the next pass, which reads everything they appended. A shard serves 5 reads a second to all its
- * readers, so an instance's passes take 3 of them (PASS_READS): past that, the next pass waits
- * for its read (requests meanwhile share it) rather than be refused. A pass costs about what a
- * dispatch batch does (a segment, a range or two), so passes under load cut the log into ranges of
- * a few entries where dispatch's second-long batches fill them: every range costs its creation, a lease write and
- * an ack write whatever it holds. `quiet` (the default) therefore admits fast only while the shard
- * took under a range's worth of records in the last second in this instance; `always` buys latency
- * with those units.
+ * landed on are admitted at once, so what produce accepted is receivable when it answers instead
+ * of after dispatch's next poll (about a second on AWS). A pass reads the log after the shard's
+ * last range, one page, and admits that run like dispatch would (range-admission.ts: any number
+ * of callers admit a shard exactly once). Nothing depends on it: what a pass does not admit (an
+ * error, a full window, a backlog longer than a page) dispatch admits, and dispatch passes over
+ * what a pass did. Per shard, one pass runs at a time in an instance, and the next one reads
+ * everything appended before it reads. A shard serves 5 reads a second to all its readers, so an
+ * instance's passes take 3 of them (PASS_READS): past that, the next pass waits for its read
+ * rather than be refused, and requests that land meanwhile answer at once, their records left to
+ * it. A pass costs about what a dispatch batch does (a segment, a range or two), so passes under
+ * load cut the log into ranges of a few entries where dispatch's second-long batches fill them:
+ * every range costs its creation, a lease write and an ack write whatever it holds. `quiet` (the
+ * default) therefore admits fast only while the shard took under a range's worth of records in
+ * the last second in this instance; `always` buys latency with those units.
  */
 
 export interface FastAdmissionDeps {
@@ -79,7 +79,10 @@ export class FastAdmission {
     return this.deps.now?.() ?? Date.now();
   }
 
-  /** Admits the shards `landed` on; never throws (dispatch admits whatever this did not). */
+  /**
+   * Admits the shards `landed` on, or leaves them to a pass already waiting for its read; never
+   * throws (dispatch admits whatever this did not).
+   */
   async afterAppend(queue: string, config: QueueConfig, landed: readonly { shard: string }[]): Promise<void> {
     if (!takesFastAdmission(config)) return;
     const perShard = new Map<string, number>();
@@ -109,10 +112,13 @@ export class FastAdmission {
 
   /**
    * One pass at a time per shard, within the instance's share of the shard's reads; whoever
-   * arrives before the next pass reads is admitted by it.
+   * arrives before the next pass reads is admitted by it. Only the request that scheduled that
+   * pass waits for it: the others answer at once, as a request that waits bills its instance's
+   * time and its producer's, and the waiting one's pass reads their records as well.
    */
   private schedule(s: Slot, pass: () => Promise<void>): Promise<void> {
-    s.next ??= (async () => {
+    if (s.next) return Promise.resolve();
+    s.next = (async () => {
       await s.running;
       const wait = s.reads.reserve(1, this.now());
       if (wait > 0) await sleep(wait);

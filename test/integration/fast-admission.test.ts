@@ -51,6 +51,7 @@ beforeAll(async () => {
           behind: { shards: 1, fast_admission: 'off', window_size: 5 },
           guessed: { shards: 1, fast_admission: 'off' },
           rationed: { shards: 1, fast_admission: 'off' },
+          joined: { shards: 1, fast_admission: 'off' },
           handed: { shards: 1, fast_admission: 'off' },
           'handed-sorted': { shards: 1, ordered: true, fast_admission: 'off' },
           'handed-keys': { shards: 1, ordered: true, fast_admission: 'off', max_per_key: 2 },
@@ -367,6 +368,34 @@ describe("the fast path's log reads", () => {
     expect((reads[3] ?? 0) - started).toBeGreaterThanOrEqual(825);
     const ranges = await services.ranges.from('rationed', shard, undefined, 100, true);
     expect(ranges.reduce((n, r) => n + r.count, 0)).toBe(4);
+  });
+
+  it('leave a request that lands before the next pass reads to that pass: it answers at once', async () => {
+    let reads = 0;
+    const counted = countedKinesis(slow.runtime.clients.kinesis, (c) => {
+      if (c.operation === 'GetRecords') reads++;
+    });
+    const declared = slow.runtime.config.tenant.queues.joined;
+    if (!declared) throw new Error('no queue joined');
+    const config = { ...declared, fast_admission: 'always' as const };
+    const services = buildServices(slow.runtime.config, slow.runtime.clients);
+    const fast = new FastAdmission({ admission: services.admission, reader: new ShardReader(counted) });
+    const q = queueApi(slow, 'joined');
+    await q.produce([{ payload: { n: 0 } }]);
+    const shard = (await slow.records('joined'))[0]?.shardId as string;
+    await fast.afterAppend('joined', config, [{ shard }]);
+    await q.produce([{ payload: { n: 1 } }, { payload: { n: 2 } }]);
+    let firstDone = false;
+    const first = fast.afterAppend('joined', config, [{ shard }]).then(() => {
+      firstDone = true;
+    });
+    // Lands while the first waits for its pass (same tick): answers before that pass has read.
+    await fast.afterAppend('joined', config, [{ shard }]);
+    expect(firstDone).toBe(false);
+    await first;
+    expect(reads).toBe(2);
+    const ranges = await services.ranges.from('joined', shard, undefined, 100, true);
+    expect(ranges.reduce((n, r) => n + r.count, 0)).toBe(3);
   });
 });
 
