@@ -10,7 +10,7 @@ import { ShardReader } from '../../functions/log/shard-reader.js';
 import { buildServices } from '../../functions/services.js';
 import { RangeStore } from '../../functions/store/ranges.js';
 import { loadReceiptSecret } from '../../functions/store/secret.js';
-import { countedKinesis } from '../helpers/counted-kinesis.js';
+import { countedKinesis, type SentCommand } from '../helpers/counted-kinesis.js';
 import { countedRanges } from '../helpers/counted-ranges.js';
 import { queueApi, type Received } from '../helpers/queue-api.js';
 import { DYNAMODB, startTestRuntime, type TestRuntime } from '../helpers/runtime.js';
@@ -322,6 +322,19 @@ describe('a catch-up that reads the log while it reads the last range', () => {
   });
 });
 
+/**
+ * A fast admission of the test's own on `queue`, whose runtime leaves it alone (`off`), admitting
+ * every request (`always`), with each Kinesis call it makes told to `seen`.
+ */
+function ownFastAdmission(queue: string, seen: (command: SentCommand) => void) {
+  const declared = slow.runtime.config.tenant.queues[queue];
+  if (!declared) throw new Error(`no queue ${queue}`);
+  const services = buildServices(slow.runtime.config, slow.runtime.clients);
+  const reader = new ShardReader(countedKinesis(slow.runtime.clients.kinesis, seen));
+  const fast = new FastAdmission({ admission: services.admission, reader });
+  return { fast, services, config: { ...declared, fast_admission: 'always' as const } };
+}
+
 describe("the fast path's log reads", () => {
   it('go on from where the last read ended without a new shard iterator, and get one elsewhere', async () => {
     const calls: string[] = [];
@@ -345,15 +358,9 @@ describe("the fast path's log reads", () => {
 
   it("take 3 of a shard's 5 reads a second in an instance: passes past one and a half wait for theirs", async () => {
     const reads: number[] = [];
-    const counted = countedKinesis(slow.runtime.clients.kinesis, (c) => {
+    const { fast, services, config } = ownFastAdmission('rationed', (c) => {
       if (c.operation === 'GetRecords') reads.push(Date.now());
     });
-    const declared = slow.runtime.config.tenant.queues.rationed;
-    if (!declared) throw new Error('no queue rationed');
-    // The runtime's own produce leaves it alone (off); this instance admits every request.
-    const config = { ...declared, fast_admission: 'always' as const };
-    const services = buildServices(slow.runtime.config, slow.runtime.clients);
-    const fast = new FastAdmission({ admission: services.admission, reader: new ShardReader(counted) });
     const q = queueApi(slow, 'rationed');
     await q.produce([{ payload: { n: 0 } }]);
     const shard = (await slow.records('rationed'))[0]?.shardId as string;
@@ -372,14 +379,9 @@ describe("the fast path's log reads", () => {
 
   it('leave a request that lands before the next pass reads to that pass: it answers at once', async () => {
     let reads = 0;
-    const counted = countedKinesis(slow.runtime.clients.kinesis, (c) => {
+    const { fast, services, config } = ownFastAdmission('joined', (c) => {
       if (c.operation === 'GetRecords') reads++;
     });
-    const declared = slow.runtime.config.tenant.queues.joined;
-    if (!declared) throw new Error('no queue joined');
-    const config = { ...declared, fast_admission: 'always' as const };
-    const services = buildServices(slow.runtime.config, slow.runtime.clients);
-    const fast = new FastAdmission({ admission: services.admission, reader: new ShardReader(counted) });
     const q = queueApi(slow, 'joined');
     await q.produce([{ payload: { n: 0 } }]);
     const shard = (await slow.records('joined'))[0]?.shardId as string;
