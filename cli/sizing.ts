@@ -123,7 +123,7 @@ export const SOURCES = {
    * "Table-level write throughput limit" and "Table-level read throughput limit"), each a second.
    */
   dynamodbTableUnitsPerSecond: 40_000,
-  /** A warm API call's duration: docs/performance.md "On AWS, hop by hop", the produce hop (~45 ms, the longest). */
+  /** A warm API call's duration: docs/latency.md "On AWS, hop by hop", the produce hop (~45 ms, the longest). */
   apiSecondsPerRequest: 0.045,
   /** Lambda's default account concurrency per region (Service Quotas, "Concurrent executions"). */
   lambdaAccountConcurrency: 1_000,

@@ -5,7 +5,7 @@ import { GetRecordsCommand, GetShardIteratorCommand, type KinesisClient } from '
  * Reads a shard of the log from a position onward: produce's fast admission (what was appended
  * after the shard's last admitted entry), the expiry watch (the oldest page), trace's lookup of a
  * message by time, and replay (a window of time). A shard serves 5 GetRecords a second shared
- * by every reader that is not on enhanced fan-out (docs/performance.md, "On AWS, hop by hop").
+ * by every reader that is not on enhanced fan-out (docs/latency.md, "A shard's reads").
  */
 
 export interface RawRecord {
