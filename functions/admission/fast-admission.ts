@@ -58,6 +58,7 @@ export function takesFastAdmission(config: QueueConfig): boolean {
   return config.fast_admission !== 'off' && config.consumers.length === 0;
 }
 
+/** One queue's shard in this instance. */
 interface Slot {
   /** The pass that reads now. */
   running?: Promise<void>;
@@ -65,13 +66,14 @@ interface Slot {
   next?: Promise<void>;
   /** This instance's share of the shard's reads. */
   reads: TokenBucket;
+  /** Records this instance landed on the shard lately (`quiet`). */
+  landed: RecentRate;
+  /** No pass before this time (throttled, or behind). */
+  pausedUntil: number;
 }
 
 export class FastAdmission {
   private readonly slots = new Map<string, Slot>();
-  /** Per queue and shard: no pass before this time (throttled, or behind). */
-  private readonly pausedUntil = new Map<string, number>();
-  private readonly rates = new Map<string, RecentRate>();
 
   constructor(private readonly deps: FastAdmissionDeps) {}
 
@@ -90,23 +92,25 @@ export class FastAdmission {
     const now = this.now();
     await Promise.all(
       [...perShard].map(([shard, n]) => {
-        const slot = `${queue}/${shard}`;
-        const rate = this.rates.get(slot) ?? new RecentRate();
-        this.rates.set(slot, rate);
-        const lastSecond = rate.add(n, now);
+        const s = this.slot(`${queue}/${shard}`, now);
+        const lastSecond = s.landed.add(n, now);
         if (config.fast_admission === 'quiet' && lastSecond > RANGE_ENTRIES) return undefined;
-        if ((this.pausedUntil.get(slot) ?? 0) > now) return undefined;
-        const s = this.slot(slot);
-        return this.schedule(s, () => this.pass(queue, config, shard, slot));
+        if (s.pausedUntil > now) return undefined;
+        return this.schedule(s, () => this.pass(queue, config, shard, s));
       }),
     );
   }
 
-  private slot(name: string): Slot {
-    const s = this.slots.get(name) ?? {
-      reads: new TokenBucket(PASS_READS.perSecond, PASS_READS.burst, this.now()),
-    };
-    this.slots.set(name, s);
+  private slot(name: string, now: number): Slot {
+    let s = this.slots.get(name);
+    if (!s) {
+      s = {
+        reads: new TokenBucket(PASS_READS.perSecond, PASS_READS.burst, now),
+        landed: new RecentRate(),
+        pausedUntil: 0,
+      };
+      this.slots.set(name, s);
+    }
     return s;
   }
 
@@ -135,7 +139,7 @@ export class FastAdmission {
     queue: string,
     config: QueueConfig,
     shard: string,
-    slot: string,
+    s: Slot,
     refused = false,
   ): Promise<void> {
     const stream = config.stream;
@@ -155,18 +159,17 @@ export class FastAdmission {
       );
       // None taken: a full window. A race lost to another admitter takes what the winner covered,
       // never none, and is no reason to leave the shard.
-      if (page || (read > 0 && taken === 0)) this.pausedUntil.set(slot, this.now() + BEHIND_PAUSE_MS);
+      if (page || (read > 0 && taken === 0)) s.pausedUntil = this.now() + BEHIND_PAUSE_MS;
     } catch (err) {
       if ((err as { name?: string }).name !== 'ProvisionedThroughputExceededException') return;
       if (refused) {
-        this.pausedUntil.set(slot, this.now() + THROTTLED_PAUSE_MS);
+        s.pausedUntil = this.now() + THROTTLED_PAUSE_MS;
         return;
       }
       // Another reader had the shard's second: one read of its own frees soon, and the SDK's
       // backoff for a throttled call (up to a second) would outwait dispatch.
-      const s = this.slot(slot);
       await sleep(Math.max(REFUSED_RETRY_MS, s.reads.reserve(1, this.now())));
-      await this.pass(queue, config, shard, slot, true);
+      await this.pass(queue, config, shard, s, true);
     }
   }
 }

@@ -214,20 +214,22 @@ export class AwsJsonClient {
       () => this.request(command.operation, body),
       context,
     );
-    let token = await this.retry.acquireInitialRetryToken('');
+    // A call's own attempts: the same standard strategy, counting them for this call alone.
+    const retry =
+      options.maxAttempts === undefined ? this.retry : new StandardRetryStrategy(options.maxAttempts);
+    let token = await retry.acquireInitialRetryToken('');
     let totalRetryDelay = 0;
     for (;;) {
       try {
         const { output } = await attempt({ input });
-        this.retry.recordSuccess(token);
+        retry.recordSuccess(token);
         const wire = output as WireOutput;
         wire.$metadata = { ...wire.$metadata, attempts: token.getRetryCount() + 1, totalRetryDelay };
         return command.fromWire(wire);
       } catch (err) {
         const error = err as Error & { $metadata?: ResponseMetadata };
         try {
-          if (token.getRetryCount() + 1 >= (options.maxAttempts ?? Number.POSITIVE_INFINITY)) throw error;
-          token = await this.retry.refreshRetryTokenForRetry(token, { errorType: retryErrorType(error) });
+          token = await retry.refreshRetryTokenForRetry(token, { errorType: retryErrorType(error) });
         } catch {
           error.$metadata = { ...error.$metadata, attempts: token.getRetryCount() + 1, totalRetryDelay };
           throw error;
