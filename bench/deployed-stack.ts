@@ -75,8 +75,9 @@ export const FREE_IDLE: Readonly<Record<string, string>> = {
 const HOURS = DEPLOYMENT.hoursPerMonth;
 
 /** Resource types with a monthly fee while idle, each read into its line. */
-const BILLED: Readonly<Record<string, (resources: TemplateResource[]) => IdleItem[]>> = {
+const BILLED: Readonly<Record<string, (resources: TemplateResource[], template: Template) => IdleItem[]>> = {
   'AWS::Kinesis::Stream': kinesisStreams,
+  'AWS::Kinesis::StreamConsumer': fanOutConsumers,
   'AWS::KMS::Key': (keys) => [kmsKeys(keys, 'KMS customer managed keys')],
   'AWS::KMS::ReplicaKey': (keys) => [kmsKeys(keys, 'KMS replica keys')],
   'AWS::CloudWatch::Alarm': alarms,
@@ -149,6 +150,25 @@ function kinesisStreams(streams: TemplateResource[]): IdleItem[] {
           },
         ]
       : []),
+  ];
+}
+
+/** An enhanced fan-out consumer bills each shard of its stream by the hour, as a shard does. */
+function fanOutConsumers(consumers: TemplateResource[], template: Template): IdleItem[] {
+  let consumerShards = 0;
+  for (const c of consumers) {
+    const arn = c.Properties?.StreamARN as { 'Fn::GetAtt'?: [string, string] } | undefined;
+    const stream = template.Resources[arn?.['Fn::GetAtt']?.[0] ?? ''];
+    if (!stream) throw new Error(`stream consumer of a stream not in the template: ${JSON.stringify(arn)}`);
+    consumerShards += Number(stream.Properties?.ShardCount ?? 1);
+  }
+  return [
+    {
+      item: 'Kinesis enhanced fan-out',
+      count: consumerShards,
+      usdPerMonth: consumerShards * HOURS * PRICES.kinesisFanOutConsumerShardHour.usd,
+      note: `${consumers.length} consumer${consumers.length === 1 ? '' : 's'}, ${consumerShards} consumer-shard${consumerShards === 1 ? '' : 's'} × ${HOURS} h (and $${PRICES.kinesisFanOutRetrievalGb.usd} a GB pushed)`,
+    },
   ];
 }
 
@@ -236,7 +256,7 @@ export function readTemplate(template: Template): {
   const unclassified: string[] = [];
   for (const [type, resources] of [...byType].sort(([a], [b]) => a.localeCompare(b))) {
     const read = BILLED[type];
-    if (read) items.push(...read(resources));
+    if (read) items.push(...read(resources, template));
     else if (!(type in FREE_IDLE)) unclassified.push(type);
   }
   const resourceTypes = Object.fromEntries([...byType].map(([type, rs]) => [type, rs.length]));

@@ -55,6 +55,8 @@ export interface GoalInputs {
   baseline: readonly GoalRow[] | undefined;
   /** Latency measured as AWS runs it (--as-aws): its rows say so, under ids of their own. */
   asAws?: boolean;
+  /** The queues' streams on enhanced fan-out (--fan-out): the latency rows say so, under ids of their own. */
+  fanOut?: boolean;
 }
 
 const LIMITS = {
@@ -344,6 +346,10 @@ function latencyRows(inputs: GoalInputs): GoalRow[] {
     if (inputs.asAws) {
       id = `${id}-as-aws`;
       figure = `${figure}, as AWS runs it`;
+    }
+    if (inputs.fanOut) {
+      id = `${id}-fan-out`;
+      figure = `${figure}, on enhanced fan-out`;
     }
     const failed = failureOf(inputs, run);
     if (failed) return failedRow(id, `${figure} (${run})`, goal, failed);

@@ -35,6 +35,22 @@ export const PRICES = {
     checkedAgainst: 'kindatechnical.com lesson 29 quotes $0.015 per shard-hour',
     since: '2013-12 (unchanged since launch)',
   },
+  kinesisFanOutConsumerShardHour: {
+    usd: 0.015,
+    per: 'consumer-shard-hour of enhanced fan-out (a registered consumer, per shard of its stream)',
+    source: 'https://aws.amazon.com/kinesis/data-streams/pricing/',
+    check: 'search',
+    checkedAgainst:
+      'awsnegotiations.com/kinesis-pricing-optimization.html lists $0.015 per shard-hour per consumer',
+    since: '2018-08 (enhanced fan-out launched)',
+  },
+  kinesisFanOutRetrievalGb: {
+    usd: 0.013,
+    per: 'GB pushed to an enhanced fan-out consumer',
+    source: 'https://aws.amazon.com/kinesis/data-streams/pricing/',
+    check: 'memory',
+    since: '2018-08',
+  },
   kinesisPutPayloadUnit: {
     usd: 0.014 / 1e6,
     per: 'PUT payload unit (provisioned; each 25 KB chunk of a record)',

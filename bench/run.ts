@@ -13,6 +13,7 @@ import {
   type DynamoDbEmulator,
   parseDynamoDbEmulator,
 } from '../infra/local/emulators.js';
+import { FAN_OUT_POLL_MS } from '../infra/local/event-source.js';
 import type { Runtime } from '../infra/local/runtime.js';
 import { BACKLOG_DEFAULTS, type BacklogReport, printBacklog, runBacklogIsolated } from './backlog.js';
 import { type PeerReport, printPeer, runPeer } from './bullmq.js';
@@ -81,22 +82,25 @@ import { endToEnd, produce, WORKLOAD } from './workload.js';
  * --baseline FILE    an earlier bench/results/*.json: its figures beside these, and the throughput goal
  * --only RUNS        only these produce and end-to-end runs, `scale`, `isolation` and `reshard` (comma-separated, e.g. c16,isolation)
  * --reshard-rate N   msg/s the reshard phase produces (default 100, what a 2-core machine carries after a split)
+ * --fan-out          every run's stream on enhanced fan-out: dispatch pushed, outside a shard's five reads a second
  */
 
-const TENANT = {
+/** The bench's tenant: a stream of its own per run; on enhanced fan-out with --fan-out. */
+const tenantFile = (fanOut: boolean) => ({
   tenant: 'bench',
   queues: Object.fromEntries(
     [...PRODUCE_RUNS, ...END_TO_END_RUNS, { queue: SCALING_QUEUE }].map((r) => [
       r.queue,
       {
         shards: SHARDS,
+        ...(fanOut ? { fan_out: true } : {}),
         ...('fastAdmission' in r && r.fastAdmission ? { fast_admission: r.fastAdmission } : {}),
         ...('ordered' in r && r.ordered ? { ordered: true } : {}),
         ...('maxPerKey' in r && r.maxPerKey ? { max_per_key: r.maxPerKey } : {}),
       },
     ]),
   ),
-};
+});
 const ADMIN_KEY = 'bench-admin-key-0123456789';
 const END_TO_END_TIMEOUT_MS = 5 * 60_000;
 const SCALING_SECONDS_PER_STEP = 4;
@@ -172,6 +176,8 @@ interface Options {
   only: ReadonlySet<string> | undefined;
   /** --as-aws: each request as if in a Lambda instance of its own (no in-process hand-offs). */
   asAws: boolean;
+  /** --fan-out: every run's stream on enhanced fan-out (dispatch pushed, outside a shard's reads). */
+  fanOut: boolean;
   /** msg/s the reshard phase produces (--reshard-rate). */
   reshardRate: number;
 }
@@ -184,6 +190,10 @@ const AS_AWS_NOTE =
   'As AWS runs it (--as-aws): no admission handed leases to, or woke, a long poll of its own process; ' +
   'workers waited on the wake channel (receives without a wait, woken over the WebSocket by the ' +
   'admission of any instance, as a Worker given the ChannelUrl is), dispatch polled each shard once a second.';
+
+const FAN_OUT_NOTE =
+  "On enhanced fan-out (--fan-out): dispatch's mappings were pushed their records (locally, read every " +
+  `${FAN_OUT_POLL_MS} ms outside the shard's five reads a second; AWS pushes in ~70 ms), and produce's passes took four of a shard's reads.`;
 
 /** What `leaseq size` (cli/sizing.ts) takes a delivered message to cost: rewritten by each run of c4-ids. */
 const FIGURES_FILE = fileURLToPath(new URL('./figures.json', import.meta.url));
@@ -223,6 +233,7 @@ function parseOptions(): Options {
       baseline: { type: 'string' },
       only: { type: 'string' },
       'as-aws': { type: 'boolean', default: false },
+      'fan-out': { type: 'boolean', default: false },
       'reshard-rate': { type: 'string', default: String(RESHARD_RATE) },
     },
   });
@@ -245,6 +256,7 @@ function parseOptions(): Options {
     baseline: values.baseline === undefined ? undefined : readBaseline(values.baseline),
     only: values.only === undefined ? undefined : parseOnly(values.only),
     asAws: values['as-aws'],
+    fanOut: values['fan-out'],
     reshardRate: integer('reshard-rate', values['reshard-rate'], 1),
   };
 }
@@ -399,7 +411,11 @@ async function measure(
     backgroundRequestsPerSecond: Object.fromEntries(
       Object.entries(background.requests).map(([op, n]) => [op, n / BACKGROUND_SECONDS]),
     ),
-    background: { seconds: BACKGROUND_SECONDS, queues: Object.keys(TENANT.queues).length, meter: background },
+    background: {
+      seconds: BACKGROUND_SECONDS,
+      queues: Object.keys(runtime.config.tenant.queues).length,
+      meter: background,
+    },
     idleTick,
     produce: produceResults,
     endToEnd: endToEndResults,
@@ -559,7 +575,7 @@ async function main(): Promise<void> {
   let measured: Measured;
   try {
     runtime = await startBenchRuntime(
-      parseTenantConfig(TENANT, 'bench tenant'),
+      parseTenantConfig(tenantFile(options.fanOut), 'bench tenant'),
       dataDir,
       ADMIN_KEY,
       options.dynamodb,
@@ -631,9 +647,15 @@ async function main(): Promise<void> {
       peer,
       baseline: options.baseline?.goals,
       asAws: options.asAws,
+      fanOut: options.fanOut,
     }),
     ...(options.baseline ? { baseline: options.baseline.file } : {}),
-    notes: [SCOPE_NOTE, capacityNote(options.dynamodb), ...(options.asAws ? [AS_AWS_NOTE] : [])],
+    notes: [
+      SCOPE_NOTE,
+      capacityNote(options.dynamodb),
+      ...(options.asAws ? [AS_AWS_NOTE] : []),
+      ...(options.fanOut ? [FAN_OUT_NOTE] : []),
+    ],
   };
   const resultsDir = fileURLToPath(new URL('./results/', import.meta.url));
   mkdirSync(resultsDir, { recursive: true });

@@ -223,6 +223,7 @@ export class LeaseqTenant extends Construct {
             streamName,
             shards: s.shards,
             retentionHours: s.retention_hours,
+            fanOut: s.fan_out,
             queues: s.queues,
           }),
         ];

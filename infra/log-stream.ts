@@ -18,6 +18,11 @@ export interface LogStreamProps {
   streamName: string;
   shards: number;
   retentionHours: number;
+  /**
+   * Each subscribed function reads through a consumer of its own on enhanced fan-out: pushed
+   * records, outside the shard's five reads a second (docs/streams.md, "Fan-out").
+   */
+  fanOut: boolean;
   /** The queues whose messages it carries. */
   queues: readonly string[];
 }
@@ -30,8 +35,11 @@ export interface LogStreamProps {
 export class LogStream extends Construct {
   readonly stream: kinesis.Stream;
 
+  private readonly fanOut: boolean;
+
   constructor(scope: Construct, id: string, props: LogStreamProps) {
     super(scope, id);
+    this.fanOut = props.fanOut;
     this.stream = new kinesis.Stream(this, 'Stream', {
       streamName: props.streamName,
       streamMode: kinesis.StreamMode.PROVISIONED,
@@ -85,8 +93,9 @@ export class LogStream extends Construct {
    */
   subscribe(fn: lambda.IFunction, options: QueueSubscriptionOptions = {}): lambda.EventSourceMapping {
     const grant = this.grantConsume(fn);
+    const fanOut = this.fanOut ? this.fanOutConsumer(fn) : undefined;
     const mapping = fn.addEventSourceMapping(this.node.id, {
-      eventSourceArn: this.stream.streamArn,
+      eventSourceArn: fanOut?.consumer.streamConsumerArn ?? this.stream.streamArn,
       startingPosition: lambda.StartingPosition.TRIM_HORIZON,
       batchSize: options.batchSize ?? 100,
       maxBatchingWindow: options.maxBatchingWindow ?? Duration.seconds(0),
@@ -96,9 +105,25 @@ export class LogStream extends Construct {
       // -1 is infinite; maxRecordAge is left unset because its infinite (-1) is not a Duration.
       retryAttempts: -1,
     });
-    // Lambda checks the role can read the stream when the mapping is created.
+    // Lambda checks the role can read the stream (and subscribe) when the mapping is created.
     grant.applyBefore(mapping);
+    fanOut?.grant.applyBefore(mapping);
     return mapping;
+  }
+
+  /** A stream consumer of `fn`'s own (one subscription per shard each), and the grants to be pushed by it. */
+  private fanOutConsumer(fn: lambda.IFunction): { consumer: kinesis.StreamConsumer; grant: iam.Grant } {
+    const consumer = new kinesis.StreamConsumer(this, `FanOut-${fn.node.id}`, {
+      stream: this.stream,
+      // Consumer names are [a-zA-Z0-9_.-]; a Lambda consumer's id carries its namespace's `~`.
+      streamConsumerName: fn.node.id.replace(/[^a-zA-Z0-9_.-]/g, '-'),
+    });
+    const grant = iam.Grant.addToPrincipal({
+      grantee: fn,
+      actions: ['kinesis:SubscribeToShard', 'kinesis:DescribeStreamConsumer'],
+      resourceArns: [consumer.streamConsumerArn],
+    });
+    return { consumer, grant };
   }
 }
 

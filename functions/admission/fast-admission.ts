@@ -15,7 +15,7 @@ import { admissionEnvelope, type LogRecord, type RangeAdmission } from './range-
  * error, a full window, a backlog longer than a page) dispatch admits, and dispatch passes over
  * what a pass did. Per shard, one pass runs at a time in an instance, and the next one reads
  * everything appended before it reads. A shard serves 5 reads a second to all its readers, so an
- * instance's passes take 3 of them (PASS_READS): past that, the next pass waits for its read
+ * instance's passes take 3 of them, 4 on enhanced fan-out (passReads): past that, the next pass waits for its read
  * rather than be refused, and requests that land meanwhile answer at once, their records left to
  * it. A pass costs about what a dispatch batch does (a segment, a range or two), so passes under
  * load cut the log into ranges of a few entries where dispatch's second-long batches fill them:
@@ -40,6 +40,16 @@ const PAGE = 500;
  * second (p99 ~650 ms against ~350 ms in a simulation at 2-10 requests a second).
  */
 const PASS_READS = { perSecond: SHARD_READS_PER_SECOND - 2, burst: 1.5 } as const;
+/**
+ * On a stream whose mappings read on enhanced fan-out, dispatch's reads are pushed and do not count
+ * against the five: passes take four, leaving one for the sweep's and trace's.
+ */
+const PASS_READS_FAN_OUT = { ...PASS_READS, perSecond: SHARD_READS_PER_SECOND - 1 } as const;
+
+/** An instance's share of a shard's reads for a queue's passes, by whether its stream is on fan-out. */
+export function passReads(config: QueueConfig): { perSecond: number; burst: number } {
+  return config.fan_out ? PASS_READS_FAN_OUT : PASS_READS;
+}
 /** A pass whose read Kinesis refused (other readers had the shard's second) reads again this much later. */
 const REFUSED_RETRY_MS = 200;
 /** After a second refusal, this instance leaves the shard to dispatch for a while. */
@@ -92,7 +102,7 @@ export class FastAdmission {
     const now = this.now();
     await Promise.all(
       [...perShard].map(([shard, n]) => {
-        const s = this.slot(`${queue}/${shard}`, now);
+        const s = this.slot(`${queue}/${shard}`, passReads(config), now);
         const lastSecond = s.landed.add(n, now);
         if (config.fast_admission === 'quiet' && lastSecond > RANGE_ENTRIES) return undefined;
         if (s.pausedUntil > now) return undefined;
@@ -101,11 +111,11 @@ export class FastAdmission {
     );
   }
 
-  private slot(name: string, now: number): Slot {
+  private slot(name: string, reads: { perSecond: number; burst: number }, now: number): Slot {
     let s = this.slots.get(name);
     if (!s) {
       s = {
-        reads: new TokenBucket(PASS_READS.perSecond, PASS_READS.burst, now),
+        reads: new TokenBucket(reads.perSecond, reads.burst, now),
         landed: new RecentRate(),
         pausedUntil: 0,
       };

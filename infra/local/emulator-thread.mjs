@@ -9,13 +9,14 @@ import { parentPort, workerData } from 'node:worker_threads';
 import {
   answerAtTimestampOnQuietShards,
   limitReadsPerShard,
+  readsOnFanOut,
   settleInterruptedChanges,
 } from './kinesalite-repairs.mjs';
 import { WriteJournal } from './write-journal.mjs';
 
 const require = createRequire(import.meta.url);
 const dynalite = require('dynalite');
-/** @type {{ dataDir: string; shardLimit: number; dynalite: boolean; readsPerShard?: number }} */
+/** @type {{ dataDir: string; shardLimit: number; dynalite: boolean; readsPerShard?: number; fanOutPath: string }} */
 const options = workerData;
 answerAtTimestampOnQuietShards();
 if (options.readsPerShard) limitReadsPerShard(options.readsPerShard);
@@ -46,6 +47,18 @@ async function listening(server) {
   };
 }
 
+function kinesisServer() {
+  const server = kinesalite({
+    path: dir('kinesis'),
+    createStreamMs: 0,
+    deleteStreamMs: 0,
+    updateStreamMs: 0,
+    shardLimit: options.shardLimit,
+  });
+  if (options.readsPerShard) readsOnFanOut(server, options.fanOutPath);
+  return server;
+}
+
 async function start() {
   // Read before dynalite answers anything, so the journal of the last process is what it left.
   const journal = options.dynalite ? new WriteJournal(join(options.dataDir, JOURNAL)) : undefined;
@@ -56,15 +69,7 @@ async function start() {
   const s3 = new S3rver({ address: '127.0.0.1', port: 0, directory: dir('s3'), silent: true });
   await settleInterruptedChanges(dir('kinesis'));
   const started = await Promise.allSettled([
-    listening(
-      kinesalite({
-        path: dir('kinesis'),
-        createStreamMs: 0,
-        deleteStreamMs: 0,
-        updateStreamMs: 0,
-        shardLimit: options.shardLimit,
-      }),
-    ),
+    listening(kinesisServer()),
     s3.run().then((address) => ({ url: `http://127.0.0.1:${address.port}`, close: () => s3.close() })),
     ...(dynamodbServer ? [listening(dynamodbServer)] : []),
   ]);

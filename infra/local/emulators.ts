@@ -50,6 +50,12 @@ export interface UnsettledWrite {
   key: Record<string, unknown>;
 }
 
+/**
+ * Kinesis requests to this path of the emulator are a fan-out reader's: their reads do not count
+ * against a shard's five a second (kinesalite-repairs.mjs, readsOnFanOut).
+ */
+export const FAN_OUT_PATH = '/fan-out';
+
 export interface EmulatorOptions {
   dataDir: string;
   /** kinesalite's total shard limit; sized from the tenant file. */
@@ -77,6 +83,7 @@ async function startThread(options: EmulatorOptions) {
       shardLimit: options.shardLimit,
       dynalite: options.dynamodb === 'dynalite',
       readsPerShard: options.readsPerShard,
+      fanOutPath: FAN_OUT_PATH,
     },
   });
   const [message] = (await Promise.race([

@@ -67,11 +67,15 @@ export function answerAtTimestampOnQuietShards() {
   };
 }
 
+/** Whether the request kinesalite is about to act on came through the fan-out path (readsOnFanOut). */
+let onFanOut = false;
+
 /**
  * Kinesis serves each shard 5 GetRecords a second, shared by every reader, and refuses the rest
  * with ProvisionedThroughputExceededException; kinesalite serves any number. With a limit set (the
  * runtime run as AWS runs it), reads past it in the last second are refused as Kinesis refuses
- * them. Installed before kinesalite loads its actions, which then take this one.
+ * them, except a fan-out reader's (readsOnFanOut). Installed before kinesalite loads its actions,
+ * which then take this one.
  */
 export function limitReadsPerShard(perSecond) {
   const path = require.resolve('kinesalite/actions/getRecords');
@@ -79,7 +83,7 @@ export function limitReadsPerShard(perSecond) {
   /** Per stream and shard, the times of the reads served in the last second. */
   const served = new Map();
   require.cache[path].exports = function getRecords(store, data, cb) {
-    const shard = iteratorShard(data.ShardIterator);
+    const shard = onFanOut ? undefined : iteratorShard(data.ShardIterator);
     if (!shard) return original(store, data, cb);
     const now = Date.now();
     const times = (served.get(shard) ?? []).filter((t) => now - t < 1000);
@@ -95,6 +99,24 @@ export function limitReadsPerShard(perSecond) {
     times.push(now);
     return original(store, data, cb);
   };
+}
+
+/**
+ * A reader on enhanced fan-out is pushed its records outside a shard's five reads a second. The
+ * local stand-in reads with GetRecords at `path` (kinesalite ignores the path): this marks those
+ * requests for the limit. kinesalite acts in its request's 'end' listener, registered after this
+ * one's, so the mark is set for exactly that request's action.
+ */
+export function readsOnFanOut(server, path) {
+  const handlers = server.listeners('request');
+  server.removeAllListeners('request');
+  server.on('request', (req, res) => {
+    const fanOut = req.url === path || req.url.startsWith(`${path}?`) || req.url.startsWith(`${path}/`);
+    req.on('end', () => {
+      onFanOut = fanOut;
+    });
+    for (const handler of handlers) handler.call(server, req, res);
+  });
 }
 
 /** `stream/shardId` of a kinesalite iterator, or undefined for one the action itself refuses. */

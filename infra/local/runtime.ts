@@ -13,8 +13,14 @@ import {
   type SqsCredentials,
 } from '../../functions/access/sqs-credentials.js';
 import { type ApiHandler, createApiHandler } from '../../functions/api/app.js';
-import { type AwsClients, createClients } from '../../functions/aws/clients.js';
+import {
+  type AwsClients,
+  createClients,
+  createRequestHandler,
+  LOCAL_CREDENTIALS,
+} from '../../functions/aws/clients.js';
 import type { FaultInjector } from '../../functions/aws/faults.js';
+import { createKinesisClient } from '../../functions/aws/kinesis.js';
 import { hashApiKey } from '../../functions/core/auth.js';
 import {
   SHARD_READS_PER_SECOND,
@@ -34,7 +40,7 @@ import { localConsoleAssets } from '../console-assets.js';
 import { createAdminClients } from './admin-clients.js';
 import { startChannelGateway } from './channel-gateway.js';
 import { consumerMappings } from './consumers.js';
-import { type DynamoDbEmulator, startEmulators } from './emulators.js';
+import { type DynamoDbEmulator, FAN_OUT_PATH, startEmulators } from './emulators.js';
 import { type EventSource, startEventSource } from './event-source.js';
 import { startGateway } from './http-gateway.js';
 import { repairIndex } from './index-repair.js';
@@ -168,6 +174,16 @@ async function startOn(options: RuntimeOptions, unlock: () => void): Promise<Run
     faults: options.faults,
     channelEndpoint: channel.endpoint,
   });
+  // What dispatch's mappings of streams on enhanced fan-out read with (event-source.ts, fanOut).
+  const fanOutKinesis = [...tenantStreams(options.tenant).values()].some((s) => s.fan_out)
+    ? createKinesisClient({
+        region: config.region,
+        credentials: LOCAL_CREDENTIALS,
+        maxAttempts: 4,
+        requestHandler: createRequestHandler(),
+        endpoint: `${emulators.endpoints.kinesis}${FAN_OUT_PATH}`,
+      })
+    : undefined;
   try {
     const admin = createAdminClients(emulators.endpoints, config.region);
     await ensureResources(clients, admin, options.tenant, {
@@ -194,14 +210,16 @@ async function startOn(options: RuntimeOptions, unlock: () => void): Promise<Run
     const log = logger('leaseq-local');
     const wake = options.wakePollers ?? true;
     const dispatch = createDispatchHandler(config, clients, logger(SERVICE.dispatch));
+    const streams = tenantStreams(options.tenant);
     const eventSource = await startEventSource({
       kinesis: clients.kinesis,
+      ...(fanOutKinesis ? { fanOutKinesis } : {}),
       region: config.region,
       checkpointDir: join(options.dataDir, 'checkpoints'),
       idlePollMs: options.idlePollMs ?? 100,
       mappings: [
         // A queue with Lambda consumers is theirs (push): dispatch does not admit it.
-        ...[...tenantStreams(options.tenant)]
+        ...[...streams]
           .filter(([, s]) => s.queues.every((q) => options.tenant.queues[q]?.consumers.length === 0))
           .map(([stream]) => ({
             // A queue's own stream keeps the name its checkpoints were saved under.
@@ -209,6 +227,7 @@ async function startOn(options: RuntimeOptions, unlock: () => void): Promise<Run
             streamName: stream,
             handler: dispatch,
             batchSize: 100,
+            fanOut: streams.get(stream)?.fan_out === true,
           })),
         ...(await consumerMappings(config, clients, logger)),
       ],
@@ -277,12 +296,14 @@ async function startOn(options: RuntimeOptions, unlock: () => void): Promise<Run
         await sweepHandler.published();
         await eventSource.stop();
         clients.destroy();
+        fanOutKinesis?.destroy();
         await emulators.close();
         unlock();
       },
     };
   } catch (err) {
     clients.destroy();
+    fanOutKinesis?.destroy();
     await channel.close();
     await emulators.close();
     throw err;

@@ -19,7 +19,8 @@ const tenantFile = (tenant: string) =>
   owned({
     tenant,
     queues: {
-      orders: { shards: 2 },
+      // On enhanced fan-out, so its stream consumer meets the checks too.
+      orders: { shards: 2, fan_out: true },
       events: {
         shards: 1,
         consumers: [{ name: 'log-events', entry: 'examples/lambda-consumer.ts', batch_size: 10 }],
@@ -218,7 +219,7 @@ function identityStatements(t: Template): Statement[] {
 function arnOfId(value: unknown): string | undefined {
   const att = (value as Json | undefined)?.['Fn::GetAtt'];
   // A table's stream is the table's own.
-  if (Array.isArray(att) && (att[1] === 'Arn' || att[1] === 'StreamArn')) return att[0] as string;
+  if (Array.isArray(att) && ['Arn', 'StreamArn', 'ConsumerARN'].includes(att[1])) return att[0] as string;
   // A topic's Ref is its ARN.
   const ref = (value as Json | undefined)?.Ref;
   return typeof ref === 'string' && !ref.startsWith('AWS::') ? ref : undefined;
@@ -293,7 +294,10 @@ describe('tenant isolation (acme and globex in one app)', () => {
             expect(parts).toContainEqual({ Ref: 'AWS::AccountId' });
             continue;
           }
-          const own = ownResource(template, r);
+          let own = ownResource(template, r);
+          // A stream consumer (enhanced fan-out) is checked as the stream it reads.
+          if (own.type === 'AWS::Kinesis::StreamConsumer' && service === 'kinesis')
+            own = ownResource(template, resources[own.id]?.Properties.StreamARN);
           expect(own.type).toBe(SERVICE_RESOURCE[service]);
           const props = resources[own.id]?.Properties ?? {};
           switch (service) {

@@ -40,13 +40,22 @@ const pushFile = {
   },
 };
 
+/** A shared stream on enhanced fan-out beside the tenant's stream, which polls. */
+const fanFile = {
+  tenant: 'fan',
+  streams: { fast: { shards: 2, fan_out: true } },
+  queues: { a: { stream: 'fast' }, b: { stream: 'fast' }, slow: {} },
+};
+
 // One app for the file: each stack is synthesized once and every test reads its template.
 const { app, stack: local } = buildApp(localFile, { functionCode });
 const { stack: acme } = buildApp(owned(acmeFile), { app, functionCode });
 const { stack: push } = buildApp(owned(pushFile), { app, functionCode });
+const { stack: fan } = buildApp(owned(fanFile), { app, functionCode });
 const template = Template.fromStack(local);
 const acmeTemplate = Template.fromStack(acme);
 const pushTemplate = Template.fromStack(push);
+const fanTemplate = Template.fromStack(fan);
 
 type Statement = { Effect: string; Action: string | string[]; Resource: unknown };
 
@@ -712,6 +721,43 @@ describe('TenantStack for another tenant', () => {
       EventSourceArn: arnOf(streamId as string),
       FunctionName: { Ref: functionId(acmeTemplate, 'leaseq-dispatch') },
     });
+  });
+});
+
+describe('TenantStack with a stream on enhanced fan-out', () => {
+  it("subscribes dispatch to that stream through a consumer of its own, and to the other stream's shards", () => {
+    const streams = streamIds(fanTemplate);
+    const dispatch = functionId(fanTemplate, 'leaseq-dispatch');
+    const [consumerId, consumer] =
+      Object.entries(fanTemplate.findResources('AWS::Kinesis::StreamConsumer'))[0] ?? [];
+    fanTemplate.resourceCountIs('AWS::Kinesis::StreamConsumer', 1);
+    expect(consumer?.Properties).toMatchObject({
+      ConsumerName: expect.stringMatching(/^[a-zA-Z0-9_.-]+$/),
+      StreamARN: arnOf(streams['leaseq-fan_fast'] as string),
+    });
+    const mappings = Object.values(fanTemplate.findResources('AWS::Lambda::EventSourceMapping'))
+      .map((r) => r.Properties)
+      .filter((p) => JSON.stringify(p.FunctionName) === JSON.stringify({ Ref: dispatch }));
+    expect(mappings.map((m) => m.EventSourceArn)).toEqual(
+      expect.arrayContaining([
+        { 'Fn::GetAtt': [consumerId, 'ConsumerARN'] },
+        arnOf(streams['leaseq-fan_shared'] as string),
+      ]),
+    );
+    expect(mappings).toHaveLength(2);
+  });
+
+  it('lets dispatch subscribe through that consumer, and nothing else through it', () => {
+    const [consumerId] = Object.keys(fanTemplate.findResources('AWS::Kinesis::StreamConsumer'));
+    const subscribing = (service: string) =>
+      functionStatements(fanTemplate, functionId(fanTemplate, service)).filter((s) =>
+        [s.Action].flat().includes('kinesis:SubscribeToShard'),
+      );
+    expect(resourcesOf(subscribing('leaseq-dispatch'))).toEqual([
+      { 'Fn::GetAtt': [consumerId, 'ConsumerARN'] },
+    ]);
+    expect(subscribing('leaseq-api')).toEqual([]);
+    expect(subscribing('leaseq-sweep')).toEqual([]);
   });
 });
 

@@ -20,7 +20,14 @@ let t: TestRuntime;
 
 beforeAll(async () => {
   t = await startTestRuntime(
-    { tenant: 'isolated', queues: { plain: { shards: 1, fast_admission: 'always' } } },
+    {
+      tenant: 'isolated',
+      queues: {
+        plain: { shards: 1, fast_admission: 'always' },
+        // Admitted by dispatch alone, whose mapping reads on enhanced fan-out.
+        fanned: { shards: 1, fast_admission: 'off', fan_out: true },
+      },
+    },
     undefined,
     { ...FAST, requestsIsolated: true },
   );
@@ -46,16 +53,7 @@ describe('requests isolated as on AWS', () => {
     // One attempt a call: the SDK's own retries would wait the refusals out.
     const clients = createClients({ region: 'us-east-1', endpoints: t.runtime.endpoints, maxAttempts: 1 });
     try {
-      const stream = ownStreamName('isolated', 'plain');
-      const [shard] =
-        (await clients.kinesis.send(new ListShardsCommand({ StreamName: stream }))).Shards ?? [];
-      const { ShardIterator } = await clients.kinesis.send(
-        new GetShardIteratorCommand({
-          StreamName: stream,
-          ShardId: shard?.ShardId,
-          ShardIteratorType: 'TRIM_HORIZON',
-        }),
-      );
+      const ShardIterator = await firstIterator(clients, 'plain');
       const started = Date.now();
       const reads = await Promise.allSettled(
         Array.from({ length: 12 }, () => clients.kinesis.send(new GetRecordsCommand({ ShardIterator }))),
@@ -71,4 +69,50 @@ describe('requests isolated as on AWS', () => {
       clients.destroy();
     }
   });
+
+  it("admits through a fan-out mapping while other readers take the shard's five reads", async () => {
+    const clients = createClients({ region: 'us-east-1', endpoints: t.runtime.endpoints, maxAttempts: 1 });
+    let hogging = true;
+    try {
+      const ShardIterator = await firstIterator(clients, 'fanned');
+      // A polling reader that asks far past five a second: a polling mapping would hardly ever be served.
+      const hog = (async () => {
+        let refused = 0;
+        while (hogging) {
+          await clients.kinesis.send(new GetRecordsCommand({ ShardIterator })).catch(() => refused++);
+          await new Promise((resolve) => setTimeout(resolve, 10));
+        }
+        return refused;
+      })();
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      const q = queueApi(t, 'fanned');
+      await q.produce([{ message_id: 'pushed', payload: 1 }]);
+      const got = await q.receive({ max_messages: 10, wait_seconds: 10 });
+      hogging = false;
+      expect(got.map((m) => m.message_id)).toEqual(['pushed']);
+      // The hog was refused meanwhile: the shard's polling reads were taken.
+      expect(await hog).toBeGreaterThan(0);
+      await q.ack(got.map((m) => m.receipt));
+    } finally {
+      hogging = false;
+      clients.destroy();
+    }
+  });
 });
+
+/** An iterator at the start of the single shard of `queue`'s own stream. */
+async function firstIterator(
+  clients: ReturnType<typeof createClients>,
+  queue: string,
+): Promise<string | undefined> {
+  const stream = ownStreamName('isolated', queue);
+  const [shard] = (await clients.kinesis.send(new ListShardsCommand({ StreamName: stream }))).Shards ?? [];
+  const { ShardIterator } = await clients.kinesis.send(
+    new GetShardIteratorCommand({
+      StreamName: stream,
+      ShardId: shard?.ShardId,
+      ShardIteratorType: 'TRIM_HORIZON',
+    }),
+  );
+  return ShardIterator;
+}

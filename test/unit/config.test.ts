@@ -30,6 +30,7 @@ describe('tenant configuration', () => {
       // No shards named: the queue joins the tenant's shared stream, of one shard.
       stream: 'leaseq-acme_shared',
       shards: 1,
+      fan_out: false,
       shared_stream: true,
       lease_seconds: 60,
       max_lease_seconds: 3600,
@@ -109,8 +110,24 @@ describe('tenant configuration', () => {
     expect(config.queues.b?.rate_limits.produce).toEqual({ messages_per_sec: 1000, bytes_per_sec: 1048576 });
   });
 
+  it('puts fan-out on the stream: declared under streams, or on a queue of its own stream', () => {
+    const config = parseTenantConfig({
+      tenant: 'acme',
+      streams: { fast: { fan_out: true } },
+      queues: { a: { stream: 'fast' }, b: { stream: 'fast' }, own: { shards: 2, fan_out: true }, rest: {} },
+    });
+    expect(config.queues.a?.fan_out).toBe(true);
+    expect(config.queues.b?.fan_out).toBe(true);
+    expect(config.queues.own?.fan_out).toBe(true);
+    expect(config.queues.rest?.fan_out).toBe(false);
+    expect(tenantStreams(config).get('leaseq-acme_fast')?.fan_out).toBe(true);
+    expect(tenantStreams(config).get('leaseq-acme_shared')?.fan_out).toBe(false);
+  });
+
   it.each([
     [{ queues: { q: { stream: 'nope' } } }, /names stream "nope", which streams does not declare/],
+    [{ queues: { q: { fan_out: true } } }, /a shared stream has its fan-out: set it under streams/],
+    [{ streams: { s: {} }, queues: { q: { stream: 's', fan_out: true } } }, /set it under streams/],
     [{ streams: { s: {} }, queues: { q: { stream: 's', shards: 2 } } }, /set them under streams/],
     [
       { streams: { s: {} }, queues: { q: { stream: 's', consumers: [{ name: 'c', entry: 'c.ts' }] } } },

@@ -43,6 +43,22 @@ describe('the deployed stack, priced idle', () => {
     expect(line(ten.deployed, 'Kinesis shard-hours')?.count).toBe(1);
   });
 
+  it("bills a stream on enhanced fan-out each of its shards' consumer-shard-hours, beside the shards", async () => {
+    const file = {
+      tenant: 'bench-fan',
+      streams: { fast: { shards: 2, fan_out: true } },
+      queues: { work: { owner: 'bench-team', stream: 'fast' } },
+      alarms: { page: ['oncall@example.com'] },
+    };
+    const deployed = await deployedTenant(file, synthTemplate(file));
+    const fanOut = line(deployed, 'Kinesis enhanced fan-out');
+    expect(fanOut?.count).toBe(2);
+    expect(fanOut?.usdPerMonth).toBeCloseTo(2 * 730 * PRICES.kinesisFanOutConsumerShardHour.usd, 10);
+    expect(line(deployed, 'Kinesis shard-hours')?.count).toBe(2);
+    expect(line(one.deployed, 'Kinesis enhanced fan-out')).toBeUndefined();
+    expect(deployed.unclassified).toEqual([]);
+  });
+
   it('knows every resource type in the template, as billed or free idle', () => {
     expect(one.deployed.unclassified).toEqual([]);
     expect(ten.deployed.unclassified).toEqual([]);
