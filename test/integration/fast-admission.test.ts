@@ -37,6 +37,7 @@ beforeAll(async () => {
     startTestRuntime(
       {
         tenant: 'fast',
+        streams: { pair: { shards: 1 } },
         queues: {
           jobs: { shards: 2 },
           warm: { shards: 1 },
@@ -51,6 +52,9 @@ beforeAll(async () => {
           behind: { shards: 1, fast_admission: 'off', window_size: 5 },
           guessed: { shards: 1, fast_admission: 'off' },
           rationed: { shards: 1, fast_admission: 'off' },
+          pushed: { shards: 1, fast_admission: 'off' },
+          left: { stream: 'pair', fast_admission: 'off' },
+          right: { stream: 'pair', fast_admission: 'off' },
           joined: { shards: 1, fast_admission: 'off' },
           handed: { shards: 1, fast_admission: 'off' },
           'handed-sorted': { shards: 1, ordered: true, fast_admission: 'off' },
@@ -375,6 +379,48 @@ describe("the fast path's log reads", () => {
     expect((reads[3] ?? 0) - started).toBeGreaterThanOrEqual(825);
     const ranges = await services.ranges.from('rationed', shard, undefined, 100, true);
     expect(ranges.reduce((n, r) => n + r.count, 0)).toBe(4);
+  });
+
+  it("share a shard's reads between the queues of a shared stream", async () => {
+    const reads: number[] = [];
+    const { fast, config } = ownFastAdmission('left', (c) => {
+      if (c.operation === 'GetRecords') reads.push(Date.now());
+    });
+    const right = {
+      ...config,
+      ...slow.runtime.config.tenant.queues.right,
+      fast_admission: 'always' as const,
+    };
+    await queueApi(slow, 'left').produce([{ payload: { n: 0 } }]);
+    const shard = (await slow.records('left'))[0]?.shardId as string;
+    const started = Date.now();
+    await fast.afterAppend('left', config, [{ shard }]);
+    for (let n = 1; n < 4; n++) {
+      const [queue, queueConfig] = n % 2 ? (['right', right] as const) : (['left', config] as const);
+      await queueApi(slow, queue).produce([{ payload: { n } }]);
+      await fast.afterAppend(queue, queueConfig, [{ shard }]);
+    }
+    // A pass may read twice (the shard's last read was the other queue's: its guess misses).
+    expect(reads.length).toBeGreaterThanOrEqual(4);
+    // One bucket for the shard: the fourth pass starts 2.5 / 3 s in. A bucket a queue would
+    // have let each queue's two passes through within a sixth of a second.
+    expect((reads.at(-1) ?? 0) - started).toBeGreaterThanOrEqual(825);
+  });
+
+  it("admit a busy shard when quiet on fan-out, whose dispatch is pushed batches as small as a pass's", async () => {
+    const { fast, services, config } = ownFastAdmission('pushed', () => {});
+    const q = queueApi(slow, 'pushed');
+    const burst = Array.from({ length: 30 }, (_, n) => ({ payload: { n } }));
+    expect((await q.produce(burst)).every((r) => r.status === 'accepted')).toBe(true);
+    const shard = (await slow.records('pushed'))[0]?.shardId as string;
+    const landed = burst.map(() => ({ shard }));
+    const admitted = async () =>
+      (await services.ranges.from('pushed', shard, undefined, 100, true)).reduce((n, r) => n + r.count, 0);
+    // Polled, quiet leaves more than a range a second to dispatch.
+    await fast.afterAppend('pushed', { ...config, fast_admission: 'quiet', fan_out: false }, landed);
+    expect(await admitted()).toBe(0);
+    await fast.afterAppend('pushed', { ...config, fast_admission: 'quiet', fan_out: true }, landed);
+    expect(await admitted()).toBe(30);
   });
 
   it('leave a request that lands before the next pass reads to that pass: it answers at once', async () => {
