@@ -174,7 +174,7 @@ async function startOn(options: RuntimeOptions, unlock: () => void): Promise<Run
     faults: options.faults,
     channelEndpoint: channel.endpoint,
   });
-  // What dispatch's mappings of streams on enhanced fan-out read with (event-source.ts, fanOut).
+  // What the mappings of streams on enhanced fan-out read with (event-source.ts, fanOut).
   const fanOutKinesis = [...tenantStreams(options.tenant).values()].some((s) => s.fan_out)
     ? createKinesisClient({
         region: config.region,

@@ -40,11 +40,16 @@ const pushFile = {
   },
 };
 
-/** A shared stream on enhanced fan-out beside the tenant's stream, which polls. */
+/** A shared stream and a Lambda consumer's own stream on enhanced fan-out, beside the tenant's stream, which polls. */
 const fanFile = {
   tenant: 'fan',
   streams: { fast: { shards: 2, fan_out: true } },
-  queues: { a: { stream: 'fast' }, b: { stream: 'fast' }, slow: {} },
+  queues: {
+    a: { stream: 'fast' },
+    b: { stream: 'fast' },
+    slow: {},
+    events: { fan_out: true, consumers: [{ name: 'billing', entry: 'examples/lambda-consumer.ts' }] },
+  },
 };
 
 // One app for the file: each stack is synthesized once and every test reads its template.
@@ -725,30 +730,45 @@ describe('TenantStack for another tenant', () => {
 });
 
 describe('TenantStack with a stream on enhanced fan-out', () => {
+  /** The stream consumer that reads `stream`, as [logical id, resource]. */
+  const consumerOf = (stream: string) => {
+    const arn = JSON.stringify(arnOf(streamIds(fanTemplate)[stream] as string));
+    const found = Object.entries(fanTemplate.findResources('AWS::Kinesis::StreamConsumer')).find(
+      ([, r]) => JSON.stringify(r.Properties.StreamARN) === arn,
+    );
+    if (!found) throw new Error(`no stream consumer of ${stream}`);
+    return found;
+  };
+
   it("subscribes dispatch to that stream through a consumer of its own, and to the other stream's shards", () => {
-    const streams = streamIds(fanTemplate);
     const dispatch = functionId(fanTemplate, 'leaseq-dispatch');
-    const [consumerId, consumer] =
-      Object.entries(fanTemplate.findResources('AWS::Kinesis::StreamConsumer'))[0] ?? [];
-    fanTemplate.resourceCountIs('AWS::Kinesis::StreamConsumer', 1);
-    expect(consumer?.Properties).toMatchObject({
-      ConsumerName: expect.stringMatching(/^[a-zA-Z0-9_.-]+$/),
-      StreamARN: arnOf(streams['leaseq-fan_fast'] as string),
-    });
+    const [consumerId, consumer] = consumerOf('leaseq-fan_fast');
+    expect(consumer.Properties.ConsumerName).toMatch(/^[a-zA-Z0-9_.-]+$/);
     const mappings = Object.values(fanTemplate.findResources('AWS::Lambda::EventSourceMapping'))
       .map((r) => r.Properties)
       .filter((p) => JSON.stringify(p.FunctionName) === JSON.stringify({ Ref: dispatch }));
     expect(mappings.map((m) => m.EventSourceArn)).toEqual(
       expect.arrayContaining([
         { 'Fn::GetAtt': [consumerId, 'ConsumerARN'] },
-        arnOf(streams['leaseq-fan_shared'] as string),
+        arnOf(streamIds(fanTemplate)['leaseq-fan_shared'] as string),
       ]),
     );
     expect(mappings).toHaveLength(2);
   });
 
-  it('lets dispatch subscribe through that consumer, and nothing else through it', () => {
-    const [consumerId] = Object.keys(fanTemplate.findResources('AWS::Kinesis::StreamConsumer'));
+  it('gives a Lambda consumer of a queue on fan-out a stream consumer of its own', () => {
+    // Dispatch's of the shared stream, and the Lambda consumer's of its queue's own.
+    fanTemplate.resourceCountIs('AWS::Kinesis::StreamConsumer', 2);
+    const [consumerId, consumer] = consumerOf('leaseq-fan-events');
+    expect(consumer.Properties.ConsumerName).toMatch(/^[a-zA-Z0-9_.-]+$/);
+    fanTemplate.hasResourceProperties('AWS::Lambda::EventSourceMapping', {
+      EventSourceArn: { 'Fn::GetAtt': [consumerId, 'ConsumerARN'] },
+      FunctionName: { Ref: functionId(fanTemplate, 'leaseq-consumer-events-billing') },
+    });
+  });
+
+  it('lets dispatch subscribe through its consumer, and nothing else through it', () => {
+    const [consumerId] = consumerOf('leaseq-fan_fast');
     const subscribing = (service: string) =>
       functionStatements(fanTemplate, functionId(fanTemplate, service)).filter((s) =>
         [s.Action].flat().includes('kinesis:SubscribeToShard'),

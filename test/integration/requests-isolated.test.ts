@@ -7,8 +7,10 @@ import {
   ListShardsCommand,
 } from '../../functions/aws/kinesis.js';
 import { ownStreamName } from '../../functions/core/config.js';
+import { calls } from '../fixtures/ordered-lambda-consumer.js';
 import { queueApi } from '../helpers/queue-api.js';
 import { FAST, startTestRuntime, type TestRuntime } from '../helpers/runtime.js';
+import { until } from '../helpers/until.js';
 
 /**
  * The local runtime as AWS runs it (`requestsIsolated`, the bench's --as-aws): no admission wakes
@@ -26,6 +28,12 @@ beforeAll(async () => {
         plain: { shards: 1, fast_admission: 'always' },
         // Admitted by dispatch alone, whose mapping reads on enhanced fan-out.
         fanned: { shards: 1, fast_admission: 'off', fan_out: true },
+        // A Lambda consumer's mapping on fan-out too.
+        ledger: {
+          shards: 1,
+          fan_out: true,
+          consumers: [{ name: 'books', entry: 'test/fixtures/ordered-lambda-consumer.ts' }],
+        },
       },
     },
     undefined,
@@ -70,35 +78,56 @@ describe('requests isolated as on AWS', () => {
     }
   });
 
-  it("admits through a fan-out mapping while other readers take the shard's five reads", async () => {
-    const clients = createClients({ region: 'us-east-1', endpoints: t.runtime.endpoints, maxAttempts: 1 });
-    let hogging = true;
+  it("admits through dispatch's fan-out mapping while other readers take the shard's five reads", async () => {
+    const hog = await hogReads('fanned');
     try {
-      const ShardIterator = await firstIterator(clients, 'fanned');
-      // A polling reader that asks far past five a second: a polling mapping would hardly ever be served.
-      const hog = (async () => {
-        let refused = 0;
-        while (hogging) {
-          await clients.kinesis.send(new GetRecordsCommand({ ShardIterator })).catch(() => refused++);
-          await new Promise((resolve) => setTimeout(resolve, 10));
-        }
-        return refused;
-      })();
-      await new Promise((resolve) => setTimeout(resolve, 300));
       const q = queueApi(t, 'fanned');
       await q.produce([{ message_id: 'pushed', payload: 1 }]);
       const got = await q.receive({ max_messages: 10, wait_seconds: 10 });
-      hogging = false;
       expect(got.map((m) => m.message_id)).toEqual(['pushed']);
-      // The hog was refused meanwhile: the shard's polling reads were taken.
-      expect(await hog).toBeGreaterThan(0);
       await q.ack(got.map((m) => m.receipt));
     } finally {
-      hogging = false;
-      clients.destroy();
+      // The hog was refused meanwhile: the shard's polling reads were taken.
+      expect(await hog.stop()).toBeGreaterThan(0);
+    }
+  });
+
+  it("feeds a Lambda consumer's fan-out mapping while other readers take the shard's five reads", async () => {
+    const hog = await hogReads('ledger');
+    try {
+      await queueApi(t, 'ledger').produce([{ message_id: 'handled', payload: { n: 1 } }]);
+      await until(() => calls.some((c) => c.message_id === 'handled' && c.ok), 10_000);
+    } finally {
+      expect(await hog.stop()).toBeGreaterThan(0);
     }
   });
 });
+
+/**
+ * A polling reader of `queue`'s shard that asks far past five reads a second, so a polling mapping
+ * would hardly ever be served; stop() answers how many of its reads were refused.
+ */
+async function hogReads(queue: string): Promise<{ stop: () => Promise<number> }> {
+  const clients = createClients({ region: 'us-east-1', endpoints: t.runtime.endpoints, maxAttempts: 1 });
+  const ShardIterator = await firstIterator(clients, queue);
+  let hogging = true;
+  const refused = (async () => {
+    let n = 0;
+    while (hogging) {
+      await clients.kinesis.send(new GetRecordsCommand({ ShardIterator })).catch(() => n++);
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    clients.destroy();
+    return n;
+  })();
+  await new Promise((resolve) => setTimeout(resolve, 300));
+  return {
+    stop: () => {
+      hogging = false;
+      return refused;
+    },
+  };
+}
 
 /** An iterator at the start of the single shard of `queue`'s own stream. */
 async function firstIterator(
