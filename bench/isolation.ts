@@ -54,16 +54,19 @@ const SETTLE_MS = 2000;
 /** Noisy's slow consumer: a receive of 10 every this long, so its backlog grows at its quota. */
 const SLOW_CONSUMER_PAUSE_MS = 1000;
 
-/** Both queues on one stream, as a tenant's queues are by default: noisy's backlog must not hold quiet's records. */
-const TENANT = {
+/**
+ * Both queues on one stream, as a tenant's queues are by default: noisy's backlog must not hold
+ * quiet's records. On enhanced fan-out with the bench's --fan-out.
+ */
+const tenantFile = (fanOut: boolean) => ({
   tenant: 'isolation',
-  streams: { shared: { shards: 2 } },
+  streams: { shared: { shards: 2, ...(fanOut ? { fan_out: true } : {}) } },
   queues: {
     quiet: {},
     // A window its backlog outgrows at its quota: noisy then lags on the stream (docs/streams.md).
     noisy: { window_size: 1000, rate_limits: { produce: { requests_per_sec: NOISY_REQUESTS_PER_SEC } } },
   },
-};
+});
 
 export interface QuietLatency {
   p50: number;
@@ -86,16 +89,22 @@ export interface IsolationReport {
 export async function runIsolation(
   dynamodb: DynamoDbEmulator,
   progress: (line: string) => void,
+  options: { fanOut?: boolean; asAws?: boolean } = {},
 ): Promise<IsolationReport> {
   const dataDir = mkdtempSync(join(tmpdir(), 'leaseq-isolation-'));
   const runtime = await startBenchRuntime(
-    parseTenantConfig(TENANT, 'isolation tenant'),
+    parseTenantConfig(tenantFile(options.fanOut === true), 'isolation tenant'),
     dataDir,
     ADMIN_KEY,
     dynamodb,
-    { gatewayThrottles: true },
+    { gatewayThrottles: true, asAws: options.asAws === true },
   );
-  const api: Endpoint = { url: runtime.url, key: ADMIN_KEY };
+  // As AWS runs it, quiet's worker waits on the wake channel, as in the other runs.
+  const api: Endpoint = {
+    url: runtime.url,
+    key: ADMIN_KEY,
+    ...(options.asAws ? { channelUrl: runtime.channelUrl } : {}),
+  };
   try {
     await quiet(api, WARM_UP_MESSAGES);
     progress(`${ISOLATION}: quiet alone, ${QUIET.messages} messages at ${QUIET.perSecond} msg/s`);

@@ -599,7 +599,7 @@ async function main(): Promise<void> {
       : undefined;
   const isolation =
     !options.only || options.only.has(ISOLATION)
-      ? await phase('isolation', () => runIsolation(options.dynamodb, progress))
+      ? await phase('isolation', () => runIsolation(options.dynamodb, progress, options))
       : undefined;
   const resharding =
     !options.only || options.only.has(RESHARD)

@@ -5,6 +5,9 @@ import * as lambda from 'aws-cdk-lib/aws-lambda';
 import { Construct } from 'constructs';
 import type { QueueConfig } from '../functions/core/config.js';
 
+/** Enhanced fan-out consumers Kinesis registers on one stream. */
+const FAN_OUT_CONSUMERS = 20;
+
 /** How a subscribed function is fed; everything else about the subscription is fixed by `subscribe`. */
 export interface QueueSubscriptionOptions {
   /** Records per invocation (1-10,000). Default 100. */
@@ -36,6 +39,7 @@ export class LogStream extends Construct {
   readonly stream: kinesis.Stream;
 
   private readonly fanOut: boolean;
+  private fanOutConsumers = 0;
 
   constructor(scope: Construct, id: string, props: LogStreamProps) {
     super(scope, id);
@@ -113,6 +117,10 @@ export class LogStream extends Construct {
 
   /** A stream consumer of `fn`'s own (one subscription per shard each), and the grants to be pushed by it. */
   private fanOutConsumer(fn: lambda.IFunction): { consumer: kinesis.StreamConsumer; grant: iam.Grant } {
+    if (++this.fanOutConsumers > FAN_OUT_CONSUMERS)
+      throw new Error(
+        `${this.node.id}: Kinesis registers at most ${FAN_OUT_CONSUMERS} fan-out consumers a stream, one a subscribed function: fewer Lambda consumers, or no fan_out`,
+      );
     const consumer = new kinesis.StreamConsumer(this, `FanOut-${fn.node.id}`, {
       stream: this.stream,
       // Consumer names are [a-zA-Z0-9_.-]; a Lambda consumer's id carries its namespace's `~`.

@@ -13,11 +13,12 @@ import { admissionEnvelope, type LogRecord, type RangeAdmission } from './range-
  * last range, one page, and admits that run like dispatch would (range-admission.ts: any number
  * of callers admit a shard exactly once). Nothing depends on it: what a pass does not admit (an
  * error, a full window, a backlog longer than a page) dispatch admits, and dispatch passes over
- * what a pass did. Per shard, one pass runs at a time in an instance, and the next one reads
- * everything appended before it reads. A shard serves 5 reads a second to all its readers, so an
- * instance's passes take 3 of them, 4 on enhanced fan-out (passReads): past that, the next pass waits for its read
- * rather than be refused, and requests that land meanwhile answer at once, their records left to
- * it. A pass costs about what a dispatch batch does (a segment, a range or two), so passes under
+ * what a pass did. Per stream's shard, one pass runs at a time in an instance; it reads the
+ * shard once for every queue that landed on it since the last pass (the queues of a shared stream
+ * together) and reads everything appended before it reads. A shard serves 5 reads a second to all
+ * its readers, so an instance's passes take 3 of them, 4 on enhanced fan-out (passReads): past
+ * that, the next pass waits for its read rather than be refused, and requests that land meanwhile
+ * answer at once, their records left to it. A pass costs about what a dispatch batch does (a segment, a range or two), so passes under
  * load cut the log into ranges of a few entries where dispatch's second-long batches fill them:
  * every range costs its creation, a lease write and an ack write whatever it holds. `quiet` (the
  * default) therefore admits fast only while the shard took under a range's worth of records in
@@ -78,24 +79,27 @@ function backsOffUnderLoad(config: QueueConfig): boolean {
   return config.fast_admission === 'quiet' && !config.fan_out;
 }
 
-/** One queue's shard in this instance. */
+/** One stream's shard in this instance: its passes admit every queue that landed on it. */
 interface Slot {
   /** The pass that reads now. */
   running?: Promise<void>;
   /** The pass that has not read yet: whoever lands now is admitted by it. */
   next?: Promise<void>;
-  /** This instance's share of the shard's reads, shared with the other queues of its stream. */
+  /** The queues the next pass admits: those that landed since the last one started. */
+  queued: Map<string, QueueConfig>;
+  /** This instance's share of the shard's reads. */
   reads: TokenBucket;
-  /** Records this instance landed on the shard lately (`quiet`). */
-  landed: RecentRate;
-  /** No pass before this time (throttled, or behind). */
+  /** Records each queue landed on the shard lately in this instance (`quiet`). */
+  landed: Map<string, RecentRate>;
+  /** Per queue: no pass admits it before this time (it is behind). */
+  behindUntil: Map<string, number>;
+  /** No pass before this time (throttled). */
   pausedUntil: number;
 }
 
 export class FastAdmission {
+  /** By stream and shard. */
   private readonly slots = new Map<string, Slot>();
-  /** This instance's share of each shard's reads, by stream and shard. */
-  private readonly reads = new Map<string, TokenBucket>();
 
   constructor(private readonly deps: FastAdmissionDeps) {}
 
@@ -114,30 +118,28 @@ export class FastAdmission {
     const now = this.now();
     await Promise.all(
       [...perShard].map(([shard, n]) => {
-        const s = this.slot(queue, config, shard, now);
-        const lastSecond = s.landed.add(n, now);
+        const s = this.slot(config, shard, now);
+        const rate = s.landed.get(queue) ?? new RecentRate();
+        s.landed.set(queue, rate);
+        const lastSecond = rate.add(n, now);
         if (backsOffUnderLoad(config) && lastSecond > RANGE_ENTRIES) return undefined;
-        if (s.pausedUntil > now) return undefined;
-        return this.schedule(s, () => this.pass(queue, config, shard, s));
+        if (s.pausedUntil > now || (s.behindUntil.get(queue) ?? 0) > now) return undefined;
+        s.queued.set(queue, config);
+        return this.schedule(s, (queues) => this.pass(config.stream, shard, s, queues));
       }),
     );
   }
 
-  private slot(queue: string, config: QueueConfig, shard: string, now: number): Slot {
-    const name = `${queue}/${shard}`;
+  private slot(config: QueueConfig, shard: string, now: number): Slot {
+    const name = `${config.stream}/${shard}`;
     let s = this.slots.get(name);
     if (!s) {
-      // The queues of a shared stream read the same shard: their passes share its reads.
-      const stream = `${config.stream}/${shard}`;
-      let reads = this.reads.get(stream);
-      if (!reads) {
-        const share = passReads(config);
-        reads = new TokenBucket(share.perSecond, share.burst, now);
-        this.reads.set(stream, reads);
-      }
+      const share = passReads(config);
       s = {
-        reads,
-        landed: new RecentRate(),
+        queued: new Map(),
+        reads: new TokenBucket(share.perSecond, share.burst, now),
+        landed: new Map(),
+        behindUntil: new Map(),
         pausedUntil: 0,
       };
       this.slots.set(name, s);
@@ -151,14 +153,16 @@ export class FastAdmission {
    * pass waits for it: the others answer at once, as a request that waits bills its instance's
    * time and its producer's, and the waiting one's pass reads their records as well.
    */
-  private schedule(s: Slot, pass: () => Promise<void>): Promise<void> {
+  private schedule(s: Slot, pass: (queues: Map<string, QueueConfig>) => Promise<void>): Promise<void> {
     if (s.next) return Promise.resolve();
     s.next = (async () => {
       await s.running;
       const wait = s.reads.reserve(1, this.now());
       if (wait > 0) await sleep(wait);
       s.next = undefined;
-      const running = pass();
+      const queues = s.queued;
+      s.queued = new Map();
+      const running = pass(queues);
       s.running = running;
       await running;
       if (s.running === running) s.running = undefined;
@@ -166,42 +170,62 @@ export class FastAdmission {
     return s.next;
   }
 
+  /**
+   * Reads the shard once for all `queues` (a queue whose last range ends elsewhere than that read
+   * started reads again from its end) and admits each queue's records in its own ranges.
+   */
   private async pass(
-    queue: string,
-    config: QueueConfig,
+    stream: string,
     shard: string,
     s: Slot,
+    queues: Map<string, QueueConfig>,
     refused = false,
   ): Promise<void> {
-    const stream = config.stream;
-    let page = false;
-    try {
-      const { read, taken } = await this.deps.admission.catchUp(
-        queue,
-        config,
-        shard,
-        async (after) => {
-          const raw = await this.deps.reader.after(stream, shard, after, PAGE, { maxAttempts: 1 });
-          // The read the pass admits from is the last: a guess that missed is read again.
-          page = raw.length >= PAGE;
-          return toLogRecords(raw, queue, config);
-        },
-        { waitForRoom: false, guess: this.deps.reader.resumesAfter(stream, shard) },
-      );
-      // None taken: a full window. A race lost to another admitter takes what the winner covered,
-      // never none, and is no reason to leave the shard.
-      if (page || (read > 0 && taken === 0)) s.pausedUntil = this.now() + BEHIND_PAUSE_MS;
-    } catch (err) {
-      if ((err as { name?: string }).name !== 'ProvisionedThroughputExceededException') return;
-      if (refused) {
-        s.pausedUntil = this.now() + THROTTLED_PAUSE_MS;
-        return;
+    const guess = this.deps.reader.resumesAfter(stream, shard);
+    const pages = new Map<string | undefined, Promise<RawRecord[]>>();
+    const page = (after: string | undefined) => {
+      let read = pages.get(after);
+      if (!read) {
+        read = this.deps.reader.after(stream, shard, after, PAGE, { maxAttempts: 1 });
+        pages.set(after, read);
       }
-      // Another reader had the shard's second: one read of its own frees soon, and the SDK's
-      // backoff for a throttled call (up to a second) would outwait dispatch.
-      await sleep(Math.max(REFUSED_RETRY_MS, s.reads.reserve(1, this.now())));
-      await this.pass(queue, config, shard, s, true);
+      return read;
+    };
+    const throttled = new Map<string, QueueConfig>();
+    await Promise.all(
+      [...queues].map(async ([queue, config]) => {
+        let full = false;
+        try {
+          const { read, taken } = await this.deps.admission.catchUp(
+            queue,
+            config,
+            shard,
+            async (after) => {
+              const raw = await page(after);
+              // The read the queue admits from is the last: a guess that missed is read again.
+              full = raw.length >= PAGE;
+              return toLogRecords(raw, queue, config);
+            },
+            { waitForRoom: false, guess },
+          );
+          // None taken: a full window. A race lost to another admitter takes what the winner
+          // covered, never none, and is no reason to leave the shard.
+          if (full || (read > 0 && taken === 0)) s.behindUntil.set(queue, this.now() + BEHIND_PAUSE_MS);
+        } catch (err) {
+          if ((err as { name?: string }).name === 'ProvisionedThroughputExceededException')
+            throttled.set(queue, config);
+        }
+      }),
+    );
+    if (throttled.size === 0) return;
+    if (refused) {
+      s.pausedUntil = this.now() + THROTTLED_PAUSE_MS;
+      return;
     }
+    // Another reader had the shard's second: one read of its own frees soon, and the SDK's
+    // backoff for a throttled call (up to a second) would outwait dispatch.
+    await sleep(Math.max(REFUSED_RETRY_MS, s.reads.reserve(1, this.now())));
+    await this.pass(stream, shard, s, throttled, true);
   }
 }
 

@@ -210,8 +210,6 @@ export const SHARED_STREAM = 'shared';
 const OWN_STREAM_SHARDS = 2;
 /** What one shard takes a second (Kinesis' write limit). */
 export const SHARD_WRITE = { records: 1000, bytes: 1024 * 1024 } as const;
-/** Enhanced fan-out consumers Kinesis registers on one stream. */
-const FAN_OUT_CONSUMERS = 20;
 /** GetRecords calls one shard serves a second, shared by every reader (Kinesis' read limit). */
 export const SHARD_READS_PER_SECOND = 5;
 
@@ -255,16 +253,10 @@ function produceShares(t: TenantFields, stream: string, queues: readonly string[
 function streamIssues(t: TenantFields): { path: (string | number)[]; message: string }[] {
   const issues: { path: (string | number)[]; message: string }[] = [];
   for (const [name, q] of Object.entries(t.queues)) {
-    if (q.fan_out && q.consumers.length > FAN_OUT_CONSUMERS)
-      issues.push({
-        path: ['queues', name, 'fan_out'],
-        message: `Kinesis registers at most ${FAN_OUT_CONSUMERS} fan-out consumers a stream, one a Lambda consumer: this queue has ${q.consumers.length}`,
-      });
     if (q.fan_out !== undefined && !ownStream(q))
       issues.push({
         path: ['queues', name, 'fan_out'],
-        message:
-          'a shared stream has its fan-out: set it under streams, or name shards for a stream of its own',
+        message: 'a shared stream has its fan-out: set it under streams',
       });
     if (q.stream === undefined) continue;
     if (q.stream !== SHARED_STREAM && !Object.hasOwn(t.streams, q.stream))

@@ -767,6 +767,14 @@ describe('TenantStack with a stream on enhanced fan-out', () => {
     });
   });
 
+  it('refuses more Lambda consumers on fan-out than Kinesis registers on a stream (20)', () => {
+    const consumers = (n: number) =>
+      Array.from({ length: n }, (_, i) => ({ name: `c${i}`, entry: 'examples/lambda-consumer.ts' }));
+    const file = (n: number) =>
+      owned({ tenant: 'many', queues: { events: { fan_out: true, consumers: consumers(n) } } });
+    expect(() => buildApp(file(21), { functionCode })).toThrow(/at most 20 fan-out consumers a stream/);
+  });
+
   it('lets dispatch subscribe through its consumer, and nothing else through it', () => {
     const [consumerId] = consumerOf('leaseq-fan_fast');
     const subscribing = (service: string) =>

@@ -37,7 +37,7 @@ beforeAll(async () => {
     startTestRuntime(
       {
         tenant: 'fast',
-        streams: { pair: { shards: 1 } },
+        streams: { pair: { shards: 1 }, duo: { shards: 1 } },
         queues: {
           jobs: { shards: 2 },
           warm: { shards: 1 },
@@ -55,6 +55,8 @@ beforeAll(async () => {
           pushed: { shards: 1, fast_admission: 'off' },
           left: { stream: 'pair', fast_admission: 'off' },
           right: { stream: 'pair', fast_admission: 'off' },
+          'duo-a': { stream: 'duo', fast_admission: 'off' },
+          'duo-b': { stream: 'duo', fast_admission: 'off' },
           joined: { shards: 1, fast_admission: 'off' },
           handed: { shards: 1, fast_admission: 'off' },
           'handed-sorted': { shards: 1, ordered: true, fast_admission: 'off' },
@@ -405,6 +407,30 @@ describe("the fast path's log reads", () => {
     // One bucket for the shard: the fourth pass starts 2.5 / 3 s in. A bucket a queue would
     // have let each queue's two passes through within a sixth of a second.
     expect((reads.at(-1) ?? 0) - started).toBeGreaterThanOrEqual(825);
+  });
+
+  it('admit every queue of a shared stream that landed before the pass reads, from one read', async () => {
+    const reads: string[] = [];
+    const { fast, services, config } = ownFastAdmission('duo-a', (c) => {
+      if (c.operation === 'GetRecords') reads.push(c.operation);
+    });
+    const other = {
+      ...config,
+      ...slow.runtime.config.tenant.queues['duo-b'],
+      fast_admission: 'always' as const,
+    };
+    await queueApi(slow, 'duo-a').produce([{ payload: { n: 0 } }, { payload: { n: 1 } }]);
+    await queueApi(slow, 'duo-b').produce([{ payload: { n: 2 } }]);
+    const shard = (await slow.records('duo-a'))[0]?.shardId as string;
+    await Promise.all([
+      fast.afterAppend('duo-a', config, [{ shard }]),
+      fast.afterAppend('duo-b', other, [{ shard }]),
+    ]);
+    expect(reads).toHaveLength(1);
+    const admitted = async (queue: string) =>
+      (await services.ranges.from(queue, shard, undefined, 100, true)).reduce((n, r) => n + r.count, 0);
+    expect(await admitted('duo-a')).toBe(2);
+    expect(await admitted('duo-b')).toBe(1);
   });
 
   it("admit a busy shard when quiet on fan-out, whose dispatch is pushed batches as small as a pass's", async () => {

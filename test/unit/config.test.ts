@@ -127,17 +127,6 @@ describe('tenant configuration', () => {
   it.each([
     [{ queues: { q: { stream: 'nope' } } }, /names stream "nope", which streams does not declare/],
     [{ queues: { q: { fan_out: true } } }, /a shared stream has its fan-out: set it under streams/],
-    [
-      {
-        queues: {
-          q: {
-            fan_out: true,
-            consumers: Array.from({ length: 21 }, (_, i) => ({ name: `c${i}`, entry: 'c.ts' })),
-          },
-        },
-      },
-      /at most 20 fan-out consumers a stream, one a Lambda consumer: this queue has 21/,
-    ],
     [{ streams: { s: {} }, queues: { q: { stream: 's', fan_out: true } } }, /set it under streams/],
     [{ streams: { s: {} }, queues: { q: { stream: 's', shards: 2 } } }, /set them under streams/],
     [
