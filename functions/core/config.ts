@@ -269,7 +269,6 @@ function streamIssues(t: TenantFields): { path: (string | number)[]; message: st
         path: ['queues', name, 'shards'],
         message: 'a shared stream has the shards: set them under streams',
       });
-
     if (q.consumers.length > 0)
       issues.push({
         path: ['queues', name, 'consumers'],
