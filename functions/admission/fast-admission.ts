@@ -18,12 +18,12 @@ import { admissionEnvelope, type LogRecord, type RangeAdmission } from './range-
  * together) and reads everything appended before it reads. A shard serves 5 reads a second to all
  * its readers, so an instance's passes take 3 of them, 4 on enhanced fan-out (passReads): past
  * that, the next pass waits for its read rather than be refused, and requests that land meanwhile
- * answer at once, their records left to it. A pass costs about what a dispatch batch does (a segment, a range or two), so passes under
- * load cut the log into ranges of a few entries where dispatch's second-long batches fill them:
- * every range costs its creation, a lease write and an ack write whatever it holds. `quiet` (the
- * default) therefore admits fast only while the shard took under a range's worth of records in
- * the last second in this instance (always on fan-out: backsOffUnderLoad); `always` buys latency
- * with those units.
+ * answer at once, their records left to it. A pass costs about what a dispatch batch does (a
+ * segment, a range or two), so passes under load cut the log into ranges of a few entries where
+ * dispatch's second-long batches fill them: every range costs its creation, a lease write and an
+ * ack write whatever it holds. `quiet` (the default) therefore admits fast only while the shard
+ * took under a range's worth of records in the last second in this instance (always on fan-out:
+ * backsOffUnderLoad); `always` buys latency with those units.
  */
 
 export interface FastAdmissionDeps {
@@ -52,6 +52,7 @@ const PASS_READS_FAN_OUT = { ...PASS_READS, perSecond: SHARD_READS_PER_SECOND - 
 export function passReads(config: QueueConfig): { perSecond: number; burst: number } {
   return config.fan_out ? PASS_READS_FAN_OUT : PASS_READS;
 }
+
 /** A pass whose read Kinesis refused (other readers had the shard's second) reads again this much later. */
 const REFUSED_RETRY_MS = 200;
 /** After a second refusal, this instance leaves the shard to dispatch for a while. */

@@ -111,7 +111,7 @@ export function readsOnFanOut(server, path) {
   const handlers = server.listeners('request');
   server.removeAllListeners('request');
   server.on('request', (req, res) => {
-    const fanOut = req.url === path || req.url.startsWith(`${path}?`) || req.url.startsWith(`${path}/`);
+    const fanOut = req.url?.startsWith(path) === true;
     req.on('end', () => {
       onFanOut = fanOut;
     });

@@ -131,7 +131,8 @@ async function startOn(options: RuntimeOptions, unlock: () => void): Promise<Run
   const sqs = options.tenant.sqs_credentials;
   const secretsKey = sqs ? loadOrCreateSecretsKey(options.dataDir) : undefined;
   const sqsCredentials = sqs ? loadOrCreateSqsCredentials(options.dataDir) : undefined;
-  const totalShards = [...tenantStreams(options.tenant).values()].reduce((n, s) => n + s.shards, 0);
+  const streams = tenantStreams(options.tenant);
+  const totalShards = [...streams.values()].reduce((n, s) => n + s.shards, 0);
   const emulators = await startEmulators({
     dataDir: options.dataDir,
     // Room for `leaseq reshard` and a reshard at start (kinesalite counts open shards only).
@@ -175,7 +176,7 @@ async function startOn(options: RuntimeOptions, unlock: () => void): Promise<Run
     channelEndpoint: channel.endpoint,
   });
   // What the mappings of streams on enhanced fan-out read with (event-source.ts, fanOut).
-  const fanOutKinesis = [...tenantStreams(options.tenant).values()].some((s) => s.fan_out)
+  const fanOutKinesis = [...streams.values()].some((s) => s.fan_out)
     ? createKinesisClient({
         region: config.region,
         credentials: LOCAL_CREDENTIALS,
@@ -210,7 +211,6 @@ async function startOn(options: RuntimeOptions, unlock: () => void): Promise<Run
     const log = logger('leaseq-local');
     const wake = options.wakePollers ?? true;
     const dispatch = createDispatchHandler(config, clients, logger(SERVICE.dispatch));
-    const streams = tenantStreams(options.tenant);
     const eventSource = await startEventSource({
       kinesis: clients.kinesis,
       ...(fanOutKinesis ? { fanOutKinesis } : {}),
@@ -221,13 +221,13 @@ async function startOn(options: RuntimeOptions, unlock: () => void): Promise<Run
         // A queue with Lambda consumers is theirs (push): dispatch does not admit it.
         ...[...streams]
           .filter(([, s]) => s.queues.every((q) => options.tenant.queues[q]?.consumers.length === 0))
-          .map(([stream]) => ({
+          .map(([stream, s]) => ({
             // A queue's own stream keeps the name its checkpoints were saved under.
             functionName: `dispatch-${stream.replace(`leaseq-${options.tenant.tenant}-`, '')}`,
             streamName: stream,
             handler: dispatch,
             batchSize: 100,
-            fanOut: streams.get(stream)?.fan_out === true,
+            fanOut: s.fan_out,
           })),
         ...(await consumerMappings(config, clients, logger)),
       ],
