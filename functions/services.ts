@@ -1,5 +1,5 @@
 import { Logger } from '@aws-lambda-powertools/logger';
-import { secretBoxFor } from './access/secret-box.js';
+import { lazySecretBox } from './access/secret-box-loader.js';
 import type { SqsAuthenticatorDeps } from './access/sigv4-verifier.js';
 import { SqsCredentialIssuer } from './access/sqs-credentials.js';
 import { type LeaseTerms, processAdmissions } from './admission/admitted-signal.js';
@@ -238,7 +238,7 @@ export function buildSqsAccess(
   config: RuntimeConfig,
   clients: AwsClients,
 ): { apiKeys: ApiKeyStore; sqsCredentials: SqsCredentialIssuer; sqsAuth: SqsAuthenticatorDeps } {
-  const box = secretBoxFor(config);
+  const box = lazySecretBox(config);
   const apiKeys = new ApiKeyStore(clients.doc, config.tableName);
   const credentials = new SqsCredentialStore(clients.doc, config.tableName);
   return {

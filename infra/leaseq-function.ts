@@ -72,6 +72,7 @@ const LAMBDA_CREDENTIALS = fileURLToPath(
 const LAZY_MODULES = [
   'aws/s3-client',
   'aws/kms-client',
+  'access/secret-box',
   'aws/sns-client',
   'core/payload-validator',
   'api/openapi',
@@ -124,6 +125,8 @@ function lazyModulesBuild(main: nodejs.BundlingOptions, outputDir: string): stri
   const esbuild = createRequire(import.meta.url).resolve('esbuild/bin/esbuild');
   const args = [
     ...LAZY_MODULES.map((m) => m.entry),
+    // One lazy file's import of another loads that file, so both see one module (one error class).
+    ...LAZY_MODULES.map((m) => `--external:${m.import}`),
     '--bundle',
     '--platform=node',
     `--format=${main.format}`,
