@@ -1,9 +1,10 @@
 import type { ChannelFrame } from '../functions/wire/channel.js';
+import type { DeliveredMessage } from '../functions/wire/responses.js';
 
 /**
  * The client's end of the wake channel (docs/wake-channel.md): one WebSocket per LeaseqClient,
  * on which a receive that answered nothing is told when its queue admits (the receive named the
- * connection in `wake_connection`). It reconnects when closed (API Gateway ends a connection
+ * connection in `wake_connection`), and handed what the admission leased to it. It reconnects when closed (API Gateway ends a connection
  * after 2 hours) and pings an idle one (API Gateway closes it after 10 idle minutes). Node's
  * `ws` is loaded on first use: a client that never waits on the channel never loads it.
  */
@@ -34,6 +35,8 @@ export class WakeChannel {
   private pinger: ReturnType<typeof setInterval> | undefined;
   /** Wakes heard per queue, so one that lands before its waiter is not missed. */
   private readonly heard = new Map<string, number>();
+  /** Messages wakes carried, per queue, until `handed` takes them: leased to this client. */
+  private readonly inbox = new Map<string, DeliveredMessage[]>();
   private readonly waiters = new Set<Waiter>();
   private opening: Promise<void> | undefined;
   /** From a connection attempt's start to its hello or its close. */
@@ -101,6 +104,13 @@ export class WakeChannel {
     });
   }
 
+  /** The messages wakes handed for `queue` since the last call: leased, to handle or give back. */
+  handed(queue: string): DeliveredMessage[] {
+    const messages = this.inbox.get(queue) ?? [];
+    this.inbox.delete(queue);
+    return messages;
+  }
+
   close(): void {
     this.closed = true;
     clearInterval(this.pinger);
@@ -158,6 +168,8 @@ export class WakeChannel {
       for (const done of [...this.greeted]) done();
     } else if (frame.type === 'admitted') {
       this.heard.set(frame.queue, this.seen(frame.queue) + 1);
+      if (frame.messages?.length)
+        this.inbox.set(frame.queue, [...(this.inbox.get(frame.queue) ?? []), ...frame.messages]);
       this.release(frame.queue);
     }
   }

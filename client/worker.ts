@@ -373,7 +373,9 @@ export class Worker<T = unknown> {
   /**
    * With a wake channel: a receive that does not wait and, if it answers nothing, registers the
    * connection; then the wait is on the channel, for the queue's next admission or `waitSeconds`.
-   * Nothing is leased while it waits, so a stop ends it at once.
+   * The admission's wake hands it its messages, leased as a receive would have; a bare wake (the
+   * admission had none for it) sends it to receive again. Nothing is leased while it waits, so a
+   * stop ends it at once.
    */
   private async receiveOrWait(
     lane: Lane<T>,
@@ -382,13 +384,16 @@ export class Worker<T = unknown> {
     connection: string,
   ): Promise<ReceivedMessage<T>[]> {
     const since = channel.seen(lane.queue);
+    const early = channel.handed(lane.queue) as ReceivedMessage<T>[];
+    if (early.length) return early;
     const messages = await this.options.client.receive<T>(
       lane.queue,
       { ...this.receiveRequest(lane, free), wait_seconds: 0, wake_connection: connection },
       { signal: this.polling.signal },
     );
-    if (!messages.length) await channel.wait(lane.queue, since, this.waitSeconds * 1000, this.halting.signal);
-    return messages;
+    if (messages.length) return messages;
+    await channel.wait(lane.queue, since, this.waitSeconds * 1000, this.halting.signal);
+    return channel.handed(lane.queue) as ReceivedMessage<T>[];
   }
 
   private receiveRequest(lane: Lane<T>, free: number) {
@@ -585,9 +590,14 @@ export class Worker<T = unknown> {
       job.lease.abort(new Error('the worker stopped before the handler finished'));
       this.release(job.lane, job.message);
     }
+    // Closed first: an admission's wake after this finds the connection gone and gives back what
+    // it leased; what wakes handed before it is given back here.
+    this.channel?.close();
+    for (const lane of this.lanes)
+      for (const message of this.channel?.handed(lane.queue) ?? [])
+        this.release(lane, message as ReceivedMessage<T>);
     await Promise.all([...settling, ...this.releases]);
     for (const unsubscribe of this.unsubscribe.splice(0)) unsubscribe();
-    this.channel?.close();
     this.hook('stopped');
   }
 

@@ -10,14 +10,16 @@ import type { AwsClients } from './aws/clients.js';
 import type { ConnectionsClient } from './aws/connections.js';
 import { ClaimStore } from './claims/claims.js';
 import { KeyRing } from './core/auth.js';
+import { ReceiptSigner } from './core/receipt.js';
 import type { RuntimeConfig } from './core/runtime-config.js';
 import { HeldDelivery } from './delivery/held-delivery.js';
 import { KeyOrder } from './delivery/key-order.js';
 import { OrderedLook } from './delivery/ordered-look.js';
 import { QueueLineage } from './delivery/queue-lineage.js';
 import { RangeFailures } from './delivery/range-failures.js';
+import { RangeReceiver } from './delivery/range-receiver.js';
 import { Requeue } from './delivery/requeue.js';
-import { WakeChannel } from './delivery/wake-channel.js';
+import { WakeChannel, type WakeChannelDeps } from './delivery/wake-channel.js';
 import { ShardReader } from './log/shard-reader.js';
 import { ShardDirectory, StreamLog } from './log/stream.js';
 import { DeadLetters } from './operations/dead-letters.js';
@@ -43,6 +45,7 @@ import { MessageStore } from './store/messages.js';
 import { PollCancels } from './store/poll-cancels.js';
 import { QueueControls } from './store/queue-controls.js';
 import { RangeStore } from './store/ranges.js';
+import { loadReceiptSecret } from './store/secret.js';
 import { SegmentStore } from './store/segments.js';
 import { ShardMarks } from './store/shard-marks.js';
 import { SqsCredentialStore } from './store/sqs-credentials.js';
@@ -92,8 +95,50 @@ export function buildServices(config: RuntimeConfig, clients: AwsClients) {
     reserve: (queue, offers, now) => processAdmissions.reserve(`${table}/${queue}`, offers, now),
     notify: (queue, entries, ranges) => processAdmissions.notify(`${table}/${queue}`, entries, ranges),
   };
+  const held = new HeldDelivery({
+    tenant: config.tenant,
+    keys,
+    holds,
+    ranges,
+    segments,
+    messages,
+    failures: rangeFailures,
+    shards,
+    storage,
+  });
+  let signer: Promise<ReceiptSigner> | undefined;
+  const loadSigner = () => {
+    signer ??= loadReceiptSecret(clients.doc, table).then((secret) => new ReceiptSigner(secret));
+    signer.catch(() => {
+      signer = undefined;
+    });
+    return signer;
+  };
+  // Every function that admits hands entries to the wake channel's receivers as a receive would.
+  const receiver = new RangeReceiver({
+    ranges,
+    messages,
+    segments,
+    claims,
+    shards,
+    failures: rangeFailures,
+    held,
+    blocks,
+    keys,
+    lineage,
+    counters,
+    storage,
+    signer: loadSigner,
+  });
   const wakes =
-    clients.connections && wakeChannel(clients.connections, new WakeRegistrations(clients.doc, table));
+    clients.connections &&
+    wakeChannel({
+      registrations: new WakeRegistrations(clients.doc, table),
+      connections: clients.connections,
+      receiver,
+      controls,
+      counters,
+    });
   const streamMarks = new StreamMarks(clients.doc, table, config.tenant.tenant);
   const admission = new RangeAdmission({
     ranges,
@@ -130,17 +175,9 @@ export function buildServices(config: RuntimeConfig, clients: AwsClients) {
     controls,
     samples,
     pollCancels,
-    held: new HeldDelivery({
-      tenant: config.tenant,
-      keys,
-      holds,
-      ranges,
-      segments,
-      messages,
-      failures: rangeFailures,
-      shards,
-      storage,
-    }),
+    held,
+    receiver,
+    signer: loadSigner,
     windows,
     admission,
     fastAdmission: new FastAdmission({ admission, reader }),
@@ -218,10 +255,13 @@ export function buildServices(config: RuntimeConfig, clients: AwsClients) {
 
 export type Services = ReturnType<typeof buildServices>;
 
-function wakeChannel(connections: ConnectionsClient, registrations: WakeRegistrations): WakeChannel {
+function wakeChannel({
+  connections,
+  ...deps
+}: Omit<WakeChannelDeps, 'post' | 'onError'> & { connections: ConnectionsClient }): WakeChannel {
   const logger = new Logger({ serviceName: 'leaseq-wake-channel' });
   return new WakeChannel({
-    registrations,
+    ...deps,
     post: (connection, data) => connections.post(connection, data),
     onError: (err) => logger.warn('a wake was not sent', { error: String(err) }),
   });

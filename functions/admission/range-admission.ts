@@ -271,7 +271,7 @@ export class RangeAdmission {
     const reservation = !ordered
       ? this.reserve(queue, layout, finished)
       : whole && this.reserveRuns(queue, config, layout, slots, whole);
-    if (!(await this.write(queue, layout, slots, bodyTtl, stopOnLoss, reservation, !ordered)))
+    if (!(await this.write(queue, config, layout, slots, bodyTtl, stopOnLoss, reservation, !ordered)))
       return this.doneAfterLostRace(queue, shard, records);
     return skipped + cut;
   }
@@ -417,6 +417,7 @@ export class RangeAdmission {
    */
   private async write(
     queue: string,
+    config: QueueConfig,
     layout: Layout,
     slots: readonly SlotRange[],
     ttl: number,
@@ -451,7 +452,7 @@ export class RangeAdmission {
     }
     const free = written - (reservation?.count ?? 0);
     if (written) this.deps.waiters?.notify(queue, free, share ? fresh : []);
-    if (free > 0) await this.deps.wakes?.admitted(queue, free);
+    if (free > 0) await this.deps.wakes?.admitted(queue, config, free, share ? fresh : []);
     return !stopOnLoss || written === layout.entries.length;
   }
 

@@ -10,10 +10,8 @@ import type { AwsClients } from '../aws/clients.js';
 import { bundledConsoleAssets, type ConsoleAssetSource } from '../console/assets.js';
 import { consoleRoutes } from '../console/routes.js';
 import { KeyRing } from '../core/auth.js';
-import { ReceiptSigner } from '../core/receipt.js';
 import type { RuntimeConfig } from '../core/runtime-config.js';
 import { PullDelivery } from '../delivery/pull-delivery.js';
-import { RangeReceiver } from '../delivery/range-receiver.js';
 import { WaitPlaces } from '../delivery/wait-places.js';
 import { countFor, flushMetrics, metricsOptions, SERVICE } from '../observability/metrics.js';
 import { Alarms } from '../operations/alarms.js';
@@ -24,7 +22,6 @@ import { buildServices, buildSqsAccess } from '../services.js';
 import { sqsRoute } from '../sqs/route.js';
 import { AlarmStates } from '../store/alarm-states.js';
 import { RateWindows } from '../store/rate-windows.js';
-import { loadReceiptSecret } from '../store/secret.js';
 import { WaitingPolls } from '../store/waiting-polls.js';
 import { type ChannelEvent, type ChannelResult, createChannelHandler } from './channel.js';
 import { errorResponse, type HttpResponse, json } from './http.js';
@@ -133,14 +130,6 @@ export function createApiHandler(
   const built = buildServices(config, clients);
   const sqsAccess = buildSqsAccess(config, clients);
   const { apiKeys } = sqsAccess;
-  let signer: Promise<ReceiptSigner> | undefined;
-  const loadSigner = () => {
-    signer ??= loadReceiptSecret(clients.doc, config.tableName).then((secret) => new ReceiptSigner(secret));
-    signer.catch(() => {
-      signer = undefined;
-    });
-    return signer;
-  };
   const services: ApiServices = {
     config,
     logger,
@@ -153,8 +142,7 @@ export function createApiHandler(
     consumer: new PullDelivery({
       ...built,
       places: new WaitPlaces(new WaitingPolls(clients.doc, config.tableName)),
-      signer: loadSigner,
-      ranges: new RangeReceiver({ ...built, failures: built.rangeFailures, signer: loadSigner }),
+      ranges: built.receiver,
     }),
     deadLetters: built.deadLetters,
     deadLetterErrors: new DeadLetterErrors(built),

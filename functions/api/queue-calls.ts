@@ -25,7 +25,15 @@ export async function produceMessages(
 
 export async function receiveMessages(req: QueueRequest, body: ReceiveRequest): Promise<DeliveredMessage[]> {
   const consumerId = body.consumer_id ?? req.principal.name;
-  const messages = await req.services.consumer.receive(req.queue.name, req.queue.config, body, consumerId);
+  // A receiver with a byte quota spends it per answer: the wake channel only wakes it.
+  const handed = byteDemands(req.demands, 0).length === 0;
+  const messages = await req.services.consumer.receive(
+    req.queue.name,
+    req.queue.config,
+    body,
+    consumerId,
+    handed,
+  );
   // What was delivered counts against the byte quotas; the next receive waits for it.
   req.services.quotas.spend(byteDemands(req.demands, Buffer.byteLength(JSON.stringify(messages))));
   countFor(req.services.metrics, req.queue.name, {

@@ -69,6 +69,8 @@ export class PullDelivery {
     config: QueueConfig,
     req: ReceiveRequest,
     consumerId: string,
+    /** Whether an admission may hand this receiver entries on its wake channel (no byte quota to spend). */
+    mayBeHanded = true,
   ): Promise<DeliveredMessage[]> {
     const leaseSeconds = req.lease_seconds ?? config.lease_seconds;
     if (leaseSeconds > config.max_lease_seconds) {
@@ -89,7 +91,7 @@ export class PullDelivery {
       return await this.poll(
         queue,
         config,
-        { ...req, leaseSeconds, consumerId },
+        { ...req, leaseSeconds, consumerId, mayBeHanded },
         terms,
         deadline,
         async () => {
@@ -108,7 +110,7 @@ export class PullDelivery {
   private async poll(
     queue: string,
     config: QueueConfig,
-    req: ReceiveRequest & { leaseSeconds: number; consumerId: string },
+    req: ReceiveRequest & { leaseSeconds: number; consumerId: string; mayBeHanded: boolean },
     terms: LeaseTerms,
     deadline: number,
     mayWait: () => Promise<boolean>,
@@ -137,7 +139,10 @@ export class PullDelivery {
       if (left <= 0 || !(await mayWait())) {
         if (req.wake_connection === undefined || !this.deps.wakes) return [];
         // Registered before a last look: what is admitted after that look wakes the connection.
-        await this.deps.wakes.register(queue, req.wake_connection, req.max_messages);
+        await this.deps.wakes.register(queue, req.wake_connection, {
+          wants: req.max_messages,
+          ...(req.mayBeHanded ? { lease: { seconds: leaseSeconds, consumerId } } : {}),
+        });
         registered = true;
         handed = NOTHING_HANDED;
         continue;
@@ -168,14 +173,7 @@ export class PullDelivery {
     delivered: DeliveredMessage[],
   ): Promise<DeliveredMessage[]> {
     if (pollId === undefined || !(await this.deps.pollCancels.isCancelled(queue, pollId))) return delivered;
-    for (const m of delivered) {
-      await this.nack(queue, config, { receipt: m.receipt, retryable: true, release: true }).catch(
-        (err: unknown) => {
-          // Already stale: its lease ended meanwhile, and the message is free again anyway.
-          if (!(err instanceof StaleReceiptError)) throw err;
-        },
-      );
-    }
+    await this.deps.ranges.giveBack(queue, config, delivered);
     return [];
   }
 

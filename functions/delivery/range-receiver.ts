@@ -190,8 +190,9 @@ export class RangeReceiver {
     leaseSeconds: number,
     consumerId: string,
     justWritten: boolean,
+    maxBytes?: number,
   ): Promise<LeasedEntry[]> {
-    const [first, ...rest] = await this.withinBytes(queue, picks);
+    const [first, ...rest] = await this.withinBytes(queue, picks, maxBytes);
     if (!first) return [];
     const leaseOne = async ({ pick, entries }: { pick: Pick; entries: Map<number, SegmentEntry> }) => {
       const now = this.now();
@@ -247,15 +248,17 @@ export class RangeReceiver {
    * The segment entries of what was picked, read before any lease is written (a lease must never
    * point at what cannot be answered), cut to the answer's byte budget.
    */
+  /** Up to a receive's answer's bytes, its first entry whatever its size; or strictly `maxBytes`. */
   private async withinBytes(
     queue: string,
     picks: readonly Pick[],
+    maxBytes?: number,
   ): Promise<{ pick: Pick; entries: Map<number, SegmentEntry> }[]> {
     const segments = await mapLimit(picks, 8, (p) =>
       this.deps.segments.get(queue, p.range.shard, p.range.segment),
     );
-    let budget = RECEIVE_MAX_BYTES;
-    let first = true;
+    let budget = maxBytes ?? RECEIVE_MAX_BYTES;
+    let first = maxBytes === undefined;
     const out: { pick: Pick; entries: Map<number, SegmentEntry> }[] = [];
     // A retry's entry carries its payload by reference: read where it points (cached, immutable).
     const resolved = await mapLimit(picks, 8, (pick, k) =>
@@ -304,6 +307,29 @@ export class RangeReceiver {
       redelivered: held.filter((h) => h.envelope.attempt > 1).length,
     });
     return delivered;
+  }
+
+  /**
+   * A wake channel receiver's share of an admission's new ranges (wake-channel.ts), leased as
+   * written and answered as its receive would have been, within `maxBytes`.
+   */
+  async handShare(
+    queue: string,
+    config: QueueConfig,
+    share: readonly Pick[],
+    lease: { seconds: number; consumerId: string },
+    maxBytes: number,
+  ): Promise<DeliveredMessage[]> {
+    const leased = await this.leaseFrom(
+      queue,
+      config,
+      share,
+      lease.seconds,
+      lease.consumerId,
+      true,
+      maxBytes,
+    );
+    return leased.length ? this.deliver(queue, leased) : [];
   }
 
   private async deliver(
@@ -446,6 +472,18 @@ export class RangeReceiver {
   }
 
   /** The failed attempt of a live delivery; undefined when the receipt is stale. */
+  /**
+   * Gives back what was delivered to nobody (a long poll called off, a wake channel connection
+   * gone): released, no attempt used. A receipt gone stale meanwhile was freed by its lease's end.
+   */
+  async giveBack(queue: string, config: QueueConfig, delivered: readonly DeliveredMessage[]): Promise<void> {
+    const signer = await this.deps.signer();
+    for (const { receipt } of delivered) {
+      const d = signer.verify(receipt, queue);
+      if (d?.entry) await this.nack(queue, config, d, { receipt, retryable: true, release: true });
+    }
+  }
+
   async nack(
     queue: string,
     config: QueueConfig,

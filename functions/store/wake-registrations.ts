@@ -14,10 +14,16 @@ import { isConditionFailed } from './util.js';
 
 const KEEP_SECONDS = 2 * 60 * 60;
 
-/** A connection taken for a wake, and how many messages its receive asked for. */
-export interface Registration {
-  connection: string;
+/** What a registered receive asked for, and the lease an admission writes when it hands it entries. */
+export interface WaitingReceive {
   wants: number;
+  /** Absent when the receive must not be handed entries (it answers to a byte quota): only woken. */
+  lease?: { seconds: number; consumerId: string };
+}
+
+/** A connection taken for a wake, with what its receive asked for. */
+export interface Registration extends WaitingReceive {
+  connection: string;
 }
 
 export class WakeRegistrations {
@@ -26,14 +32,15 @@ export class WakeRegistrations {
     private readonly table: string,
   ) {}
 
-  async register(queue: string, connection: string, wants: number, now: number): Promise<void> {
+  async register(queue: string, connection: string, receive: WaitingReceive, now: number): Promise<void> {
     await this.doc.send(
       new PutCommand({
         TableName: this.table,
         Item: {
           pk: wakePk(queue),
           sk: connection,
-          wants,
+          wants: receive.wants,
+          ...(receive.lease ? { lease_s: receive.lease.seconds, consumer: receive.lease.consumerId } : {}),
           at: now,
           [TTL_ATTRIBUTE]: Math.ceil(now / 1000) + KEEP_SECONDS,
         },
@@ -52,7 +59,7 @@ export class WakeRegistrations {
         TableName: this.table,
         KeyConditionExpression: 'pk = :pk',
         ExpressionAttributeValues: { ':pk': wakePk(queue) },
-        ProjectionExpression: 'sk, wants, #at',
+        ProjectionExpression: 'sk, wants, lease_s, consumer, #at',
         ExpressionAttributeNames: { '#at': 'at' },
         ConsistentRead: true,
       }),
@@ -70,7 +77,13 @@ export class WakeRegistrations {
       const won = await Promise.all(picked.map((item) => this.delete(queue, String(item.sk))));
       picked.forEach((item, i) => {
         if (!won[i]) return;
-        taken.push({ connection: String(item.sk), wants: wantsOf(item) });
+        taken.push({
+          connection: String(item.sk),
+          wants: wantsOf(item),
+          ...(typeof item.lease_s === 'number'
+            ? { lease: { seconds: item.lease_s, consumerId: String(item.consumer) } }
+            : {}),
+        });
         left -= wantsOf(item);
       });
     }

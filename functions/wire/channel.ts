@@ -1,4 +1,5 @@
 import * as z from 'zod/mini';
+import type { DeliveredMessage } from './responses.js';
 
 /**
  * The wake channel's frames (docs/wake-channel.md): a WebSocket on which a Worker learns, within
@@ -17,6 +18,9 @@ export type ChannelRequest = z.infer<typeof channelRequestSchema>;
 export type ChannelFrame =
   | { type: 'hello'; connection_id: string }
   | { type: 'pong' }
-  /** The queue admitted messages after this connection's receive registered for it. */
-  | { type: 'admitted'; queue: string }
+  /**
+   * The queue admitted messages after this connection's receive registered for it; `messages` are
+   * what the admission leased to it, as that receive would have answered them.
+   */
+  | { type: 'admitted'; queue: string; messages?: DeliveredMessage[] }
   | { type: 'error'; code: string; message: string };

@@ -1,6 +1,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { type LeaseqClient, Worker } from '../../client/index.js';
+import { PAUSE_CHECK_MS } from '../../functions/store/queue-controls.js';
 import type { ChannelFrame } from '../../functions/wire/channel.js';
 import { placesHeld, wakeRegistrations } from '../helpers/queue-items.js';
 import { startTestRuntime, type TestRuntime } from '../helpers/runtime.js';
@@ -20,7 +21,12 @@ const pool = workerPool(() => client);
 beforeAll(async () => {
   t = await startTestRuntime({
     tenant: 'wake',
-    queues: { jobs: { shards: 2 }, other: { shards: 1 }, crowded: { shards: 1, max_waiting_receives: 1 } },
+    queues: {
+      jobs: { shards: 2 },
+      other: { shards: 1 },
+      crowded: { shards: 1, max_waiting_receives: 1 },
+      metered: { shards: 1, rate_limits: { consume: { bytes_per_sec: 100_000 } } },
+    },
   });
   client = clientOf(t, { channelUrl: t.runtime.channelUrl });
 });
@@ -33,6 +39,11 @@ afterAll(async () => {
 
 const registrations = (queue: string) => wakeRegistrations(t, queue);
 const placesHeldBy = (queue: string) => placesHeld(t, queue);
+
+/** The receipts of the messages wakes handed a connection. */
+function handedReceipts(frames: readonly ChannelFrame[]): string[] {
+  return frames.flatMap((f) => (f.type === 'admitted' ? (f.messages ?? []).map((m) => m.receipt) : []));
+}
 
 /** A raw connection, as a client other than the Worker would use it. */
 async function connect(key: string | null = t.runtime.adminKey) {
@@ -60,12 +71,17 @@ describe('the wake channel', () => {
 
       await t.api('/queues/other/messages', { body: { messages: [{ payload: 1 }] } });
       await until('the wake', () => frames.some((f) => f.type === 'admitted'));
-      expect(frames.filter((f) => f.type === 'admitted')).toEqual([{ type: 'admitted', queue: 'other' }]);
+      // The wake carries the message, leased to the connection's receive as it would have answered it.
+      const wakes = frames.filter((f) => f.type === 'admitted');
+      expect(wakes).toMatchObject([
+        { type: 'admitted', queue: 'other', messages: [{ payload: 1, attempt: 1 }] },
+      ]);
       expect(await registrations('other')).toEqual([]);
+      const again = await t.api('/queues/other/receive', { body: { wait_seconds: 0 } });
+      expect(again.body.messages).toEqual([]);
 
-      const got = await t.api('/queues/other/receive', { body: { wait_seconds: 0 } });
-      expect(got.body.messages).toHaveLength(1);
-      await t.api('/queues/other/ack', { body: { receipts: [got.body.messages[0].receipt] } });
+      const acked = await t.api('/queues/other/ack', { body: { receipts: handedReceipts(wakes) } });
+      expect(acked.body.results).toMatchObject([{ status: 'acked' }]);
     } finally {
       ws.close();
     }
@@ -87,14 +103,17 @@ describe('the wake channel', () => {
       expect(await registrations('other')).toEqual([second.id]);
       expect(second.frames.filter((f) => f.type === 'admitted')).toEqual([]);
 
-      const got = await t.api('/queues/other/receive', { body: { max_messages: 10 } });
-      expect(got.body.messages).toHaveLength(1);
-      await t.api('/queues/other/ack', { body: { receipts: [got.body.messages[0].receipt] } });
+      expect(first.frames.filter((f) => f.type === 'admitted')).toMatchObject([
+        { messages: [{ payload: 'one' }] },
+      ]);
+      await t.api('/queues/other/ack', { body: { receipts: handedReceipts(first.frames) } });
       // The next admission reaches the one left.
       await t.api('/queues/other/messages', { body: { messages: [{ payload: 'two' }] } });
       await until('the second wake', () => second.frames.some((f) => f.type === 'admitted'));
-      const next = await t.api('/queues/other/receive', { body: { max_messages: 10 } });
-      await t.api('/queues/other/ack', { body: { receipts: [next.body.messages[0].receipt] } });
+      expect(second.frames.filter((f) => f.type === 'admitted')).toMatchObject([
+        { messages: [{ payload: 'two' }] },
+      ]);
+      await t.api('/queues/other/ack', { body: { receipts: handedReceipts(second.frames) } });
     } finally {
       first.ws.close();
       second.ws.close();
@@ -127,7 +146,7 @@ describe('the wake channel', () => {
       expect(answers.filter((a) => a !== undefined).every((a) => a?.length === 0)).toBe(true);
       expect((await registrations('crowded')).sort()).toEqual(refused.sort());
 
-      // Each waiting poll is handed one (in this process); the one left is free, and wakes a refused one.
+      // Each waiting poll is handed one (in this process); the one left goes to a refused one, on its wake.
       const waiting = conns.length - refused.length;
       await t.api('/queues/crowded/messages', {
         body: { messages: Array.from({ length: waiting + 1 }, (_, i) => ({ payload: i })) },
@@ -136,7 +155,10 @@ describe('the wake channel', () => {
         conns.filter((c) => refused.includes(c.id)).some((c) => c.frames.some((f) => f.type === 'admitted')),
       );
       await Promise.all(polls);
-      const got = answers.flatMap((a) => (a ?? []) as { receipt: string }[]);
+      const got = [
+        ...answers.flatMap((a) => (a ?? []) as { receipt: string }[]),
+        ...conns.flatMap((c) => handedReceipts(c.frames).map((receipt) => ({ receipt }))),
+      ];
       const rest = (await t.api('/queues/crowded/receive', { body: { max_messages: 10, wait_seconds: 5 } }))
         .body.messages as { receipt: string }[];
       expect(got.length + rest.length).toBe(waiting + 1);
@@ -173,9 +195,45 @@ describe('the wake channel', () => {
     const produced = await t.api('/queues/other/messages', { body: { messages: [{ payload: 3 }] } });
     expect(produced.status).toBe(200);
     await until('the registration taken', async () => (await registrations('other')).length === 0);
+    // Leased to the closed connection's receive, then given back at once: no attempt used.
     const got = await t.api('/queues/other/receive', { body: { wait_seconds: 5 } });
-    expect(got.body.messages.map((m: { payload: unknown }) => m.payload)).toEqual([3]);
+    expect(got.body.messages).toMatchObject([{ payload: 3, attempt: 1 }]);
     await t.api('/queues/other/ack', { body: { receipts: [got.body.messages[0].receipt] } });
+  });
+
+  it('a paused queue wakes its receivers without handing them anything', async () => {
+    const { ws, frames, id } = await connect();
+    try {
+      await client.pause('other', 'the wake test');
+      // Every instance reads a pause within a second (dispatch's, which may admit, as well).
+      await sleep(PAUSE_CHECK_MS);
+      await t.api('/queues/other/receive', { body: { wait_seconds: 0, wake_connection: id } });
+      await t.api('/queues/other/messages', { body: { messages: [{ payload: 'paused' }] } });
+      await until('the wake', () => frames.some((f) => f.type === 'admitted'));
+      expect(frames.filter((f) => f.type === 'admitted')).toEqual([{ type: 'admitted', queue: 'other' }]);
+      expect((await t.api('/queues/other/receive', { body: { wait_seconds: 0 } })).body.messages).toEqual([]);
+    } finally {
+      ws.close();
+      await client.resume('other');
+    }
+    const got = await t.api('/queues/other/receive', { body: { wait_seconds: 5 } });
+    expect(got.body.messages).toMatchObject([{ payload: 'paused', attempt: 1 }]);
+    await t.api('/queues/other/ack', { body: { receipts: [got.body.messages[0].receipt] } });
+  });
+
+  it('a receive that spends a byte quota per answer is woken, not handed', async () => {
+    const { ws, frames, id } = await connect();
+    try {
+      await t.api('/queues/metered/receive', { body: { wait_seconds: 0, wake_connection: id } });
+      await t.api('/queues/metered/messages', { body: { messages: [{ payload: 'metered' }] } });
+      await until('the wake', () => frames.some((f) => f.type === 'admitted'));
+      expect(frames.filter((f) => f.type === 'admitted')).toEqual([{ type: 'admitted', queue: 'metered' }]);
+      const got = await t.api('/queues/metered/receive', { body: { wait_seconds: 5 } });
+      expect(got.body.messages).toMatchObject([{ payload: 'metered', attempt: 1 }]);
+      await t.api('/queues/metered/ack', { body: { receipts: [got.body.messages[0].receipt] } });
+    } finally {
+      ws.close();
+    }
   });
 
   it('refuses a connection without a valid key, a malformed frame and a malformed connection id', async () => {
