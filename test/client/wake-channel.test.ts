@@ -221,6 +221,29 @@ describe('the wake channel', () => {
     await t.api('/queues/other/ack', { body: { receipts: [got.body.messages[0].receipt] } });
   });
 
+  it("the client's channel keeps what a wake handed it until taken, once", async () => {
+    const channel = client.openWakeChannel();
+    if (!channel) throw new Error('the client has a channelUrl');
+    try {
+      const id = await channel.ready(5000);
+      const since = channel.seen('other');
+      await t.api('/queues/other/receive', { body: { wait_seconds: 0, wake_connection: id } });
+      await t.api('/queues/other/messages', { body: { messages: [{ payload: 'kept' }] } });
+      expect(await channel.wait('other', since, 10_000)).toBe(true);
+      const handed = channel.handed('other');
+      expect(handed).toMatchObject([{ payload: 'kept', attempt: 1 }]);
+      expect(channel.handed('other')).toEqual([]);
+      expect(
+        await client.ack(
+          'other',
+          handed.map((m) => m.receipt),
+        ),
+      ).toMatchObject([{ status: 'acked' }]);
+    } finally {
+      channel.close();
+    }
+  });
+
   it('a receive that spends a byte quota per answer is woken, not handed', async () => {
     const { ws, frames, id } = await connect();
     try {
