@@ -384,7 +384,7 @@ export class Worker<T = unknown> {
     connection: string,
   ): Promise<ReceivedMessage<T>[]> {
     const since = channel.seen(lane.queue);
-    const early = channel.handed(lane.queue) as ReceivedMessage<T>[];
+    const early = this.handed(lane, free, channel);
     if (early.length) return early;
     const messages = await this.options.client.receive<T>(
       lane.queue,
@@ -393,7 +393,18 @@ export class Worker<T = unknown> {
     );
     if (messages.length) return messages;
     await channel.wait(lane.queue, since, this.waitSeconds * 1000, this.halting.signal);
-    return channel.handed(lane.queue) as ReceivedMessage<T>[];
+    return this.handed(lane, free, channel);
+  }
+
+  /**
+   * What wakes handed the lane, up to `free`: a wake leases what its registering receive asked
+   * for, and slots other queues took since are given back, not overrun.
+   */
+  private handed(lane: Lane<T>, free: number, channel: WakeChannel): ReceivedMessage<T>[] {
+    const messages = channel.handed(lane.queue) as ReceivedMessage<T>[];
+    for (const message of messages.splice(this.receiveRequest(lane, free).max_messages))
+      this.release(lane, message);
+    return messages;
   }
 
   private receiveRequest(lane: Lane<T>, free: number) {
