@@ -4,9 +4,10 @@ import type { DeliveredMessage } from '../functions/wire/responses.js';
 /**
  * The client's end of the wake channel (docs/wake-channel.md): one WebSocket per LeaseqClient,
  * on which a receive that answered nothing is told when its queue admits (the receive named the
- * connection in `wake_connection`), and handed what the admission leased to it. It reconnects when closed (API Gateway ends a connection
- * after 2 hours) and pings an idle one (API Gateway closes it after 10 idle minutes). Node's
- * `ws` is loaded on first use: a client that never waits on the channel never loads it.
+ * connection in `wake_connection`), and handed what the admission leased to it. It reconnects
+ * when closed (API Gateway ends a connection after 2 hours) and pings an idle one (API Gateway
+ * closes it after 10 idle minutes). Node's `ws` is loaded on first use: a client that never waits
+ * on the channel never loads it.
  */
 
 export interface WakeChannelOptions {

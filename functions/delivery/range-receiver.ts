@@ -246,9 +246,9 @@ export class RangeReceiver {
 
   /**
    * The segment entries of what was picked, read before any lease is written (a lease must never
-   * point at what cannot be answered), cut to the answer's byte budget.
+   * point at what cannot be answered), cut to the answer's byte budget: a receive's, its first
+   * entry whatever its size, or strictly `maxBytes`.
    */
-  /** Up to a receive's answer's bytes, its first entry whatever its size; or strictly `maxBytes`. */
   private async withinBytes(
     queue: string,
     picks: readonly Pick[],
@@ -471,7 +471,6 @@ export class RangeReceiver {
     if (key !== undefined) await this.deps.keys.release(queue, key, messageId);
   }
 
-  /** The failed attempt of a live delivery; undefined when the receipt is stale. */
   /**
    * Gives back what was delivered to nobody (a long poll called off, a wake channel connection
    * gone): released, no attempt used. A receipt gone stale meanwhile was freed by its lease's end.
@@ -484,6 +483,7 @@ export class RangeReceiver {
     }
   }
 
+  /** The failed attempt of a live delivery; undefined when the receipt is stale. */
   async nack(
     queue: string,
     config: QueueConfig,

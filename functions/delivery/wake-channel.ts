@@ -68,8 +68,7 @@ export class WakeChannel {
     // A Lambda consumer's namespace is delivered by its mapping, never received.
     if (isNamespace(queue)) return;
     try {
-      const { paused } = ranges.length ? await this.deps.controls.look(queue) : { paused: true };
-      let hand = !paused;
+      let hand = ranges.length > 0 && !(await this.deps.controls.look(queue)).paused;
       for (let left = entries; left > 0; ) {
         const taken = await this.deps.registrations.take(queue, left);
         if (!taken.length) return;

@@ -4,10 +4,10 @@ import { isConditionFailed } from './util.js';
 
 /**
  * Who waits on the wake channel for a queue's next admission: one small item per connection, in
- * one partition per queue, with how many messages its receive asked for and when. A receive that
- * found nothing puts it; an admission takes the oldest until what they ask for covers its new
- * entries (not a stampede: every receiver woken for the same entries races for them), each with a
- * conditional delete, and only the taker posts its wake, so two admissions at once wake a
+ * one partition per queue, with how many messages its receive asked for, its lease, and when. A
+ * receive that found nothing puts it; an admission takes the oldest until what they ask for covers
+ * its new entries (not a stampede: every receiver woken for the same entries races for them), each
+ * with a conditional delete, and only the taker posts its wake, so two admissions at once wake a
  * connection once. An item outlives a lost connection by its TTL at most (API Gateway closes a
  * connection after 2 hours).
  */
@@ -59,8 +59,8 @@ export class WakeRegistrations {
         TableName: this.table,
         KeyConditionExpression: 'pk = :pk',
         ExpressionAttributeValues: { ':pk': wakePk(queue) },
-        ProjectionExpression: 'sk, wants, lease_s, consumer, #at',
-        ExpressionAttributeNames: { '#at': 'at' },
+        ProjectionExpression: 'sk, wants, lease_s, #c, #at',
+        ExpressionAttributeNames: { '#c': 'consumer', '#at': 'at' },
         ConsistentRead: true,
       }),
     );
