@@ -402,15 +402,19 @@ export class Worker<T = unknown> {
    */
   private handed(lane: Lane<T>, free: number, channel: WakeChannel): ReceivedMessage<T>[] {
     const messages = channel.handed(lane.queue) as ReceivedMessage<T>[];
-    for (const message of messages.splice(this.receiveRequest(lane, free).max_messages))
-      this.release(lane, message);
+    for (const message of messages.splice(this.maxMessages(lane, free))) this.release(lane, message);
     return messages;
+  }
+
+  /** What a receive of the lane asks for: what it can start, in batches of its handler's size. */
+  private maxMessages(lane: Lane<T>, free: number): number {
+    return Math.min(free, lane.batchSize === 1 ? 100 : lane.batchSize);
   }
 
   private receiveRequest(lane: Lane<T>, free: number) {
     const { leaseSeconds, consumerId } = lane.options;
     return {
-      max_messages: Math.min(free, lane.batchSize === 1 ? 100 : lane.batchSize),
+      max_messages: this.maxMessages(lane, free),
       ...(leaseSeconds !== undefined ? { lease_seconds: leaseSeconds } : {}),
       ...(consumerId !== undefined ? { consumer_id: consumerId } : {}),
     };

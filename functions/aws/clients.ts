@@ -10,7 +10,8 @@ import type { SdkClient } from './sdk-client.js';
 /** Where the SDK clients point: AWS itself (no endpoints) or the local emulators. */
 export interface ClientOptions {
   region: string;
-  endpoints?: { dynamodb: string; kinesis: string; s3: string };
+  /** `kinesisFanOut`: where a mapping on enhanced fan-out reads (the local runtime's stand-in for the push). */
+  endpoints?: { dynamodb: string; kinesis: string; s3: string; kinesisFanOut?: string };
   /** SDK attempts per call (standard retry strategy with backoff and jitter). */
   maxAttempts?: number;
   faults?: FaultInjector;
@@ -22,6 +23,8 @@ export interface AwsClients {
   /** DynamoDB with native values (aws/dynamodb.ts). */
   doc: DocumentClient;
   kinesis: KinesisClient;
+  /** What mappings on enhanced fan-out read with, locally (ClientOptions.endpoints.kinesisFanOut). */
+  fanOutKinesis?: KinesisClient;
   /** Loaded on first use (aws/s3-objects.ts). */
   s3: S3Objects;
   meter: RequestMeter;
@@ -56,6 +59,9 @@ export function createClients(options: ClientOptions): AwsClients {
     requestHandler,
     ...(local ? { endpoint: local.kinesis } : {}),
   });
+  const fanOutKinesis = local?.kinesisFanOut
+    ? createKinesisClient({ ...common, requestHandler, endpoint: local.kinesisFanOut })
+    : undefined;
   const meter = new RequestMeter();
   const hook = (client: SdkClient) => {
     meter.attach(client);
@@ -81,14 +87,16 @@ export function createClients(options: ClientOptions): AwsClients {
     ? new ConnectionsClient({ ...common, requestHandler, endpoint: options.channelEndpoint })
     : undefined;
   for (const client of [doc, kinesis, ...(connections ? [connections] : [])]) hook(client);
+  // The push's stand-in is left out of the meter: a push is billed by the GB, not per call.
   return {
     doc,
     kinesis,
+    ...(fanOutKinesis ? { fanOutKinesis } : {}),
     s3,
     meter,
     ...(connections ? { connections } : {}),
     destroy() {
-      // One HTTP handler serves all three clients.
+      // One HTTP handler serves every client.
       requestHandler.destroy();
       s3.destroy();
     },

@@ -68,13 +68,17 @@ export class WakeChannel {
     // A Lambda consumer's namespace is delivered by its mapping, never received.
     if (isNamespace(queue)) return;
     try {
-      let hand = ranges.length > 0 && !(await this.deps.controls.look(queue)).paused;
+      let hand = ranges.length > 0;
       for (let left = entries; left > 0; ) {
         const taken = await this.deps.registrations.take(queue, left);
         if (!taken.length) return;
-        const shares = hand ? shareEntries(ranges, taken.map(handedWants)) : [];
+        // Read once someone waits: most admissions find nobody registered.
+        const controls = hand ? await this.deps.controls.look(queue) : undefined;
+        const shares = controls && !controls.paused ? shareEntries(ranges, taken.map(handedWants)) : [];
         const sent = await Promise.all(
-          taken.map((registration, i) => this.wake(queue, config, registration, shares[i] ?? [])),
+          taken.map((registration, i) =>
+            this.wake(queue, config, registration, shares[i] ?? [], controls?.purgedBefore),
+          ),
         );
         left = taken.reduce((n, { wants }, i) => (sent[i] ? n : n + wants), 0);
         // What gone connections were handed is free again, for the next ones to look for.
@@ -91,6 +95,7 @@ export class WakeChannel {
     config: QueueConfig,
     { connection, lease }: Registration,
     share: Parameters<RangeReceiver['handShare']>[2],
+    purgedBefore: number | undefined,
   ): Promise<boolean> {
     let messages: DeliveredMessage[] = [];
     try {
@@ -99,6 +104,7 @@ export class WakeChannel {
           queue,
           config,
           await this.deps.receiver.handShare(queue, config, share, lease, HANDED_MAX_BYTES),
+          purgedBefore,
         );
     } catch (err) {
       // Nothing handed: the wake alone sends the receiver to look.
@@ -123,8 +129,8 @@ export class WakeChannel {
     queue: string,
     config: QueueConfig,
     messages: DeliveredMessage[],
+    purgedBefore: number | undefined,
   ): Promise<DeliveredMessage[]> {
-    const { purgedBefore } = await this.deps.controls.look(queue);
     if (purgedBefore === undefined || !messages.length) return messages;
     const purged = messages.filter((m) => Date.parse(m.enqueued_at) < purgedBefore);
     if (purged.length) await this.deps.receiver.giveBack(queue, config, purged);

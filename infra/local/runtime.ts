@@ -13,14 +13,8 @@ import {
   type SqsCredentials,
 } from '../../functions/access/sqs-credentials.js';
 import { type ApiHandler, createApiHandler } from '../../functions/api/app.js';
-import {
-  type AwsClients,
-  createClients,
-  createRequestHandler,
-  LOCAL_CREDENTIALS,
-} from '../../functions/aws/clients.js';
+import { type AwsClients, createClients } from '../../functions/aws/clients.js';
 import type { FaultInjector } from '../../functions/aws/faults.js';
-import { createKinesisClient } from '../../functions/aws/kinesis.js';
 import { hashApiKey } from '../../functions/core/auth.js';
 import {
   SHARD_READS_PER_SECOND,
@@ -171,20 +165,16 @@ async function startOn(options: RuntimeOptions, unlock: () => void): Promise<Run
   let sweep: Schedule | undefined;
   const clients = createClients({
     region: config.region,
-    endpoints: emulators.endpoints,
+    endpoints: {
+      ...emulators.endpoints,
+      // What the mappings of streams on enhanced fan-out read with (event-source.ts, fanOut).
+      ...([...streams.values()].some((s) => s.fan_out)
+        ? { kinesisFanOut: `${emulators.endpoints.kinesis}${FAN_OUT_PATH}` }
+        : {}),
+    },
     faults: options.faults,
     channelEndpoint: channel.endpoint,
   });
-  // What the mappings of streams on enhanced fan-out read with (event-source.ts, fanOut).
-  const fanOutKinesis = [...streams.values()].some((s) => s.fan_out)
-    ? createKinesisClient({
-        region: config.region,
-        credentials: LOCAL_CREDENTIALS,
-        maxAttempts: 4,
-        requestHandler: createRequestHandler(),
-        endpoint: `${emulators.endpoints.kinesis}${FAN_OUT_PATH}`,
-      })
-    : undefined;
   try {
     const admin = createAdminClients(emulators.endpoints, config.region);
     await ensureResources(clients, admin, options.tenant, {
@@ -213,7 +203,7 @@ async function startOn(options: RuntimeOptions, unlock: () => void): Promise<Run
     const dispatch = createDispatchHandler(config, clients, logger(SERVICE.dispatch));
     const eventSource = await startEventSource({
       kinesis: clients.kinesis,
-      ...(fanOutKinesis ? { fanOutKinesis } : {}),
+      ...(clients.fanOutKinesis ? { fanOutKinesis: clients.fanOutKinesis } : {}),
       region: config.region,
       checkpointDir: join(options.dataDir, 'checkpoints'),
       idlePollMs: options.idlePollMs ?? 100,
@@ -296,14 +286,12 @@ async function startOn(options: RuntimeOptions, unlock: () => void): Promise<Run
         await sweepHandler.published();
         await eventSource.stop();
         clients.destroy();
-        fanOutKinesis?.destroy();
         await emulators.close();
         unlock();
       },
     };
   } catch (err) {
     clients.destroy();
-    fanOutKinesis?.destroy();
     await channel.close();
     await emulators.close();
     throw err;
