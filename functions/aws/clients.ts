@@ -59,8 +59,13 @@ export function createClients(options: ClientOptions): AwsClients {
     requestHandler,
     ...(local ? { endpoint: local.kinesis } : {}),
   });
+  // Sockets of its own: the push does not queue behind the functions' calls.
   const fanOutKinesis = local?.kinesisFanOut
-    ? createKinesisClient({ ...common, requestHandler, endpoint: local.kinesisFanOut })
+    ? createKinesisClient({
+        ...common,
+        requestHandler: createRequestHandler(),
+        endpoint: local.kinesisFanOut,
+      })
     : undefined;
   const meter = new RequestMeter();
   const hook = (client: SdkClient) => {
@@ -96,8 +101,9 @@ export function createClients(options: ClientOptions): AwsClients {
     meter,
     ...(connections ? { connections } : {}),
     destroy() {
-      // One HTTP handler serves every client.
+      // One HTTP handler serves the other clients.
       requestHandler.destroy();
+      fanOutKinesis?.destroy();
       s3.destroy();
     },
   };
