@@ -69,6 +69,8 @@ export const FREE_IDLE: Readonly<Record<string, string>> = {
   'AWS::IAM::Role': 'free',
   'AWS::IAM::Policy': 'free',
   'AWS::KMS::Alias': 'free',
+  'Custom::LeaseqBusyFanOut':
+    'invokes the sweep on stack changes only; the consumer it releases bills while a stream is busy (a per-message cost)',
   'AWS::CDK::Metadata': 'free',
 };
 

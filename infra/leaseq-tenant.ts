@@ -1,11 +1,12 @@
 import { resolve } from 'node:path';
-import { Annotations, CfnOutput, Duration, RemovalPolicy, Tags } from 'aws-cdk-lib';
+import { Annotations, CfnOutput, CustomResource, Duration, RemovalPolicy, Stack, Tags } from 'aws-cdk-lib';
 import { AccessLogFormat } from 'aws-cdk-lib/aws-apigateway';
 import * as apigw from 'aws-cdk-lib/aws-apigatewayv2';
 import { HttpLambdaIntegration } from 'aws-cdk-lib/aws-apigatewayv2-integrations';
 import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import * as events from 'aws-cdk-lib/aws-events';
 import * as targets from 'aws-cdk-lib/aws-events-targets';
+import * as iam from 'aws-cdk-lib/aws-iam';
 import * as kms from 'aws-cdk-lib/aws-kms';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
 import type * as nodejs from 'aws-cdk-lib/aws-lambda-nodejs';
@@ -40,7 +41,7 @@ import {
 } from './grants.js';
 import { type LeaseqFunctionProps, leaseqFunction, ownHandler } from './leaseq-function.js';
 import { LogStream, TenantQueue } from './log-stream.js';
-import { acknowledgeNag } from './nag.js';
+import { acknowledgeNag, arnFinding } from './nag.js';
 import { loadTenantFile, parseTenantFile, refuseTierFindings } from './tenant-file.js';
 import { WakeChannelApi } from './wake-channel.js';
 
@@ -223,7 +224,7 @@ export class LeaseqTenant extends Construct {
             streamName,
             shards: s.shards,
             retentionHours: s.retention_hours,
-            fanOut: s.fan_out,
+            fanOut: s.fan_out === 'always',
             queues: s.queues,
           }),
         ];
@@ -289,6 +290,7 @@ export class LeaseqTenant extends Construct {
     // The sweep evaluates the queues' alarms and tells the topic of their changes.
     this.sweepFunction.addEnvironment(ENV.alarmTopicArn, this.alarms.topic.topicArn);
     this.alarms.grantPublish(this.sweepFunction);
+    this.switchBusyFanOut(config);
 
     new CfnOutput(this, 'TableName', { value: this.table.tableName });
     new CfnOutput(this, 'BucketName', { value: this.bucket.bucketName });
@@ -369,6 +371,72 @@ export class LeaseqTenant extends Construct {
       }
     }
     return fns;
+  }
+
+  /**
+   * Streams on `fan_out: "when_busy"` (functions/core/fan-out-switch.ts): the sweep registers
+   * their consumer and maps dispatch to it at run time, outside CloudFormation, so a resource of
+   * the stack has the sweep release them (functions/sweep/stack-events.ts) before a stream leaves
+   * `when_busy` or the stack is deleted: Kinesis refuses to delete a stream that has a consumer.
+   */
+  private switchBusyFanOut(config: TenantConfig): void {
+    const busy = [...tenantStreams(config)]
+      .filter(([, s]) => s.fan_out === 'when_busy')
+      .map(([name]) => name);
+    if (!busy.length) return;
+    const sweep = this.sweepFunction;
+    sweep.addEnvironment(ENV.dispatchFunction, this.dispatchFunction.functionName);
+    const logs = busy.map((name) => this.streams.get(name) as LogStream);
+    for (const log of logs) log.grantBusyFanOut(sweep, this.dispatchFunction);
+    const stack = Stack.of(this);
+    const mappings = `arn:${stack.partition}:lambda:${stack.region}:${stack.account}:event-source-mapping:*`;
+    const onDispatch = { StringEquals: { 'lambda:FunctionArn': this.dispatchFunction.functionArn } };
+    sweep.addToRolePolicy(
+      new iam.PolicyStatement({
+        actions: ['lambda:CreateEventSourceMapping'],
+        resources: ['*'],
+        conditions: onDispatch,
+      }),
+    );
+    sweep.addToRolePolicy(
+      new iam.PolicyStatement({ actions: ['lambda:ListEventSourceMappings'], resources: ['*'] }),
+    );
+    sweep.addToRolePolicy(
+      new iam.PolicyStatement({
+        actions: ['lambda:DeleteEventSourceMapping'],
+        resources: [mappings],
+        conditions: onDispatch,
+      }),
+    );
+    const release = new CustomResource(this, 'BusyFanOut', {
+      serviceToken: sweep.functionArn,
+      resourceType: 'Custom::LeaseqBusyFanOut',
+      properties: { Streams: busy },
+    });
+    // Deleted before the streams and dispatch it releases, after what fires the sweep.
+    for (const log of logs) release.node.addDependency(log);
+    release.node.addDependency(this.dispatchFunction);
+    this.node.findChild('SweepSchedule').node.addDependency(release);
+    sweep.node.findChild('SweepWake').node.addDependency(release);
+    const policy = (fn: lambda.IFunction) => fn.role?.node.tryFindChild('DefaultPolicy') ?? fn;
+    acknowledgeNag(policy(sweep), {
+      id: 'AwsSolutions-IAM5',
+      reason:
+        "A busy stream's consumer and dispatch's mapping on it are made at run time: the consumer " +
+        "wildcard stays under this stack's own streams, the mappings' under dispatch (a condition " +
+        'on its ARN), and listing mappings has no resource to name.',
+      appliesTo: [
+        ...logs.map((log) => arnFinding(log.stream, '/consumer/*')),
+        'Resource::*',
+        'Resource::arn:<AWS::Partition>:lambda:<AWS::Region>:<AWS::AccountId>:event-source-mapping:*',
+      ],
+    });
+    acknowledgeNag(policy(this.dispatchFunction), {
+      id: 'AwsSolutions-IAM5',
+      reason:
+        "Dispatch is pushed through the consumer the sweep registers on a busy stream at run time, whose ARN ends in its creation time: the wildcard stays under this stack's own streams.",
+      appliesTo: logs.map((log) => arnFinding(log.stream, '/consumer/*')),
+    });
   }
 
   /**

@@ -115,6 +115,29 @@ export class LogStream extends Construct {
     return mapping;
   }
 
+  /**
+   * Busy-time fan-out (`fan_out: "when_busy"`, functions/core/fan-out-switch.ts): the sweep
+   * registers and deregisters the stream's consumer at run time and maps dispatch to it, which
+   * is pushed through it.
+   */
+  grantBusyFanOut(sweep: iam.IGrantable, dispatch: iam.IGrantable): void {
+    const consumers = `${this.stream.streamArn}/consumer/*`;
+    iam.Grant.addToPrincipal({
+      grantee: sweep,
+      actions: [
+        'kinesis:RegisterStreamConsumer',
+        'kinesis:DescribeStreamConsumer',
+        'kinesis:DeregisterStreamConsumer',
+      ],
+      resourceArns: [this.stream.streamArn, consumers],
+    });
+    iam.Grant.addToPrincipal({
+      grantee: dispatch,
+      actions: ['kinesis:SubscribeToShard', 'kinesis:DescribeStreamConsumer'],
+      resourceArns: [consumers],
+    });
+  }
+
   /** A stream consumer of `fn`'s own (one subscription per shard each), and the grants to be pushed by it. */
   private fanOutConsumer(fn: lambda.IFunction): { consumer: kinesis.StreamConsumer; grant: iam.Grant } {
     if (++this.fanOutConsumers > FAN_OUT_CONSUMERS)

@@ -50,7 +50,7 @@ const PASS_READS_FAN_OUT = { ...PASS_READS, perSecond: SHARD_READS_PER_SECOND - 
 
 /** An instance's share of a shard's reads for a queue's passes, by whether its stream is on fan-out. */
 export function passReads(config: QueueConfig): { perSecond: number; burst: number } {
-  return config.fan_out ? PASS_READS_FAN_OUT : PASS_READS;
+  return config.fan_out === 'always' ? PASS_READS_FAN_OUT : PASS_READS;
 }
 
 /** A pass whose read Kinesis refused (other readers had the shard's second) reads again this much later. */
@@ -77,7 +77,7 @@ export function takesFastAdmission(config: QueueConfig): boolean {
  * does: on fan-out, c4-paced measured 2.23 base write units a message quiet and 2.13 always.
  */
 function backsOffUnderLoad(config: QueueConfig): boolean {
-  return config.fast_admission === 'quiet' && !config.fan_out;
+  return config.fast_admission === 'quiet' && config.fan_out !== 'always';
 }
 
 /** One stream's shard in this instance: its passes admit every queue that landed on it. */

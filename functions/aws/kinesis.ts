@@ -20,12 +20,23 @@ export function createKinesisClient(config: AwsJsonClientConfig): KinesisClient 
   return new AwsJsonClient(KINESIS, config);
 }
 
-const kinesisCommand = <Input extends object, Output>(
+/** Pure (esbuild drops the commands a bundle does not use). */
+const kinesisCommand = /* @__NO_SIDE_EFFECTS__ */ <Input extends object, Output>(
   operation: string,
   fromWire: (output: WireOutput) => unknown = (output) => output,
 ) => commandClass<Input, Output>(operation, (input) => input, fromWire);
 
 type WireRecord = Record<string, unknown> & { Data: string; ApproximateArrivalTimestamp?: number };
+type WireConsumer = Record<string, unknown> & { ConsumerCreationTimestamp?: number };
+
+/** A consumer's description with its creation time as a date (epoch seconds on the wire). */
+const consumerFromWire = (consumer: WireConsumer | undefined) =>
+  consumer && {
+    ...consumer,
+    ...(consumer.ConsumerCreationTimestamp !== undefined
+      ? { ConsumerCreationTimestamp: new Date(consumer.ConsumerCreationTimestamp * 1000) }
+      : {}),
+  };
 
 export const PutRecordsCommand = kinesisCommand<K.PutRecordsCommandInput, K.PutRecordsCommandOutput>(
   'PutRecords',
@@ -54,3 +65,23 @@ export const GetRecordsCommand = kinesisCommand<K.GetRecordsCommandInput, K.GetR
     })),
   }),
 );
+
+/** Enhanced fan-out consumers: what a busy stream's dispatch mapping reads through (aws/fan-out-mappings.ts). */
+export const RegisterStreamConsumerCommand = kinesisCommand<
+  K.RegisterStreamConsumerCommandInput,
+  K.RegisterStreamConsumerCommandOutput
+>('RegisterStreamConsumer', (output) => ({
+  ...output,
+  Consumer: consumerFromWire(output.Consumer as WireConsumer | undefined),
+}));
+export const DescribeStreamConsumerCommand = kinesisCommand<
+  K.DescribeStreamConsumerCommandInput,
+  K.DescribeStreamConsumerCommandOutput
+>('DescribeStreamConsumer', (output) => ({
+  ...output,
+  ConsumerDescription: consumerFromWire(output.ConsumerDescription as WireConsumer | undefined),
+}));
+export const DeregisterStreamConsumerCommand = kinesisCommand<
+  K.DeregisterStreamConsumerCommandInput,
+  K.DeregisterStreamConsumerCommandOutput
+>('DeregisterStreamConsumer');

@@ -13,6 +13,17 @@ export const QUEUE_NAME = /^[a-z0-9-]{1,64}$/;
 const HOUR = 3600;
 
 /**
+ * `fan_out` in the tenant file: true, false, or "when_busy" (resolved as FanOut). A refined
+ * `unknown` rather than a union of a boolean and a literal, which would add zod's union and
+ * literal schemas to every bundle (~1 KB).
+ */
+const fanOutSchema = z
+  .unknown()
+  .check(
+    z.refine((v) => v === true || v === false || v === 'when_busy', 'true, false or "when_busy"'),
+  ) as z.ZodMiniType<boolean | 'when_busy'>;
+
+/**
  * A Lambda function subscribed to the queue's stream (docs/lambda-consumers.md), wrapped in
  * the consumer middleware (`leaseq/consumer`).
  */
@@ -60,9 +71,11 @@ const queueFieldsSchema = z
     /**
      * Enhanced fan-out for the mappings that read the queue's own stream (docs/streams.md, "Fan-out"):
      * records pushed to dispatch in ~70 ms, and its reads no longer count against a shard's five a
-     * second. Billed per shard-hour like a shard, so off by default; a shared stream sets it under `streams`.
+     * second. Billed per shard-hour like a shard: `true` always, `"when_busy"` (the default for a
+     * queue without Lambda consumers) only while produce outruns the shard's reads; a shared
+     * stream sets it under `streams`.
      */
-    fan_out: z.optional(z.boolean()),
+    fan_out: z.optional(fanOutSchema),
     /** A stream the tenant file declares under `streams`, shared with the other queues that name it. */
     stream: z.optional(z.string().check(z.regex(QUEUE_NAME, 'stream names are 1-64 of [a-z0-9-]'))),
     lease_seconds: z._default(intIn(1, 12 * HOUR), 60),
@@ -201,8 +214,23 @@ const streamConfigSchema = z.strictObject({
   /** At least the longest retention among its queues, which it keeps for all of them. */
   retention_hours: z.optional(intIn(24, 365 * 24)),
   /** Enhanced fan-out for its mappings, as a queue's own `fan_out`. */
-  fan_out: z._default(z.boolean(), false),
+  fan_out: z.optional(fanOutSchema),
 });
+
+/**
+ * When a stream's mappings read on enhanced fan-out: `always`, `off`, or `when_busy` (dispatch's
+ * mapping gets a consumer while produce outruns what the shard's reads admit at once, and loses it
+ * an hour after: core/fan-out-switch.ts).
+ */
+export type FanOut = 'always' | 'when_busy' | 'off';
+const WHEN_BUSY = 'when_busy';
+
+/** The declared `fan_out` as it is meant: a stream that only Lambda consumers read is never switched. */
+function resolveFanOut(declared: boolean | typeof WHEN_BUSY | undefined, dispatched: boolean): FanOut {
+  if (declared === true) return 'always';
+  if (declared === false) return 'off';
+  return dispatched ? 'when_busy' : 'off';
+}
 
 /** The stream a queue that names neither `shards` nor `stream` joins. */
 export const SHARED_STREAM = 'shared';
@@ -257,6 +285,11 @@ function streamIssues(t: TenantFields): { path: (string | number)[]; message: st
       issues.push({
         path: ['queues', name, 'fan_out'],
         message: 'a shared stream has its fan-out: set it under streams',
+      });
+    if (q.fan_out === WHEN_BUSY && q.consumers.length > 0)
+      issues.push({
+        path: ['queues', name, 'fan_out'],
+        message: `"${WHEN_BUSY}" switches dispatch's mapping, which a queue with Lambda consumers does not have: true or false`,
       });
     if (q.stream === undefined) continue;
     if (q.stream !== SHARED_STREAM && !Object.hasOwn(t.streams, q.stream))
@@ -316,7 +349,7 @@ function resolveStreams(t: TenantFields): TenantConfig {
         ...rest,
         stream: ownStreamName(t.tenant, name),
         shards: shards ?? OWN_STREAM_SHARDS,
-        fan_out: fan_out ?? false,
+        fan_out: resolveFanOut(fan_out, q.consumers.length === 0),
         shared_stream: false,
       };
       continue;
@@ -340,7 +373,7 @@ function resolveStreams(t: TenantFields): TenantConfig {
       rate_limits: { ...rest.rate_limits, ...(members.length > 1 ? { produce } : {}) },
       stream: sharedStreamName(t.tenant, stream),
       shards: declared?.shards ?? 1,
-      fan_out: declared?.fan_out ?? false,
+      fan_out: resolveFanOut(declared?.fan_out, true),
       shared_stream: true,
     };
   }
@@ -404,8 +437,8 @@ export type QueueConfig = Omit<DeclaredQueue, 'shards' | 'stream' | 'fan_out'> &
   stream: string;
   /** Its stream's shards. */
   shards: number;
-  /** Whether its stream's mappings read on enhanced fan-out. */
-  fan_out: boolean;
+  /** When its stream's mappings read on enhanced fan-out. */
+  fan_out: FanOut;
   /** Whether its stream is one queues share (declared under `streams`, or the tenant's), not its own. */
   shared_stream: boolean;
 };
@@ -458,8 +491,8 @@ export interface TenantStream {
   shards: number;
   retention_hours: number;
   shared: boolean;
-  /** Its mappings read on enhanced fan-out. */
-  fan_out: boolean;
+  /** When its mappings read on enhanced fan-out. */
+  fan_out: FanOut;
   /** The queues that append to it. */
   queues: string[];
 }

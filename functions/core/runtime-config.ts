@@ -46,6 +46,11 @@ export interface RuntimeConfig {
   channelEndpoint?: string;
   /** The tenant's alarm topic, which the sweep tells of its queue alarms' changes; absent (locally), it logs them only. */
   alarmTopicArn?: string;
+  /**
+   * The dispatch function, which the sweep maps to a busy stream's fan-out consumer
+   * (core/fan-out-switch.ts); the stack sets it on the sweep of a tenant with such a stream.
+   */
+  dispatchFunction?: string;
 }
 
 export type SecretsConfig =
@@ -70,6 +75,8 @@ export const ENV = {
   channelEndpoint: 'LEASEQ_CHANNEL_ENDPOINT',
   /** The tenant's alarm topic (the stack sets it on the sweep only). */
   alarmTopicArn: 'LEASEQ_ALARM_TOPIC_ARN',
+  /** The dispatch function's name (the stack sets it on the sweep of a tenant with busy-time fan-out). */
+  dispatchFunction: 'LEASEQ_DISPATCH_FUNCTION',
 } as const;
 
 /**
@@ -108,6 +115,7 @@ const envSchema = z.object({
   [ENV.secretsKeyId]: z.optional(z.string().check(z.minLength(1), z.maxLength(2048))),
   [ENV.channelEndpoint]: z.optional(z.url()),
   [ENV.alarmTopicArn]: z.optional(z.string().check(z.regex(/^arn:[a-z-]+:sns:/))),
+  [ENV.dispatchFunction]: z.optional(z.string().check(z.minLength(1), z.maxLength(170))),
 });
 
 export function runtimeConfigFromEnv(
@@ -131,5 +139,6 @@ export function runtimeConfigFromEnv(
     ...(secretsKeyId ? { secrets: { kind: 'kms', keyId: secretsKeyId } } : {}),
     ...(parsed[ENV.channelEndpoint] ? { channelEndpoint: parsed[ENV.channelEndpoint] } : {}),
     ...(parsed[ENV.alarmTopicArn] ? { alarmTopicArn: parsed[ENV.alarmTopicArn] } : {}),
+    ...(parsed[ENV.dispatchFunction] ? { dispatchFunction: parsed[ENV.dispatchFunction] } : {}),
   };
 }

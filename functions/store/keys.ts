@@ -75,6 +75,9 @@ export const RECEIPT_SECRET_KEY: ItemKey = { pk: 'TENANT#RECEIPT_SECRET', sk: 'S
 /** The sweep's arm (store/sweep-arm.ts); the table's stream wakes the sweep on its writes. */
 export const SWEEP_ARM_KEY: ItemKey = { pk: 'TENANT#SWEEP', sk: 'ARM' };
 
+/** Since when each busy-time fan-out stream has been quiet, an item a stream (store/fan-out-quiet.ts). */
+export const FAN_OUT_QUIET_PK = 'TENANT#FANOUT';
+
 /** The queues' breaching alarms, as the sweep last evaluated them (store/alarm-states.ts). */
 export const ALARM_STATE_KEY: ItemKey = { pk: 'TENANT#ALARMS', sk: 'S' };
 

@@ -3,6 +3,7 @@ import type { Context } from 'aws-lambda';
 import type { AwsClients } from '../aws/clients.js';
 import { lazySnsPublish } from '../aws/sns.js';
 import { sleep } from '../core/async.js';
+import type { FanOutSwitch } from '../core/fan-out-switch.js';
 import type { RuntimeConfig } from '../core/runtime-config.js';
 import { nextPassIn } from '../core/sweep-cadence.js';
 import { armSettled } from '../core/sweep-rest.js';
@@ -11,11 +12,13 @@ import { SERVICE } from '../observability/metrics.js';
 import { buildServices, type Services } from '../services.js';
 import { AlarmStates } from '../store/alarm-states.js';
 import { ExpiryMarks } from '../store/expiry-marks.js';
+import { FanOutQuiet } from '../store/fan-out-quiet.js';
 import { UsageRollups } from '../store/usage-rollups.js';
 import { alarmNotifier } from './alarm-notifier.js';
 import { BlockedKeys } from './blocked-keys.js';
 import { DriftCheck } from './drift-check.js';
 import { ExpiryWatch } from './expiry-watch.js';
+import { FanOutWatch } from './fan-out-watch.js';
 import { Gauges } from './gauges.js';
 import { HeldSweep } from './held-sweep.js';
 import { LineageSweep } from './lineage-sweep.js';
@@ -41,6 +44,8 @@ export interface SweepOptions {
    * finish beside the next invocations: the local runtime's invocations are one pass each.
    */
   awaitGauges?: boolean;
+  /** What turns busy streams' fan-out on and off (core/fan-out-switch.ts); none, no stream is switched. */
+  fanOut?: FanOutSwitch;
 }
 
 /** The sweep's gauges and alarms, with what they read and whom they tell. */
@@ -107,10 +112,19 @@ export function createSweepHandler(
   const gaugeInterval = options.gaugeIntervalMs ?? 60_000;
   let gaugesAt = 0;
   const tenantGauges = createGauges(config, clients, services, { expiryWatch, logger });
+  const fanOut =
+    options.fanOut &&
+    new FanOutWatch({
+      tenant: config.tenant,
+      switch: options.fanOut,
+      quiet: new FanOutQuiet(clients.doc, config.tableName),
+      logger,
+    });
   const publishAllGauges = async () => {
     if (Date.now() - gaugesAt < gaugeInterval) return;
     gaugesAt = Date.now();
-    await tenantGauges.publish();
+    const produced = await tenantGauges.publish();
+    await fanOut?.observe(produced);
   };
   // The gauges read every queue's stats: published beside the passes, never before one, so a
   // retry that comes due meanwhile is not held up by them.

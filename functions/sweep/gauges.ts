@@ -47,8 +47,10 @@ export class Gauges {
     this.alarms = queueAlarms(deps.tenant);
   }
 
-  async publish(): Promise<void> {
+  /** Publishes every queue's gauges; answers each queue's produced total, which the fan-out watch reads. */
+  async publish(): Promise<Map<string, number>> {
     const { services } = this.deps;
+    const produced = new Map<string, number>();
     const readings = new Map<string, AlarmReading>();
     /** A namespace's gauges, recorded, and what its alarms read. */
     const read = (
@@ -80,6 +82,7 @@ export class Gauges {
       const expired = await this.deps.expiryWatch.check(queue, queueConfig);
       const expiredTotal = [...expired.values()].reduce((a, n) => a + n, 0);
       const { stats: s, totals, sampled } = await services.stats.sweepLook(queue, queueConfig);
+      produced.set(queue, s.produced_total);
       // The stats' drain rates and the usage come from these, a gauge interval apart (none for an
       // unused queue).
       if (s.produced_total || s.acked_total)
@@ -121,6 +124,7 @@ export class Gauges {
       }
     }
     await this.evaluate(readings);
+    return produced;
   }
 
   /** What a namespace's alarm counts grew by since the pass before (none on the first). */

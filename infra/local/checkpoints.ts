@@ -1,4 +1,4 @@
-import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { sleep } from '../../functions/core/async.js';
 
@@ -32,7 +32,7 @@ export class CheckpointStore {
   /** Reads the mapping's file, or creates it: the first start is the mapping's creation. */
   static async open(dir: string, functionName: string, streamName: string): Promise<CheckpointStore> {
     await mkdir(dir, { recursive: true });
-    const path = join(dir, `${encodeURIComponent(functionName)}.json`);
+    const path = checkpointPath(dir, functionName);
     const existing = await readCheckpointFile(path);
     // A mapping pointed at another stream is a new mapping, as on AWS: its positions do not carry over.
     if (existing?.streamName === streamName) return new CheckpointStore(path, existing);
@@ -68,6 +68,17 @@ export class CheckpointStore {
     return this.write();
   }
 
+  /** Deletes the file, once pending writes are done: the mapping is gone. */
+  async remove(): Promise<void> {
+    await this.writing.catch(() => undefined);
+    await rm(this.path, { force: true });
+  }
+
+  /** Deletes a mapping's file that no store has open (one a stopped runtime left). */
+  static async discard(dir: string, functionName: string): Promise<void> {
+    await rm(checkpointPath(dir, functionName), { force: true });
+  }
+
   private write(): Promise<void> {
     const next = this.writing
       .catch(() => undefined)
@@ -79,6 +90,10 @@ export class CheckpointStore {
     this.writing = next;
     return next;
   }
+}
+
+function checkpointPath(dir: string, functionName: string): string {
+  return join(dir, `${encodeURIComponent(functionName)}.json`);
 }
 
 async function readCheckpointFile(path: string): Promise<CheckpointFile | undefined> {

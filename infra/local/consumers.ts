@@ -33,7 +33,7 @@ export async function consumerMappings(
       batchSize: c.batch_size,
       maximumBatchingWindowMs: c.max_batching_window_seconds * 1000,
       timeoutMs: c.timeout_seconds * 1000,
-      fanOut: config.tenant.queues[queue]?.fan_out === true,
+      fanOut: config.tenant.queues[queue]?.fan_out === 'always',
     };
   });
 }

@@ -94,6 +94,12 @@ export interface ErrorInfo {
 export interface EventSource {
   /** Wakes every idle poller now (the api calls this after a produce, so local latency is low). */
   nudge(): void;
+  /** Creates a mapping while running (CreateEventSourceMapping): busy-time fan-out's, from the local FanOutSwitch. */
+  map(mapping: EventSourceMapping): Promise<void>;
+  /** Deletes a running mapping and its checkpoints (DeleteEventSourceMapping): mapped again, it starts anew. */
+  unmap(functionName: string): Promise<void>;
+  /** Whether a mapping of that name runs. */
+  has(functionName: string): boolean;
   /**
    * Resolves when every shard of every mapping, including shards listed after this call, has
    * handed all records currently in the stream to its handler successfully, or has ended (for
@@ -143,39 +149,59 @@ export async function startEventSource(options: EventSourceOptions): Promise<Eve
     for (const w of watchers) w.check();
   };
 
-  const mappings = await Promise.all(
-    options.mappings.map(async (mapping) => {
-      const store = await CheckpointStore.open(
-        options.checkpointDir,
-        mapping.functionName,
-        mapping.streamName,
-      );
-      const idlePollMs = options.idlePollMs ?? 100;
-      const shards = new MappingShards({
-        kinesis: (mapping.fanOut ? options.fanOutKinesis : undefined) ?? options.kinesis,
-        mapping,
-        store,
-        eventSourceARN: `arn:aws:kinesis:${region}:${ACCOUNT}:stream/${mapping.streamName}`,
-        region,
-        idlePollMs: mapping.fanOut ? Math.min(idlePollMs, FAN_OUT_POLL_MS) : idlePollMs,
-        retryBackoffMs: options.retryBackoffMs ?? 100,
-        maxRetryBackoffMs: options.maxRetryBackoffMs ?? 2000,
-        listIntervalMs: options.shardListIntervalMs ?? 1000,
-        report,
-        tick,
-        progressed,
-      });
-      // The first listing is part of starting: a stream that cannot be listed fails the start.
-      await shards.list();
-      return shards;
-    }),
+  const open = async (mapping: EventSourceMapping) => {
+    const store = await CheckpointStore.open(options.checkpointDir, mapping.functionName, mapping.streamName);
+    const idlePollMs = options.idlePollMs ?? 100;
+    const shards = new MappingShards({
+      kinesis: (mapping.fanOut ? options.fanOutKinesis : undefined) ?? options.kinesis,
+      mapping,
+      store,
+      eventSourceARN: `arn:aws:kinesis:${region}:${ACCOUNT}:stream/${mapping.streamName}`,
+      region,
+      idlePollMs: mapping.fanOut ? Math.min(idlePollMs, FAN_OUT_POLL_MS) : idlePollMs,
+      retryBackoffMs: options.retryBackoffMs ?? 100,
+      maxRetryBackoffMs: options.maxRetryBackoffMs ?? 2000,
+      listIntervalMs: options.shardListIntervalMs ?? 1000,
+      report,
+      tick,
+      progressed,
+    });
+    // The first listing is part of starting: a stream that cannot be listed fails the start.
+    await shards.list();
+    return { shards, store };
+  };
+  const opened = new Map(
+    await Promise.all(options.mappings.map(async (m) => [m.functionName, await open(m)] as const)),
   );
-  for (const m of mappings) m.start();
+  /** The running mappings' shards (a live view: busy-time mappings come and go). */
+  const mappingShards = () => [...opened.values()].map((m) => m.shards);
+  for (const m of mappingShards()) m.start();
   let stopped = false;
 
   return {
     nudge() {
-      for (const m of mappings) m.nudge();
+      for (const m of mappingShards()) m.nudge();
+    },
+    async map(mapping) {
+      if (opened.has(mapping.functionName))
+        throw new Error(`two event source mappings are named ${mapping.functionName}`);
+      checkMappings([mapping]);
+      if (mapping.fanOut && !options.fanOutKinesis) throw new Error('a fan-out mapping needs fanOutKinesis');
+      // A new mapping, as CreateEventSourceMapping makes: a file a stopped runtime left is not its.
+      await CheckpointStore.discard(options.checkpointDir, mapping.functionName);
+      const m = await open(mapping);
+      opened.set(mapping.functionName, m);
+      m.shards.start();
+    },
+    async unmap(functionName) {
+      const m = opened.get(functionName);
+      if (!m) return;
+      opened.delete(functionName);
+      await m.shards.stop();
+      await m.store.remove();
+    },
+    has(functionName) {
+      return opened.has(functionName);
     },
     drained(timeoutMs = 10_000) {
       if (stopped) return Promise.reject(new Error('event source is stopped'));
@@ -183,7 +209,7 @@ export async function startEventSource(options: EventSourceOptions): Promise<Eve
       return new Promise<void>((resolve, reject) => {
         const watcher = {
           check() {
-            if (!mappings.every((m) => m.settledSince(since))) return;
+            if (!mappingShards().every((m) => m.settledSince(since))) return;
             done();
             resolve();
           },
@@ -202,7 +228,7 @@ export async function startEventSource(options: EventSourceOptions): Promise<Eve
         };
         watchers.add(watcher);
         // Shards made since the last listing count too; idle pollers read again now rather than after their idle wait.
-        for (const m of mappings) {
+        for (const m of mappingShards()) {
           m.relist();
           m.nudge();
         }
@@ -211,7 +237,7 @@ export async function startEventSource(options: EventSourceOptions): Promise<Eve
     },
     async stop() {
       stopped = true;
-      await Promise.all(mappings.map((m) => m.stop()));
+      await Promise.all(mappingShards().map((m) => m.stop()));
       for (const w of watchers) w.fail(new Error('event source stopped'));
     },
   };

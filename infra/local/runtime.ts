@@ -22,6 +22,7 @@ import {
   tableName,
   tenantStreams,
 } from '../../functions/core/config.js';
+import type { FanOutSwitch } from '../../functions/core/fan-out-switch.js';
 import { gatewayThrottles } from '../../functions/core/gateway-throttles.js';
 import { checkPayloadSchemas } from '../../functions/core/payload-schema.js';
 import { MAX_STREAM_SHARDS } from '../../functions/core/reshard-plan.js';
@@ -36,6 +37,7 @@ import { startChannelGateway } from './channel-gateway.js';
 import { consumerMappings } from './consumers.js';
 import { type DynamoDbEmulator, FAN_OUT_PATH, startEmulators } from './emulators.js';
 import { type EventSource, startEventSource } from './event-source.js';
+import { LocalFanOutSwitch } from './fan-out-switch.js';
 import { startGateway } from './http-gateway.js';
 import { repairIndex } from './index-repair.js';
 import { ensureResources } from './resources.js';
@@ -64,6 +66,11 @@ export interface RuntimeOptions {
   gaugeIntervalMs?: number;
   /** How long an idle shard poller waits before reading again. */
   idlePollMs?: number;
+  /**
+   * Whether the sweep switches busy-time fan-out (default); the bench switches a run's stream
+   * itself, so that only the stream it measures has a busy mapping polling beside it.
+   */
+  sweepSwitchesFanOut?: boolean;
   /**
    * Wake the shard pollers after each produce and sweep re-append (default), which AWS's mapping
    * does not: the bench turns it off so its figures are at AWS's cadence.
@@ -99,6 +106,8 @@ export interface Runtime {
   endpoints: { dynamodb: string; kinesis: string; s3: string };
   eventSource: EventSource;
   sweep: Schedule;
+  /** Busy-time fan-out's switch, where a stream is on `when_busy` (core/fan-out-switch.ts). */
+  fanOut?: FanOutSwitch;
   close(): Promise<void>;
 }
 
@@ -168,7 +177,7 @@ async function startOn(options: RuntimeOptions, unlock: () => void): Promise<Run
     endpoints: {
       ...emulators.endpoints,
       // What the mappings of streams on enhanced fan-out read with (event-source.ts, fanOut).
-      ...([...streams.values()].some((s) => s.fan_out)
+      ...([...streams.values()].some((s) => s.fan_out !== 'off')
         ? { kinesisFanOut: `${emulators.endpoints.kinesis}${FAN_OUT_PATH}` }
         : {}),
     },
@@ -217,12 +226,15 @@ async function startOn(options: RuntimeOptions, unlock: () => void): Promise<Run
             streamName: stream,
             handler: dispatch,
             batchSize: 100,
-            fanOut: s.fan_out,
+            fanOut: s.fan_out === 'always',
           })),
         ...(await consumerMappings(config, clients, logger)),
       ],
       onError: (err, info) => log.warn('event source error', { ...info, error: String(err) }),
     });
+    const fanOut = [...streams.values()].some((s) => s.fan_out === 'when_busy')
+      ? new LocalFanOutSwitch(eventSource, dispatch)
+      : undefined;
     const sweepHandler = createSweepHandler(
       config,
       clients,
@@ -230,6 +242,7 @@ async function startOn(options: RuntimeOptions, unlock: () => void): Promise<Run
         // An invocation here is one pass: the gauges finish beside the next ones.
         awaitGauges: false,
         ...(options.gaugeIntervalMs !== undefined ? { gaugeIntervalMs: options.gaugeIntervalMs } : {}),
+        ...(fanOut && options.sweepSwitchesFanOut !== false ? { fanOut } : {}),
       },
       logger(SERVICE.sweep),
     );
@@ -267,6 +280,7 @@ async function startOn(options: RuntimeOptions, unlock: () => void): Promise<Run
       clients,
       endpoints: emulators.endpoints,
       eventSource,
+      ...(fanOut ? { fanOut } : {}),
       // A test's firing waits for the gauges it started too, as an invocation on AWS does.
       sweep: {
         fire: async () => {

@@ -57,10 +57,19 @@ const { app, stack: local } = buildApp(localFile, { functionCode });
 const { stack: acme } = buildApp(owned(acmeFile), { app, functionCode });
 const { stack: push } = buildApp(owned(pushFile), { app, functionCode });
 const { stack: fan } = buildApp(owned(fanFile), { app, functionCode });
+// Every stream pinned on or off: no busy-time fan-out.
+const { stack: pinnedStack } = buildApp(
+  owned({
+    tenant: 'pinned',
+    queues: { jobs: { shards: 1, fan_out: false }, fast: { shards: 1, fan_out: true } },
+  }),
+  { app, functionCode },
+);
 const template = Template.fromStack(local);
 const acmeTemplate = Template.fromStack(acme);
 const pushTemplate = Template.fromStack(push);
 const fanTemplate = Template.fromStack(fan);
+const pinned = Template.fromStack(pinnedStack);
 
 type Statement = { Effect: string; Action: string | string[]; Resource: unknown };
 
@@ -79,6 +88,20 @@ const asList = <T>(x: T | T[]): T[] => (Array.isArray(x) ? x : [x]);
 function serviceStatements(statements: Statement[], prefix: string): Statement[] {
   return statements.filter((s) => asList(s.Action)[0]?.startsWith(prefix));
 }
+/** Busy-time fan-out's actions: on streams' consumers, and dispatch's mappings (their own test below). */
+const BUSY_ACTIONS = new Set([
+  'kinesis:RegisterStreamConsumer',
+  'kinesis:DescribeStreamConsumer',
+  'kinesis:DeregisterStreamConsumer',
+  'kinesis:SubscribeToShard',
+  'lambda:CreateEventSourceMapping',
+  'lambda:ListEventSourceMappings',
+  'lambda:DeleteEventSourceMapping',
+]);
+const isBusyGrant = (s: Statement) => asList(s.Action).every((a) => BUSY_ACTIONS.has(a));
+/** A function's statements, less busy-time fan-out's. */
+const statementsBesideBusy = (t: Template, id: string) =>
+  functionStatements(t, id).filter((s) => !isBusyGrant(s));
 const actionsOf = (ss: Statement[]) => new Set(ss.flatMap((s) => asList(s.Action)));
 const resourcesOf = (ss: Statement[]) => ss.flatMap((s) => asList(s.Resource));
 const arnOf = (logicalId: string) => ({ 'Fn::GetAtt': [logicalId, 'Arn'] });
@@ -522,7 +545,7 @@ describe('TenantStack (tenants/local.json)', () => {
   it('grants dispatch table items, reads of its own streams (nothing to write to them), and segment writes', () => {
     const streamArns = Object.values(streamIds(template)).map(arnOf);
     const dispatchId = functionId(template, 'leaseq-dispatch');
-    const statements = functionStatements(template, dispatchId);
+    const statements = statementsBesideBusy(template, dispatchId);
 
     const dynamo = serviceStatements(statements, 'dynamodb:');
     expect(actionsOf(dynamo)).toEqual(TABLE_ITEM_ACTIONS);
@@ -582,7 +605,7 @@ describe('TenantStack (tenants/local.json)', () => {
   it('grants sweep table items, appends to its own streams, and segment reads only of S3', () => {
     const streamArns = Object.values(streamIds(template)).map(arnOf);
     const sweepId = functionId(template, 'leaseq-sweep');
-    const statements = functionStatements(template, sweepId);
+    const statements = statementsBesideBusy(template, sweepId);
 
     const dynamo = serviceStatements(statements, 'dynamodb:');
     const streamRead = dynamo.filter((s) => JSON.stringify(s.Resource).includes('StreamArn'));
@@ -714,7 +737,7 @@ describe('TenantStack for another tenant', () => {
 
   it.each(['leaseq-api', 'leaseq-dispatch', 'leaseq-sweep'])('grants %s only its own stream', (service) => {
     const [streamId] = Object.values(streamIds(acmeTemplate));
-    const statements = functionStatements(acmeTemplate, functionId(acmeTemplate, service));
+    const statements = statementsBesideBusy(acmeTemplate, functionId(acmeTemplate, service));
     expect(resourcesOf(serviceStatements(statements, 'kinesis:'))).toEqual([arnOf(streamId as string)]);
   });
 
@@ -777,15 +800,84 @@ describe('TenantStack with a stream on enhanced fan-out', () => {
 
   it('lets dispatch subscribe through its consumer, and nothing else through it', () => {
     const [consumerId] = consumerOf('leaseq-fan_fast');
+    // The tenant's own stream (`slow`) switches busy-time fan-out: its grant names no consumer of fan_fast.
     const subscribing = (service: string) =>
-      functionStatements(fanTemplate, functionId(fanTemplate, service)).filter((s) =>
-        [s.Action].flat().includes('kinesis:SubscribeToShard'),
+      functionStatements(fanTemplate, functionId(fanTemplate, service)).filter(
+        (s) =>
+          [s.Action].flat().includes('kinesis:SubscribeToShard') &&
+          !JSON.stringify(s.Resource).includes('/consumer/*'),
       );
     expect(resourcesOf(subscribing('leaseq-dispatch'))).toEqual([
       { 'Fn::GetAtt': [consumerId, 'ConsumerARN'] },
     ]);
     expect(subscribing('leaseq-api')).toEqual([]);
     expect(subscribing('leaseq-sweep')).toEqual([]);
+  });
+});
+
+describe('TenantStack with busy-time fan-out (the default)', () => {
+  const sweepId = () => functionId(template, 'leaseq-sweep');
+  const dispatchId = () => functionId(template, 'leaseq-dispatch');
+  const consumersOf = (streamId: string) => ({ 'Fn::Join': ['', [arnOf(streamId), '/consumer/*']] });
+
+  it("lets the sweep register its stream's consumer and map dispatch to it, and dispatch be pushed through it", () => {
+    const [streamId] = Object.values(streamIds(template)) as [string];
+    const onDispatch = { StringEquals: { 'lambda:FunctionArn': arnOf(dispatchId()) } };
+    const sweep = functionStatements(template, sweepId()).filter(isBusyGrant);
+    expect(sweep).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({
+          Action: [
+            'kinesis:RegisterStreamConsumer',
+            'kinesis:DescribeStreamConsumer',
+            'kinesis:DeregisterStreamConsumer',
+          ],
+          Resource: [arnOf(streamId), consumersOf(streamId)],
+        }),
+        expect.objectContaining({
+          Action: 'lambda:CreateEventSourceMapping',
+          Resource: '*',
+          Condition: onDispatch,
+        }),
+        expect.objectContaining({ Action: 'lambda:ListEventSourceMappings', Resource: '*' }),
+        expect.objectContaining({ Action: 'lambda:DeleteEventSourceMapping', Condition: onDispatch }),
+      ]),
+    );
+    expect(sweep).toHaveLength(4);
+    expect(functionStatements(template, dispatchId()).filter(isBusyGrant)).toEqual([
+      expect.objectContaining({
+        Action: ['kinesis:SubscribeToShard', 'kinesis:DescribeStreamConsumer'],
+        Resource: consumersOf(streamId),
+      }),
+    ]);
+    expect(functionStatements(template, functionId(template, 'leaseq-api')).filter(isBusyGrant)).toEqual([]);
+    template.hasResourceProperties('AWS::Lambda::Function', {
+      Environment: { Variables: Match.objectLike({ LEASEQ_DISPATCH_FUNCTION: { Ref: dispatchId() } }) },
+    });
+  });
+
+  it('has the sweep release them before a stream or dispatch is deleted, once nothing fires the sweep', () => {
+    const releaseId = onlyId(template, 'Custom::LeaseqBusyFanOut');
+    const resources = template.toJSON().Resources;
+    expect(resources[releaseId].Properties).toEqual({
+      ServiceToken: arnOf(sweepId()),
+      Streams: ['leaseq-local_shared'],
+    });
+    expect(resources[releaseId].DependsOn).toEqual(
+      expect.arrayContaining([...Object.values(streamIds(template)), dispatchId()]),
+    );
+    const firing = [onlyId(template, 'AWS::Events::Rule')];
+    for (const [id, r] of Object.entries(template.findResources('AWS::Lambda::EventSourceMapping')))
+      if (r.Properties.FunctionName.Ref === sweepId()) firing.push(id);
+    expect(firing).toHaveLength(2);
+    for (const id of firing) expect(resources[id].DependsOn).toContain(releaseId);
+  });
+
+  it('is not in a stack whose streams all have fan_out true or false', () => {
+    pinned.resourceCountIs('Custom::LeaseqBusyFanOut', 0);
+    const sweep = pinned.toJSON().Resources[functionId(pinned, 'leaseq-sweep')];
+    expect(sweep.Properties.Environment.Variables.LEASEQ_DISPATCH_FUNCTION).toBeUndefined();
+    expect(functionStatements(pinned, functionId(pinned, 'leaseq-sweep')).filter(isBusyGrant)).toEqual([]);
   });
 });
 

@@ -443,9 +443,9 @@ describe("the fast path's log reads", () => {
     const admitted = async () =>
       (await services.ranges.from('pushed', shard, undefined, 100, true)).reduce((n, r) => n + r.count, 0);
     // Polled, quiet leaves more than a range a second to dispatch.
-    await fast.afterAppend('pushed', { ...config, fast_admission: 'quiet', fan_out: false }, landed);
+    await fast.afterAppend('pushed', { ...config, fast_admission: 'quiet', fan_out: 'off' }, landed);
     expect(await admitted()).toBe(0);
-    await fast.afterAppend('pushed', { ...config, fast_admission: 'quiet', fan_out: true }, landed);
+    await fast.afterAppend('pushed', { ...config, fast_admission: 'quiet', fan_out: 'always' }, landed);
     expect(await admitted()).toBe(30);
   });
 

@@ -1,14 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { processAdmissions } from '../../functions/admission/admitted-signal.js';
 import { createClients } from '../../functions/aws/clients.js';
-import {
-  GetRecordsCommand,
-  GetShardIteratorCommand,
-  ListShardsCommand,
-} from '../../functions/aws/kinesis.js';
+import { GetRecordsCommand } from '../../functions/aws/kinesis.js';
 import { ownStreamName } from '../../functions/core/config.js';
 import { calls } from '../fixtures/ordered-lambda-consumer.js';
 import { queueApi } from '../helpers/queue-api.js';
+import { firstIterator, hogReads } from '../helpers/read-hog.js';
 import { FAST, startTestRuntime, type TestRuntime } from '../helpers/runtime.js';
 import { until } from '../helpers/until.js';
 
@@ -61,7 +58,7 @@ describe('requests isolated as on AWS', () => {
     // One attempt a call: the SDK's own retries would wait the refusals out.
     const clients = createClients({ region: 'us-east-1', endpoints: t.runtime.endpoints, maxAttempts: 1 });
     try {
-      const ShardIterator = await firstIterator(clients, 'plain');
+      const ShardIterator = await firstIterator(clients, ownStreamName('isolated', 'plain'));
       const started = Date.now();
       const reads = await Promise.allSettled(
         Array.from({ length: 12 }, () => clients.kinesis.send(new GetRecordsCommand({ ShardIterator }))),
@@ -79,7 +76,7 @@ describe('requests isolated as on AWS', () => {
   });
 
   it("admits through dispatch's fan-out mapping while other readers take the shard's five reads", async () => {
-    const hog = await hogReads('fanned');
+    const hog = await hogReads(t, ownStreamName('isolated', 'fanned'));
     try {
       const q = queueApi(t, 'fanned');
       await q.produce([{ message_id: 'pushed', payload: 1 }]);
@@ -93,7 +90,7 @@ describe('requests isolated as on AWS', () => {
   });
 
   it("feeds a Lambda consumer's fan-out mapping while other readers take the shard's five reads", async () => {
-    const hog = await hogReads('ledger');
+    const hog = await hogReads(t, ownStreamName('isolated', 'ledger'));
     try {
       await queueApi(t, 'ledger').produce([{ message_id: 'handled', payload: { n: 1 } }]);
       await until(() => calls.some((c) => c.message_id === 'handled' && c.ok), 10_000);
@@ -102,46 +99,3 @@ describe('requests isolated as on AWS', () => {
     }
   });
 });
-
-/**
- * A polling reader of `queue`'s shard that asks far past five reads a second, so a polling mapping
- * would hardly ever be served; stop() answers how many of its reads were refused.
- */
-async function hogReads(queue: string): Promise<{ stop: () => Promise<number> }> {
-  const clients = createClients({ region: 'us-east-1', endpoints: t.runtime.endpoints, maxAttempts: 1 });
-  const ShardIterator = await firstIterator(clients, queue);
-  let hogging = true;
-  const refused = (async () => {
-    let n = 0;
-    while (hogging) {
-      await clients.kinesis.send(new GetRecordsCommand({ ShardIterator })).catch(() => n++);
-      await new Promise((resolve) => setTimeout(resolve, 10));
-    }
-    clients.destroy();
-    return n;
-  })();
-  await new Promise((resolve) => setTimeout(resolve, 300));
-  return {
-    stop: () => {
-      hogging = false;
-      return refused;
-    },
-  };
-}
-
-/** An iterator at the start of the single shard of `queue`'s own stream. */
-async function firstIterator(
-  clients: ReturnType<typeof createClients>,
-  queue: string,
-): Promise<string | undefined> {
-  const stream = ownStreamName('isolated', queue);
-  const [shard] = (await clients.kinesis.send(new ListShardsCommand({ StreamName: stream }))).Shards ?? [];
-  const { ShardIterator } = await clients.kinesis.send(
-    new GetShardIteratorCommand({
-      StreamName: stream,
-      ShardId: shard?.ShardId,
-      ShardIteratorType: 'TRIM_HORIZON',
-    }),
-  );
-  return ShardIterator;
-}

@@ -30,7 +30,8 @@ describe('tenant configuration', () => {
       // No shards named: the queue joins the tenant's shared stream, of one shard.
       stream: 'leaseq-acme_shared',
       shards: 1,
-      fan_out: false,
+      // Dispatch's mapping gets a consumer while the queue is busy (core/fan-out-switch.ts).
+      fan_out: 'when_busy',
       shared_stream: true,
       lease_seconds: 60,
       max_lease_seconds: 3600,
@@ -114,20 +115,35 @@ describe('tenant configuration', () => {
     const config = parseTenantConfig({
       tenant: 'acme',
       streams: { fast: { fan_out: true } },
-      queues: { a: { stream: 'fast' }, b: { stream: 'fast' }, own: { shards: 2, fan_out: true }, rest: {} },
+      queues: {
+        a: { stream: 'fast' },
+        b: { stream: 'fast' },
+        own: { shards: 2, fan_out: true },
+        polled: { shards: 1, fan_out: false },
+        pushed: { consumers: [{ name: 'c', entry: 'c.ts' }] },
+        rest: {},
+      },
     });
-    expect(config.queues.a?.fan_out).toBe(true);
-    expect(config.queues.b?.fan_out).toBe(true);
-    expect(config.queues.own?.fan_out).toBe(true);
-    expect(config.queues.rest?.fan_out).toBe(false);
-    expect(tenantStreams(config).get('leaseq-acme_fast')?.fan_out).toBe(true);
-    expect(tenantStreams(config).get('leaseq-acme_shared')?.fan_out).toBe(false);
+    expect(config.queues.a?.fan_out).toBe('always');
+    expect(config.queues.b?.fan_out).toBe('always');
+    expect(config.queues.own?.fan_out).toBe('always');
+    expect(config.queues.polled?.fan_out).toBe('off');
+    // Dispatch's mapping is switched; a stream only Lambda consumers read has none.
+    expect(config.queues.rest?.fan_out).toBe('when_busy');
+    expect(config.queues.pushed?.fan_out).toBe('off');
+    expect(tenantStreams(config).get('leaseq-acme_fast')?.fan_out).toBe('always');
+    expect(tenantStreams(config).get('leaseq-acme_shared')?.fan_out).toBe('when_busy');
   });
 
   it.each([
     [{ queues: { q: { stream: 'nope' } } }, /names stream "nope", which streams does not declare/],
     [{ queues: { q: { fan_out: true } } }, /a shared stream has its fan-out: set it under streams/],
     [{ streams: { s: {} }, queues: { q: { stream: 's', fan_out: true } } }, /set it under streams/],
+    [
+      { queues: { q: { fan_out: 'when_busy', consumers: [{ name: 'c', entry: 'c.ts' }] } } },
+      /switches dispatch's mapping, which a queue with Lambda consumers does not have/,
+    ],
+    [{ streams: { s: { fan_out: 'sometimes' } }, queues: { q: { stream: 's' } } }, /fan_out/],
     [{ streams: { s: {} }, queues: { q: { stream: 's', shards: 2 } } }, /set them under streams/],
     [
       { streams: { s: {} }, queues: { q: { stream: 's', consumers: [{ name: 'c', entry: 'c.ts' }] } } },
