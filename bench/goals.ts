@@ -5,6 +5,7 @@ import type { FixedTenant } from './deployed-stack.js';
 import { type IsolationReport, slowdown } from './isolation.js';
 import { RESHARD_DIP_SHARE, type ReshardingReport, reshardBroken } from './resharding.js';
 import { END_TO_END_RUNS, GOAL_BACKLOG, type PhaseFailure, RUN } from './runs.js';
+import type { StreamMode } from './runtime.js';
 import type { ScalingReport } from './scaling.js';
 import { formatNumber, formatTable, INDEX_NOT_REPORTED } from './stats.js';
 
@@ -55,8 +56,8 @@ export interface GoalInputs {
   baseline: readonly GoalRow[] | undefined;
   /** Latency measured as AWS runs it (--as-aws): its rows say so, under ids of their own. */
   asAws?: boolean;
-  /** The queues' streams on enhanced fan-out (--fan-out): the latency rows say so, under ids of their own. */
-  fanOut?: boolean;
+  /** How the queues' streams read (bench/runtime.ts StreamMode): other than busy-time fan-out, the latency rows say so, under ids of their own. */
+  streams?: StreamMode;
 }
 
 const LIMITS = {
@@ -347,9 +348,12 @@ function latencyRows(inputs: GoalInputs): GoalRow[] {
       id = `${id}-as-aws`;
       figure = `${figure}, as AWS runs it`;
     }
-    if (inputs.fanOut) {
+    if (inputs.streams === 'always') {
       id = `${id}-fan-out`;
       figure = `${figure}, on enhanced fan-out`;
+    } else if (inputs.streams === 'polled') {
+      id = `${id}-polled`;
+      figure = `${figure}, polled`;
     }
     const failed = failureOf(inputs, run);
     if (failed) return failedRow(id, `${figure} (${run})`, goal, failed);

@@ -8,7 +8,7 @@ import { sleep } from '../functions/core/async.js';
 import { parseTenantConfig } from '../functions/core/config.js';
 import type { DynamoDbEmulator } from '../infra/local/emulators.js';
 import { type Endpoint, post } from './http.js';
-import { startBenchRuntime } from './runtime.js';
+import { fanOutOf, onBusyStream, type StreamMode, startBenchRuntime } from './runtime.js';
 import { formatNumber, formatTable, percentile } from './stats.js';
 import { endToEnd, produce, type ReceiveAnswer, WORKLOAD } from './workload.js';
 
@@ -56,11 +56,12 @@ const SLOW_CONSUMER_PAUSE_MS = 1000;
 
 /**
  * Both queues on one stream, as a tenant's queues are by default: noisy's backlog must not hold
- * quiet's records. On enhanced fan-out with the bench's --fan-out.
+ * quiet's records. Read as the bench's streams are (runtime.ts StreamMode): the flood and quiet's
+ * 10 msg/s both make the stream busy.
  */
-const tenantFile = (fanOut: boolean) => ({
+const tenantFile = (mode: StreamMode) => ({
   tenant: 'isolation',
-  streams: { shared: { shards: 2, ...(fanOut ? { fan_out: true } : {}) } },
+  streams: { shared: { shards: 2, ...fanOutOf(mode) } },
   queues: {
     quiet: {},
     // A window its backlog outgrows at its quota: noisy then lags on the stream (docs/streams.md).
@@ -89,11 +90,11 @@ export interface IsolationReport {
 export async function runIsolation(
   dynamodb: DynamoDbEmulator,
   progress: (line: string) => void,
-  options: { fanOut?: boolean; asAws?: boolean } = {},
+  options: { streams?: StreamMode; asAws?: boolean } = {},
 ): Promise<IsolationReport> {
   const dataDir = mkdtempSync(join(tmpdir(), 'leaseq-isolation-'));
   const runtime = await startBenchRuntime(
-    parseTenantConfig(tenantFile(options.fanOut === true), 'isolation tenant'),
+    parseTenantConfig(tenantFile(options.streams ?? 'busy'), 'isolation tenant'),
     dataDir,
     ADMIN_KEY,
     dynamodb,
@@ -106,59 +107,62 @@ export async function runIsolation(
     ...(options.asAws ? { channelUrl: runtime.channelUrl } : {}),
   };
   try {
-    await quiet(api, WARM_UP_MESSAGES);
-    progress(`${ISOLATION}: quiet alone, ${QUIET.messages} messages at ${QUIET.perSecond} msg/s`);
-    const alone = await quiet(api);
+    // Quiet's 10 msg/s on two shards and the flood both make the shared stream busy.
+    return await onBusyStream(runtime, runtime.config.tenant.queues.quiet?.stream as string, async () => {
+      await quiet(api, WARM_UP_MESSAGES);
+      progress(`${ISOLATION}: quiet alone, ${QUIET.messages} messages at ${QUIET.perSecond} msg/s`);
+      const alone = await quiet(api);
 
-    progress(
-      `${ISOLATION}: quiet beside noisy flooded at ${FLOOD.perSecond} req/s by ${FLOOD.senders} senders`,
-    );
-    const flood = await beside(api, runtime.url);
-    progress(`${ISOLATION}: quiet beside the same flood at a bare server of its own`);
-    const floodElsewhere = await besideSink(api);
-    // The flood emptied noisy's buckets, the gateway's and the quota's: let them fill again.
-    await sleep(2000);
+      progress(
+        `${ISOLATION}: quiet beside noisy flooded at ${FLOOD.perSecond} req/s by ${FLOOD.senders} senders`,
+      );
+      const flood = await beside(api, runtime.url);
+      progress(`${ISOLATION}: quiet beside the same flood at a bare server of its own`);
+      const floodElsewhere = await besideSink(api);
+      // The flood emptied noisy's buckets, the gateway's and the quota's: let them fill again.
+      await sleep(2000);
 
-    progress(`${ISOLATION}: quiet beside noisy at its quota, a backlog growing behind a slow consumer`);
-    let stop = false;
-    let produced = 0;
-    const perSecond = NOISY_REQUESTS_PER_SEC * 0.9 * WORKLOAD.produceBatch;
-    const noisyProducer = produce(api, 'noisy', {
-      messages: Math.ceil(perSecond * (QUIET.messages / QUIET.perSecond + 10)),
-      batchSize: WORKLOAD.produceBatch,
-      inFlight: 2,
-      ids: 'server',
-      perSecond,
-      retryThrottled: true,
-      stopped: () => stop,
-      onAccepted: (orders) => {
-        produced += orders.length;
-      },
+      progress(`${ISOLATION}: quiet beside noisy at its quota, a backlog growing behind a slow consumer`);
+      let stop = false;
+      let produced = 0;
+      const perSecond = NOISY_REQUESTS_PER_SEC * 0.9 * WORKLOAD.produceBatch;
+      const noisyProducer = produce(api, 'noisy', {
+        messages: Math.ceil(perSecond * (QUIET.messages / QUIET.perSecond + 10)),
+        batchSize: WORKLOAD.produceBatch,
+        inFlight: 2,
+        ids: 'server',
+        perSecond,
+        retryThrottled: true,
+        stopped: () => stop,
+        onAccepted: (orders) => {
+          produced += orders.length;
+        },
+      });
+      let consumed = 0;
+      const slowConsumer = (async () => {
+        while (!stop) {
+          const { messages } = await post<ReceiveAnswer>(api, '/queues/noisy/receive', {
+            max_messages: 10,
+            wait_seconds: 1,
+          });
+          await sleep(SLOW_CONSUMER_PAUSE_MS);
+          if (messages.length)
+            await post(api, '/queues/noisy/ack', { receipts: messages.map((m) => m.receipt) });
+          consumed += messages.length;
+        }
+      })();
+      await sleep(SETTLE_MS);
+      const atQuota = await quiet(api);
+      stop = true;
+      await Promise.all([noisyProducer, slowConsumer]);
+
+      return {
+        alone,
+        flood,
+        floodElsewhere,
+        atQuota: { ...atQuota, produced, backlog: produced - consumed },
+      };
     });
-    let consumed = 0;
-    const slowConsumer = (async () => {
-      while (!stop) {
-        const { messages } = await post<ReceiveAnswer>(api, '/queues/noisy/receive', {
-          max_messages: 10,
-          wait_seconds: 1,
-        });
-        await sleep(SLOW_CONSUMER_PAUSE_MS);
-        if (messages.length)
-          await post(api, '/queues/noisy/ack', { receipts: messages.map((m) => m.receipt) });
-        consumed += messages.length;
-      }
-    })();
-    await sleep(SETTLE_MS);
-    const atQuota = await quiet(api);
-    stop = true;
-    await Promise.all([noisyProducer, slowConsumer]);
-
-    return {
-      alone,
-      flood,
-      floodElsewhere,
-      atQuota: { ...atQuota, produced, backlog: produced - consumed },
-    };
   } finally {
     await runtime.close();
     rmSync(dataDir, { recursive: true, force: true });

@@ -54,7 +54,7 @@ import {
   SHARDS,
   SMALL_BACKLOG,
 } from './runs.js';
-import { reportsIndexUnits, startBenchRuntime } from './runtime.js';
+import { fanOutOf, onBusyStream, reportsIndexUnits, type StreamMode, startBenchRuntime } from './runtime.js';
 import { printScaling, runScaling, SCALING_QUEUE, type ScalingReport } from './scaling.js';
 import {
   formatTable,
@@ -82,18 +82,20 @@ import { endToEnd, produce, WORKLOAD } from './workload.js';
  * --baseline FILE    an earlier bench/results/*.json: its figures beside these, and the throughput goal
  * --only RUNS        only these produce and end-to-end runs, `scale`, `isolation` and `reshard` (comma-separated, e.g. c16,isolation)
  * --reshard-rate N   msg/s the reshard phase produces (default 100, what a 2-core machine carries after a split)
- * --fan-out          every run's stream on enhanced fan-out: dispatch pushed, outside a shard's five reads a second
+ * --fan-out          every run's stream on enhanced fan-out (`fan_out: true`): dispatch pushed, outside a shard's five reads a second
+ * --polled           every run's stream polled (`fan_out: false`); by default each is the default's
+ *                    `when_busy`, switched on for its run as the sweep switches a stream that busy
  */
 
-/** The bench's tenant: a stream of its own per run; on enhanced fan-out with --fan-out. */
-const tenantFile = (fanOut: boolean) => ({
+/** The bench's tenant: a stream of its own per run, read as `mode` says (runtime.ts StreamMode). */
+const tenantFile = (mode: StreamMode) => ({
   tenant: 'bench',
   queues: Object.fromEntries(
     [...PRODUCE_RUNS, ...END_TO_END_RUNS, { queue: SCALING_QUEUE }, { queue: WARM_UP.queue }].map((r) => [
       r.queue,
       {
         shards: SHARDS,
-        ...(fanOut ? { fan_out: true } : {}),
+        ...fanOutOf(mode),
         ...('fastAdmission' in r && r.fastAdmission ? { fast_admission: r.fastAdmission } : {}),
         ...('ordered' in r && r.ordered ? { ordered: true } : {}),
         ...('maxPerKey' in r && r.maxPerKey ? { max_per_key: r.maxPerKey } : {}),
@@ -189,8 +191,8 @@ interface Options {
   only: ReadonlySet<string> | undefined;
   /** --as-aws: each request as if in a Lambda instance of its own (no in-process hand-offs). */
   asAws: boolean;
-  /** --fan-out: every run's stream on enhanced fan-out (dispatch pushed, outside a shard's reads). */
-  fanOut: boolean;
+  /** How the runs' streams read: --fan-out, --polled, or busy-time fan-out switched on (the default). */
+  streams: StreamMode;
   /** msg/s the reshard phase produces (--reshard-rate). */
   reshardRate: number;
 }
@@ -204,9 +206,17 @@ const AS_AWS_NOTE =
   'workers waited on the wake channel (receives without a wait, woken over the WebSocket by the ' +
   'admission of any instance, as a Worker given the ChannelUrl is), dispatch polled each shard once a second.';
 
-const FAN_OUT_NOTE =
-  "On enhanced fan-out (--fan-out): dispatch's mappings were pushed their records (locally, read every " +
-  `${FAN_OUT_POLL_MS} ms outside the shard's five reads a second; AWS pushes in ~70 ms), and produce's passes took four of a shard's reads.`;
+const STREAM_NOTES: Record<StreamMode, string> = {
+  busy:
+    "On busy-time fan-out (the default, `when_busy`): each run's stream was switched on before the run, as the " +
+    'sweep switches a stream this busy within two gauge passes, and off after it; dispatch was pushed its ' +
+    `records beside its polled mapping (locally, read every ${FAN_OUT_POLL_MS} ms outside the shard's five ` +
+    'reads a second; AWS pushes in ~70 ms).',
+  always:
+    "On enhanced fan-out (--fan-out): dispatch's mappings were pushed their records (locally, read every " +
+    `${FAN_OUT_POLL_MS} ms outside the shard's five reads a second; AWS pushes in ~70 ms), and produce's passes took four of a shard's reads.`,
+  polled: "Polled (--polled): dispatch's mappings read each shard, one of its five reads a second.",
+};
 
 /** What `leaseq size` (cli/sizing.ts) takes a delivered message to cost: rewritten by each run of c4-ids. */
 const FIGURES_FILE = fileURLToPath(new URL('./figures.json', import.meta.url));
@@ -247,6 +257,7 @@ function parseOptions(): Options {
       only: { type: 'string' },
       'as-aws': { type: 'boolean', default: false },
       'fan-out': { type: 'boolean', default: false },
+      polled: { type: 'boolean', default: false },
       'reshard-rate': { type: 'string', default: String(RESHARD_RATE) },
     },
   });
@@ -269,9 +280,14 @@ function parseOptions(): Options {
     baseline: values.baseline === undefined ? undefined : readBaseline(values.baseline),
     only: values.only === undefined ? undefined : parseOnly(values.only),
     asAws: values['as-aws'],
-    fanOut: values['fan-out'],
+    streams: streamMode(values['fan-out'], values.polled),
     reshardRate: integer('reshard-rate', values['reshard-rate'], 1),
   };
+}
+
+function streamMode(fanOut: boolean, polled: boolean): StreamMode {
+  if (fanOut && polled) throw new Error('--fan-out and --polled are two ways a stream reads: give one');
+  return fanOut ? 'always' : polled ? 'polled' : 'busy';
 }
 
 /** --only's run names, each one the bench has. */
@@ -312,6 +328,9 @@ async function measure(
 ): Promise<Measured> {
   const chosen = <T extends { queue: string }>(runs: readonly T[]) =>
     runs.filter((r) => !only || only.has(r.queue));
+  /** A run on its queue's stream, busy-time fan-out switched on for it (runtime.ts onBusyStream). */
+  const onStream = <T>(queue: string, fn: () => Promise<T>) =>
+    onBusyStream(runtime, runtime.config.tenant.queues[queue]?.stream as string, fn);
   // As AWS runs it, workers wait on the wake channel, as a Worker given the stack's ChannelUrl does.
   const admin: Endpoint = {
     url: runtime.url,
@@ -337,16 +356,18 @@ async function measure(
     meter.reset();
     probe.reset();
     const startedAt = performance.now();
-    await produce(api, run.queue, {
-      messages,
-      batchSize: run.batchSize,
-      inFlight: run.inFlight,
-      ids: 'server',
+    const { producedAt, admittedAt } = await onStream(run.queue, async () => {
+      await produce(api, run.queue, {
+        messages,
+        batchSize: run.batchSize,
+        inFlight: run.inFlight,
+        ids: 'server',
+      });
+      const producedAt = performance.now();
+      // Admission is part of what producing a message costs; waiting for it also keeps it out of the next run.
+      await runtime.eventSource.drained(60_000);
+      return { producedAt, admittedAt: performance.now() };
     });
-    const producedAt = performance.now();
-    // Admission is part of what producing a message costs; waiting for it also keeps it out of the next run.
-    await runtime.eventSource.drained(60_000);
-    const admittedAt = performance.now();
     const snapshot = meter.snapshot();
     produceResults.push({
       queue: run.queue,
@@ -365,11 +386,13 @@ async function measure(
   const endToEndResults: RunResult[] = [];
   if (chosen(END_TO_END_RUNS).length) {
     progress(`${WARM_UP.queue}: ${WARM_UP.messages} messages, not measured`);
-    await endToEnd(admin, WARM_UP.queue, {
-      ...WARM_UP,
-      timeoutMs: END_TO_END_TIMEOUT_MS,
-      onAllAcked: () => {},
-    });
+    await onStream(WARM_UP.queue, () =>
+      endToEnd(admin, WARM_UP.queue, {
+        ...WARM_UP,
+        timeoutMs: END_TO_END_TIMEOUT_MS,
+        onAllAcked: () => {},
+      }),
+    );
   }
   for (const run of chosen(END_TO_END_RUNS)) {
     // A paced run's length is its own: at 10 a second, --messages would make it minutes long.
@@ -380,22 +403,24 @@ async function measure(
     probe.reset();
     type Snapshot = { meter: MeterSnapshot; probe: ProbeSnapshot; api: ApiTallySnapshot };
     let snapshot: Snapshot | undefined;
-    const result = await endToEnd(api, run.queue, {
-      messages: runMessages,
-      workers: run.workers,
-      ids: run.ids,
-      nackFirstAttempt: run.nackFirstAttempt,
-      ...(run.paced ? { paced: run.paced } : {}),
-      ...(run.ordered ? { ordered: run.ordered } : {}),
-      timeoutMs: END_TO_END_TIMEOUT_MS,
-      onAllAcked: () => {
-        snapshot = {
-          meter: meter.snapshot(),
-          probe: probe.snapshot(),
-          api: (api.tally as ApiTally).snapshot(),
-        };
-      },
-    });
+    const result = await onStream(run.queue, () =>
+      endToEnd(api, run.queue, {
+        messages: runMessages,
+        workers: run.workers,
+        ids: run.ids,
+        nackFirstAttempt: run.nackFirstAttempt,
+        ...(run.paced ? { paced: run.paced } : {}),
+        ...(run.ordered ? { ordered: run.ordered } : {}),
+        timeoutMs: END_TO_END_TIMEOUT_MS,
+        onAllAcked: () => {
+          snapshot = {
+            meter: meter.snapshot(),
+            probe: probe.snapshot(),
+            api: (api.tally as ApiTally).snapshot(),
+          };
+        },
+      }),
+    );
     const seconds = (result.finishedAt - result.startedAt) / 1000;
     // endToEnd returns only after onAllAcked ran.
     const measured = snapshot as Snapshot;
@@ -596,7 +621,7 @@ async function main(): Promise<void> {
   let measured: Measured;
   try {
     runtime = await startBenchRuntime(
-      parseTenantConfig(tenantFile(options.fanOut), 'bench tenant'),
+      parseTenantConfig(tenantFile(options.streams), 'bench tenant'),
       dataDir,
       ADMIN_KEY,
       options.dynamodb,
@@ -668,14 +693,14 @@ async function main(): Promise<void> {
       peer,
       baseline: options.baseline?.goals,
       asAws: options.asAws,
-      fanOut: options.fanOut,
+      streams: options.streams,
     }),
     ...(options.baseline ? { baseline: options.baseline.file } : {}),
     notes: [
       SCOPE_NOTE,
       capacityNote(options.dynamodb),
       ...(options.asAws ? [AS_AWS_NOTE] : []),
-      ...(options.fanOut ? [FAN_OUT_NOTE] : []),
+      STREAM_NOTES[options.streams],
     ],
   };
   const resultsDir = fileURLToPath(new URL('./results/', import.meta.url));

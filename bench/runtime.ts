@@ -36,8 +36,37 @@ export function startBenchRuntime(
     sweepIntervalMs: 1000,
     idlePollMs: 1000,
     wakePollers: false,
+    // The bench switches busy-time fan-out itself, run by run (onBusyStream).
+    sweepSwitchesFanOut: false,
     dynamodb,
   });
+}
+
+/**
+ * How the bench's streams read: `busy`, the default's `fan_out: "when_busy"` switched on for each
+ * run as the sweep switches a stream that busy (within two gauge passes of the load), and off
+ * after it, so that no other run's busy mapping polls beside it; `always` (`fan_out: true`,
+ * --fan-out); `polled` (`fan_out: false`, --polled).
+ */
+export type StreamMode = 'busy' | 'always' | 'polled';
+
+/** The tenant file's `fan_out` for a stream of the mode. */
+export function fanOutOf(mode: StreamMode): { fan_out?: boolean } {
+  return mode === 'busy' ? {} : { fan_out: mode === 'always' };
+}
+
+/** Runs `fn` with `stream`'s busy-time fan-out on, where the runtime switches it. */
+export async function onBusyStream<T>(runtime: Runtime, stream: string, fn: () => Promise<T>): Promise<T> {
+  const busy = Object.values(runtime.config.tenant.queues).some(
+    (q) => q.stream === stream && q.fan_out === 'when_busy',
+  );
+  if (!busy || !runtime.fanOut) return fn();
+  await runtime.fanOut.turnOn(stream);
+  try {
+    return await fn();
+  } finally {
+    await runtime.fanOut.turnOff(stream);
+  }
 }
 
 /** DynamoDB Local reports index write units; dynalite reports the base table only. */
