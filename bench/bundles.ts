@@ -58,6 +58,14 @@ export const BUNDLES: readonly LeaseqBundleSpec[] = [
     },
   },
   {
+    name: 'fan-out-release',
+    entry: 'functions/fan-out-release/handler.ts',
+    environment: {
+      POWERTOOLS_SERVICE_NAME: 'leaseq-fan-out-release',
+      [ENV.dispatchFunction]: 'Leaseq-local-Dispatch',
+    },
+  },
+  {
     name: 'alarm-relay',
     entry: 'functions/alarm-relay/handler.ts',
     environment: {

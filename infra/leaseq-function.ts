@@ -50,7 +50,7 @@ const SOURCE_EXTENSION = import.meta.url.endsWith('.ts') ? '.ts' : '.js';
  * TypeScript sources in the repository (run through tsx), their compiled JavaScript beside this
  * file in the package's dist/, which NodejsFunction bundles the same way.
  */
-export const ownHandler = (name: 'api' | 'dispatch' | 'sweep' | 'alarm-relay') =>
+export const ownHandler = (name: 'api' | 'dispatch' | 'sweep' | 'alarm-relay' | 'fan-out-release') =>
   fileURLToPath(new URL(`../functions/${name}/handler${SOURCE_EXTENSION}`, import.meta.url));
 const LAMBDA_CREDENTIALS = fileURLToPath(
   new URL(`../functions/aws/lambda-credentials${SOURCE_EXTENSION}`, import.meta.url),

@@ -376,50 +376,72 @@ export class LeaseqTenant extends Construct {
   /**
    * Streams on `fan_out: "when_busy"` (functions/core/fan-out-switch.ts): the sweep registers
    * their consumer and maps dispatch to it at run time, outside CloudFormation, so a resource of
-   * the stack has the sweep release them (functions/sweep/stack-events.ts) before a stream leaves
-   * `when_busy` or the stack is deleted: Kinesis refuses to delete a stream that has a consumer.
+   * the stack has a function of its own release them (functions/fan-out-release) before a stream
+   * leaves `when_busy` or the stack is deleted: Kinesis refuses to delete a stream that has a
+   * consumer.
    */
   private switchBusyFanOut(config: TenantConfig): void {
     const busy = [...tenantStreams(config)]
       .filter(([, s]) => s.fan_out === 'when_busy')
       .map(([name]) => name);
     if (!busy.length) return;
-    const sweep = this.sweepFunction;
-    sweep.addEnvironment(ENV.dispatchFunction, this.dispatchFunction.functionName);
+    const dispatch = this.dispatchFunction;
+    const release = leaseqFunction(this, 'FanOutRelease', {
+      entry: ownHandler('fan-out-release'),
+      serviceName: 'leaseq-fan-out-release',
+      memorySize: 128,
+      // Deregistering a consumer takes seconds; the release waits for it before it answers.
+      timeout: Duration.minutes(5),
+      environment: { [ENV.dispatchFunction]: dispatch.functionName },
+      code: this.functionCode,
+    });
+    this.sweepFunction.addEnvironment(ENV.dispatchFunction, dispatch.functionName);
     const logs = busy.map((name) => this.streams.get(name) as LogStream);
-    for (const log of logs) log.grantBusyFanOut(sweep, this.dispatchFunction);
+    for (const fn of [this.sweepFunction, release]) this.grantFanOutSwitch(fn, logs);
+    for (const log of logs) log.grantBusyPush(dispatch);
+    const resource = new CustomResource(this, 'BusyFanOut', {
+      serviceToken: release.functionArn,
+      resourceType: 'Custom::LeaseqBusyFanOut',
+      properties: { Streams: busy },
+    });
+    // Deleted before the streams and dispatch it releases, after what fires the sweep, which
+    // would switch a busy stream on again.
+    for (const log of logs) resource.node.addDependency(log);
+    resource.node.addDependency(dispatch);
+    this.node.findChild('SweepSchedule').node.addDependency(resource);
+    this.sweepFunction.node.findChild('SweepWake').node.addDependency(resource);
+    acknowledgeNag(dispatch.role?.node.tryFindChild('DefaultPolicy') ?? dispatch, {
+      id: 'AwsSolutions-IAM5',
+      reason:
+        "Dispatch is pushed through the consumer the sweep registers on a busy stream at run time, whose ARN ends in its creation time: the wildcard stays under this stack's own streams.",
+      appliesTo: logs.map((log) => arnFinding(log.stream, '/consumer/*')),
+    });
+  }
+
+  /** What switches busy-time fan-out: the streams' consumer, and dispatch's mappings on it. */
+  private grantFanOutSwitch(fn: lambda.Function, logs: readonly LogStream[]): void {
+    for (const log of logs) log.grantConsumerSwitch(fn);
     const stack = Stack.of(this);
     const mappings = `arn:${stack.partition}:lambda:${stack.region}:${stack.account}:event-source-mapping:*`;
     const onDispatch = { StringEquals: { 'lambda:FunctionArn': this.dispatchFunction.functionArn } };
-    sweep.addToRolePolicy(
+    fn.addToRolePolicy(
       new iam.PolicyStatement({
         actions: ['lambda:CreateEventSourceMapping'],
         resources: ['*'],
         conditions: onDispatch,
       }),
     );
-    sweep.addToRolePolicy(
+    fn.addToRolePolicy(
       new iam.PolicyStatement({ actions: ['lambda:ListEventSourceMappings'], resources: ['*'] }),
     );
-    sweep.addToRolePolicy(
+    fn.addToRolePolicy(
       new iam.PolicyStatement({
         actions: ['lambda:DeleteEventSourceMapping'],
         resources: [mappings],
         conditions: onDispatch,
       }),
     );
-    const release = new CustomResource(this, 'BusyFanOut', {
-      serviceToken: sweep.functionArn,
-      resourceType: 'Custom::LeaseqBusyFanOut',
-      properties: { Streams: busy },
-    });
-    // Deleted before the streams and dispatch it releases, after what fires the sweep.
-    for (const log of logs) release.node.addDependency(log);
-    release.node.addDependency(this.dispatchFunction);
-    this.node.findChild('SweepSchedule').node.addDependency(release);
-    sweep.node.findChild('SweepWake').node.addDependency(release);
-    const policy = (fn: lambda.IFunction) => fn.role?.node.tryFindChild('DefaultPolicy') ?? fn;
-    acknowledgeNag(policy(sweep), {
+    acknowledgeNag(fn.role?.node.tryFindChild('DefaultPolicy') ?? fn, {
       id: 'AwsSolutions-IAM5',
       reason:
         "A busy stream's consumer and dispatch's mapping on it are made at run time: the consumer " +
@@ -430,12 +452,6 @@ export class LeaseqTenant extends Construct {
         'Resource::*',
         'Resource::arn:<AWS::Partition>:lambda:<AWS::Region>:<AWS::AccountId>:event-source-mapping:*',
       ],
-    });
-    acknowledgeNag(policy(this.dispatchFunction), {
-      id: 'AwsSolutions-IAM5',
-      reason:
-        "Dispatch is pushed through the consumer the sweep registers on a busy stream at run time, whose ARN ends in its creation time: the wildcard stays under this stack's own streams.",
-      appliesTo: logs.map((log) => arnFinding(log.stream, '/consumer/*')),
     });
   }
 

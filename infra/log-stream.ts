@@ -116,26 +116,33 @@ export class LogStream extends Construct {
   }
 
   /**
-   * Busy-time fan-out (`fan_out: "when_busy"`, functions/core/fan-out-switch.ts): the sweep
-   * registers and deregisters the stream's consumer at run time and maps dispatch to it, which
-   * is pushed through it.
+   * Busy-time fan-out (`fan_out: "when_busy"`, functions/core/fan-out-switch.ts): who registers
+   * and deregisters the stream's consumer at run time (the sweep, and the stack's release).
    */
-  grantBusyFanOut(sweep: iam.IGrantable, dispatch: iam.IGrantable): void {
-    const consumers = `${this.stream.streamArn}/consumer/*`;
-    iam.Grant.addToPrincipal({
-      grantee: sweep,
+  grantConsumerSwitch(grantee: iam.IGrantable): iam.Grant {
+    return iam.Grant.addToPrincipal({
+      grantee,
       actions: [
+        'kinesis:DescribeStreamSummary',
         'kinesis:RegisterStreamConsumer',
         'kinesis:DescribeStreamConsumer',
         'kinesis:DeregisterStreamConsumer',
       ],
-      resourceArns: [this.stream.streamArn, consumers],
+      resourceArns: [this.stream.streamArn, this.consumers()],
     });
-    iam.Grant.addToPrincipal({
+  }
+
+  /** Dispatch, pushed through the consumer the sweep registers while the stream is busy. */
+  grantBusyPush(dispatch: iam.IGrantable): iam.Grant {
+    return iam.Grant.addToPrincipal({
       grantee: dispatch,
       actions: ['kinesis:SubscribeToShard', 'kinesis:DescribeStreamConsumer'],
-      resourceArns: [consumers],
+      resourceArns: [this.consumers()],
     });
+  }
+
+  private consumers(): string {
+    return `${this.stream.streamArn}/consumer/*`;
   }
 
   /** A stream consumer of `fn`'s own (one subscription per shard each), and the grants to be pushed by it. */

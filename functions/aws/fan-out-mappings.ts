@@ -1,8 +1,10 @@
 import type { ConsumerDescription } from '@aws-sdk/client-kinesis';
 import { sleep } from '../core/async.js';
 import { BUSY_MAPPING, type FanOutState, type FanOutSwitch } from '../core/fan-out-switch.js';
-import type { EventSourceMapping, EventSourceMappingsClient } from './event-source-mappings.js';
+import { createRequestHandler } from './clients.js';
+import { type EventSourceMapping, EventSourceMappingsClient } from './event-source-mappings.js';
 import {
+  createKinesisClient,
   DeregisterStreamConsumerCommand,
   DescribeStreamConsumerCommand,
   DescribeStreamSummaryCommand,
@@ -154,4 +156,14 @@ export class AwsFanOutSwitch implements FanOutSwitch {
     }
     return arn;
   }
+}
+
+/** The switch with clients of its own (the sweep's and the release function's). */
+export function createAwsFanOutSwitch(region: string, dispatchFunction: string): AwsFanOutSwitch {
+  const requestHandler = createRequestHandler();
+  return new AwsFanOutSwitch({
+    kinesis: createKinesisClient({ region, maxAttempts: 4, requestHandler }),
+    mappings: new EventSourceMappingsClient({ region, requestHandler }),
+    dispatchFunction,
+  });
 }

@@ -82,14 +82,21 @@ export async function assumeFunctionRole(region: string): Promise<RoleCredential
     RoleArn: field(made, 'Arn'),
     RoleSessionName: 'leaseq-bundles',
   });
-  // Every request from here on is authenticated; count 0 means none goes without.
-  // As text: werkzeug reads a form-encoded body into the form, and moto then finds no count.
-  await post(`https://sts.${region}.amazonaws.com/moto-api/reset-auth`, '0', {
-    'content-type': 'text/plain',
-  });
+  await motoAuthenticates(region, true);
   return {
     AWS_ACCESS_KEY_ID: field(assumed, 'AccessKeyId'),
     AWS_SECRET_ACCESS_KEY: field(assumed, 'SecretAccessKey'),
     AWS_SESSION_TOKEN: field(assumed, 'SessionToken'),
   };
+}
+
+/**
+ * Turns moto's request authentication on (every request from then on; count 0 means none goes
+ * without) or off (no count: every request goes without).
+ */
+export async function motoAuthenticates(region: string, on: boolean): Promise<void> {
+  // As text: werkzeug reads a form-encoded body into the form, and moto then finds no count.
+  await post(`https://sts.${region}.amazonaws.com/moto-api/reset-auth`, on ? '0' : 'inf', {
+    'content-type': 'text/plain',
+  });
 }

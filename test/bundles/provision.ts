@@ -7,7 +7,13 @@ import {
   ReceiveMessageCommand,
   SQSClient,
 } from '@aws-sdk/client-sqs';
-import { createClients } from '../../functions/aws/clients.js';
+import { createClients, createRequestHandler } from '../../functions/aws/clients.js';
+import {
+  createKinesisClient,
+  DescribeStreamConsumerCommand,
+  DescribeStreamSummaryCommand,
+  RegisterStreamConsumerCommand,
+} from '../../functions/aws/kinesis.js';
 import { parseTenantConfig } from '../../functions/core/config.js';
 import { createAdminClients } from '../../infra/local/admin-clients.js';
 import { ensureResources } from '../../infra/local/resources.js';
@@ -101,5 +107,36 @@ export async function platformHeard(region: string, queueUrl: string): Promise<u
     return Messages.map((m) => JSON.parse(m.Body ?? 'null'));
   } finally {
     sqs.destroy();
+  }
+}
+
+/**
+ * A stream consumer as the sweep registers one on a busy stream: its status, or undefined when
+ * none of that name is registered (`register` registers it first).
+ */
+export async function streamConsumer(
+  region: string,
+  stream: string,
+  name: string,
+  register = false,
+): Promise<string | undefined> {
+  // leaseq's own client: the SDK's speaks HTTP/2 to Kinesis, which the redirect to moto does not take.
+  const requestHandler = createRequestHandler();
+  const kinesis = createKinesisClient({ region, maxAttempts: 4, requestHandler });
+  try {
+    const { StreamDescriptionSummary } = await kinesis.send(
+      new DescribeStreamSummaryCommand({ StreamName: stream }),
+    );
+    const StreamARN = StreamDescriptionSummary?.StreamARN;
+    if (register) await kinesis.send(new RegisterStreamConsumerCommand({ StreamARN, ConsumerName: name }));
+    const { ConsumerDescription } = await kinesis.send(
+      new DescribeStreamConsumerCommand({ StreamARN, ConsumerName: name }),
+    );
+    return ConsumerDescription?.ConsumerStatus;
+  } catch (err) {
+    if ((err as Error).name === 'ResourceNotFoundException') return undefined;
+    throw err;
+  } finally {
+    requestHandler.destroy();
   }
 }

@@ -90,6 +90,7 @@ function serviceStatements(statements: Statement[], prefix: string): Statement[]
 }
 /** Busy-time fan-out's actions: on streams' consumers, and dispatch's mappings (their own test below). */
 const BUSY_ACTIONS = new Set([
+  'kinesis:DescribeStreamSummary',
   'kinesis:RegisterStreamConsumer',
   'kinesis:DescribeStreamConsumer',
   'kinesis:DeregisterStreamConsumer',
@@ -331,8 +332,8 @@ describe('TenantStack (tenants/local.json)', () => {
     { service: 'leaseq-dispatch', timeout: 60 },
     { service: 'leaseq-sweep', timeout: 60 },
   ])('has the function $service on Node 22 / arm64 with the runtime environment', ({ service, timeout }) => {
-    // And the alarm relay (test/infra/alarms.test.ts).
-    template.resourceCountIs('AWS::Lambda::Function', 4);
+    // And the alarm relay (test/infra/alarms.test.ts) and busy-time fan-out's release (below).
+    template.resourceCountIs('AWS::Lambda::Function', 5);
     const fn = template.toJSON().Resources[functionId(template, service)];
     expect(fn.Properties).toMatchObject({
       Runtime: 'nodejs22.x',
@@ -817,33 +818,37 @@ describe('TenantStack with a stream on enhanced fan-out', () => {
 
 describe('TenantStack with busy-time fan-out (the default)', () => {
   const sweepId = () => functionId(template, 'leaseq-sweep');
+  const releaseId = () => functionId(template, 'leaseq-fan-out-release');
   const dispatchId = () => functionId(template, 'leaseq-dispatch');
   const consumersOf = (streamId: string) => ({ 'Fn::Join': ['', [arnOf(streamId), '/consumer/*']] });
 
-  it("lets the sweep register its stream's consumer and map dispatch to it, and dispatch be pushed through it", () => {
+  it("lets the sweep and the release switch its stream's consumer and dispatch's mapping on it, and dispatch be pushed through it", () => {
     const [streamId] = Object.values(streamIds(template)) as [string];
     const onDispatch = { StringEquals: { 'lambda:FunctionArn': arnOf(dispatchId()) } };
-    const sweep = functionStatements(template, sweepId()).filter(isBusyGrant);
-    expect(sweep).toEqual(
-      expect.arrayContaining([
-        expect.objectContaining({
-          Action: [
-            'kinesis:RegisterStreamConsumer',
-            'kinesis:DescribeStreamConsumer',
-            'kinesis:DeregisterStreamConsumer',
-          ],
-          Resource: [arnOf(streamId), consumersOf(streamId)],
-        }),
-        expect.objectContaining({
-          Action: 'lambda:CreateEventSourceMapping',
-          Resource: '*',
-          Condition: onDispatch,
-        }),
-        expect.objectContaining({ Action: 'lambda:ListEventSourceMappings', Resource: '*' }),
-        expect.objectContaining({ Action: 'lambda:DeleteEventSourceMapping', Condition: onDispatch }),
-      ]),
-    );
-    expect(sweep).toHaveLength(4);
+    for (const id of [sweepId(), releaseId()]) {
+      const busy = functionStatements(template, id).filter(isBusyGrant);
+      expect(busy).toEqual(
+        expect.arrayContaining([
+          expect.objectContaining({
+            Action: [
+              'kinesis:DescribeStreamSummary',
+              'kinesis:RegisterStreamConsumer',
+              'kinesis:DescribeStreamConsumer',
+              'kinesis:DeregisterStreamConsumer',
+            ],
+            Resource: [arnOf(streamId), consumersOf(streamId)],
+          }),
+          expect.objectContaining({
+            Action: 'lambda:CreateEventSourceMapping',
+            Resource: '*',
+            Condition: onDispatch,
+          }),
+          expect.objectContaining({ Action: 'lambda:ListEventSourceMappings', Resource: '*' }),
+          expect.objectContaining({ Action: 'lambda:DeleteEventSourceMapping', Condition: onDispatch }),
+        ]),
+      );
+      expect(busy).toHaveLength(4);
+    }
     expect(functionStatements(template, dispatchId()).filter(isBusyGrant)).toEqual([
       expect.objectContaining({
         Action: ['kinesis:SubscribeToShard', 'kinesis:DescribeStreamConsumer'],
@@ -851,26 +856,32 @@ describe('TenantStack with busy-time fan-out (the default)', () => {
       }),
     ]);
     expect(functionStatements(template, functionId(template, 'leaseq-api')).filter(isBusyGrant)).toEqual([]);
-    template.hasResourceProperties('AWS::Lambda::Function', {
-      Environment: { Variables: Match.objectLike({ LEASEQ_DISPATCH_FUNCTION: { Ref: dispatchId() } }) },
-    });
+    const resources = template.toJSON().Resources;
+    for (const id of [sweepId(), releaseId()])
+      expect(resources[id].Properties.Environment.Variables.LEASEQ_DISPATCH_FUNCTION).toEqual({
+        Ref: dispatchId(),
+      });
+    // The release function does nothing else.
+    expect(functionStatements(template, releaseId()).filter((s) => !isBusyGrant(s))).toEqual([
+      expect.objectContaining({ Action: ['logs:CreateLogStream', 'logs:PutLogEvents'] }),
+    ]);
   });
 
-  it('has the sweep release them before a stream or dispatch is deleted, once nothing fires the sweep', () => {
-    const releaseId = onlyId(template, 'Custom::LeaseqBusyFanOut');
+  it('has the release answer for them before a stream or dispatch is deleted, once nothing fires the sweep', () => {
+    const resourceId = onlyId(template, 'Custom::LeaseqBusyFanOut');
     const resources = template.toJSON().Resources;
-    expect(resources[releaseId].Properties).toEqual({
-      ServiceToken: arnOf(sweepId()),
+    expect(resources[resourceId].Properties).toEqual({
+      ServiceToken: arnOf(releaseId()),
       Streams: ['leaseq-local_shared'],
     });
-    expect(resources[releaseId].DependsOn).toEqual(
+    expect(resources[resourceId].DependsOn).toEqual(
       expect.arrayContaining([...Object.values(streamIds(template)), dispatchId()]),
     );
     const firing = [onlyId(template, 'AWS::Events::Rule')];
     for (const [id, r] of Object.entries(template.findResources('AWS::Lambda::EventSourceMapping')))
       if (r.Properties.FunctionName.Ref === sweepId()) firing.push(id);
     expect(firing).toHaveLength(2);
-    for (const id of firing) expect(resources[id].DependsOn).toContain(releaseId);
+    for (const id of firing) expect(resources[id].DependsOn).toContain(resourceId);
   });
 
   it('is not in a stack whose streams all have fan_out true or false', () => {
@@ -878,6 +889,11 @@ describe('TenantStack with busy-time fan-out (the default)', () => {
     const sweep = pinned.toJSON().Resources[functionId(pinned, 'leaseq-sweep')];
     expect(sweep.Properties.Environment.Variables.LEASEQ_DISPATCH_FUNCTION).toBeUndefined();
     expect(functionStatements(pinned, functionId(pinned, 'leaseq-sweep')).filter(isBusyGrant)).toEqual([]);
+    expect(
+      Object.values(pinned.findResources('AWS::Lambda::Function')).filter(
+        (r) => r.Properties.Environment.Variables.POWERTOOLS_SERVICE_NAME === 'leaseq-fan-out-release',
+      ),
+    ).toEqual([]);
   });
 });
 

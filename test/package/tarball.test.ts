@@ -261,10 +261,11 @@ console.log(JSON.stringify({
         testing: 'function',
         retryAfter: true,
         queues: ['jobs', 'events'],
-        // api, dispatch, sweep, the alarm relay and the consumer: each bundled from the installed package
-        functions: 5,
+        // api, dispatch, sweep, the alarm relay, busy-time fan-out's release and the consumer: each
+        // bundled from the installed package
+        functions: 6,
       });
-      expect(out.bundles).toHaveLength(5);
+      expect(out.bundles).toHaveLength(6);
       for (const size of out.bundles) expect(size).toBeGreaterThan(10_000);
       for (const size of [...out.s3Clients, ...out.validators, ...out.kmsClients, ...out.openApis])
         expect(size).toBeGreaterThan(10_000);

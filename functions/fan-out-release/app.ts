@@ -5,8 +5,10 @@ import * as https from 'node:https';
  * The stack's custom resource for busy-time fan-out (infra/leaseq-tenant.ts, `BusyFanOut`): the
  * sweep registers a stream's consumer and maps dispatch to it at run time, outside
  * CloudFormation, and Kinesis refuses to delete a stream that still has a consumer. So before
- * CloudFormation deletes the stack, or a stream leaves `when_busy`, the sweep releases them
- * (mapping and consumer gone) and only then answers.
+ * CloudFormation deletes the stack, or a stream leaves `when_busy`, this function releases them
+ * (mapping and consumer gone) and only then answers. A function of its own, not the sweep: the
+ * sweep runs one at a time and drops an invocation older than a minute, and CloudFormation's
+ * request would wait behind a running sweep.
  */
 
 /** CloudFormation's custom resource request: what the sweep reads of it. */
@@ -19,11 +21,6 @@ export interface StackEvent {
   PhysicalResourceId?: string;
   ResourceProperties: { Streams?: string[] };
   OldResourceProperties?: { Streams?: string[] };
-}
-
-export function isStackEvent(event: unknown): event is StackEvent {
-  const e = event as Partial<StackEvent> | undefined;
-  return typeof e?.RequestType === 'string' && typeof e.ResponseURL === 'string';
 }
 
 /** The streams to release: every one on Delete; on Update, those no longer on `when_busy`. */

@@ -1,14 +1,9 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  answerStackEvent,
-  isStackEvent,
-  type StackEvent,
-  streamsToRelease,
-} from '../../functions/sweep/stack-events.js';
+import { answerStackEvent, type StackEvent, streamsToRelease } from '../../functions/fan-out-release/app.js';
 
-/** The sweep's answers to the stack's busy-time fan-out resource, PUT to a server of the test's own. */
+/** The release function's answers to the stack's busy-time fan-out resource, PUT to a server of the test's own. */
 
 const answers: { method?: string; contentType?: string; body: Record<string, unknown> }[] = [];
 const server = createServer((req, res) => {
@@ -40,12 +35,6 @@ const event = (over: Partial<StackEvent>): StackEvent => ({
 });
 
 describe('the busy-time fan-out resource', () => {
-  it('tells its events from the sweep’s ticks', () => {
-    expect(isStackEvent(event({}))).toBe(true);
-    expect(isStackEvent({ source: 'aws.events', 'detail-type': 'Scheduled Event' })).toBe(false);
-    expect(isStackEvent(undefined)).toBe(false);
-  });
-
   it('releases every stream on Delete, those that left when_busy on Update, none on Create', () => {
     expect(streamsToRelease(event({}))).toEqual(['leaseq-t_shared', 'leaseq-t-jobs']);
     expect(
