@@ -319,7 +319,7 @@ function answerOf(
 }
 
 /** An error's body, as far as it is JSON (a proxy's page is not). */
-function parseJson(text: string): Record<string, unknown> {
+export function parseJson(text: string): Record<string, unknown> {
   if (!text) return {};
   try {
     const parsed: unknown = JSON.parse(text);

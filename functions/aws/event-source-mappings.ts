@@ -3,7 +3,7 @@ import { HttpRequest } from '@smithy/core/transport';
 import { type NodeHttpHandler, streamCollector } from '@smithy/node-http-handler';
 import { SignatureV4 } from '@smithy/signature-v4';
 import type { AwsCredentialIdentity, AwsCredentialIdentityProvider, HttpResponse } from '@smithy/types';
-import { MiddlewareStack } from './aws-json.js';
+import { MiddlewareStack, parseJson } from './aws-json.js';
 import type { MiddlewareContext } from './sdk-client.js';
 import { Sha256 } from './sha256.js';
 
@@ -167,16 +167,6 @@ export class EventSourceMappingsClient {
     };
     if (response.statusCode >= 300) throw serviceError(response, text, $metadata);
     return { output: { ...parseJson(text), $metadata }, response };
-  }
-}
-
-function parseJson(text: string): Record<string, unknown> {
-  if (!text) return {};
-  try {
-    const parsed: unknown = JSON.parse(text);
-    return parsed && typeof parsed === 'object' ? (parsed as Record<string, unknown>) : {};
-  } catch {
-    return {};
   }
 }
 
